@@ -1,0 +1,15 @@
+// Command toolgate is Caddy with the Toolgate module and Caddy's standard
+// modules built in. It takes every argument Caddy takes: `toolgate run`,
+// `toolgate validate`, `toolgate list-modules`, ...
+package main
+
+import (
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/toolgate/toolgate/caddymodule"
+)
+
+func main() {
+	caddycmd.Main()
+}

@@ -1,0 +1,129 @@
+package testkit
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/actions"
+)
+
+// Call is one request the fake app received.
+type Call struct {
+	Method string
+	URI    string
+	Header http.Header
+	Body   []byte
+	// SignatureErr is what verifying the gate's signature said (nil: valid).
+	SignatureErr error
+}
+
+// App is a fake app: a blog with posts under /posts/{id}. GET reads a
+// record, any other method is the action and is recorded. Every request
+// is checked against the gate's signature.
+type App struct {
+	*httptest.Server
+	Secret []byte
+
+	mu      sync.Mutex
+	records map[string]string // id → JSON
+	allowed map[string]bool   // person ids allowed to read (nil: everyone)
+	status  int               // action status (default 200)
+	reply   string
+	delay   time.Duration
+	calls   []Call
+	reads   []Call
+}
+
+// NewApp starts a fake app.
+func NewApp(t testing.TB, secret []byte) *App {
+	a := &App{Secret: secret, records: map[string]string{}, status: 200, reply: `{"ok":true}`}
+	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
+	t.Cleanup(a.Close)
+	return a
+}
+
+// SetRecord sets the record of a post ("" deletes it).
+func (a *App) SetRecord(id, json string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if json == "" {
+		delete(a.records, id)
+		return
+	}
+	a.records[id] = json
+}
+
+// Allow restricts reads to these persons (403 for anyone else).
+func (a *App) Allow(persons ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.allowed = map[string]bool{}
+	for _, p := range persons {
+		a.allowed[p] = true
+	}
+}
+
+// Answer sets the action's status and body.
+func (a *App) Answer(status int, body string, delay time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.status, a.reply, a.delay = status, body, delay
+}
+
+// Calls returns the action requests received (not the reads).
+func (a *App) Calls() []Call {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Call(nil), a.calls...)
+}
+
+// Reads returns the record reads received.
+func (a *App) Reads() []Call {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Call(nil), a.reads...)
+}
+
+func (a *App) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	c := Call{Method: r.Method, URI: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body,
+		SignatureErr: actions.Verify(a.Secret, r, body, time.Now(), 5*time.Minute)}
+	id := strings.TrimPrefix(r.URL.Path, "/posts/")
+	a.mu.Lock()
+	if r.Method == http.MethodGet {
+		a.reads = append(a.reads, c)
+		rec, ok := a.records[id]
+		allowed := a.allowed == nil || a.allowed[r.Header.Get(actions.HeaderPerson)]
+		a.mu.Unlock()
+		switch {
+		case c.SignatureErr != nil:
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+		case !allowed:
+			http.Error(w, `{"message":"forbidden"}`, http.StatusForbidden)
+		case !ok:
+			http.Error(w, `{"message":"not found"}`, http.StatusNotFound)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, rec)
+		}
+		return
+	}
+	a.calls = append(a.calls, c)
+	status, reply, delay := a.status, a.reply, a.delay
+	a.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	if c.SignatureErr != nil {
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, reply)
+}

@@ -1,0 +1,146 @@
+// Package store keeps holds: the gated calls waiting for a person.
+//
+// A hold is one record; the calls of one model response share a step id and
+// one link. The Store interface is the seam for a second backend (e.g.
+// PostgreSQL or Redis, where Claim is one atomic statement); nothing
+// backend-specific leaks past it. The embedded default is Badger (badger.go).
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Kind says what the person is asked.
+type Kind string
+
+const (
+	KindCard Kind = "card" // a confirmation card (destructive, external)
+	KindForm Kind = "form" // a form for missing fields (read, write)
+)
+
+// State is where a hold is in its life.
+type State string
+
+const (
+	// Waiting: nobody has answered. A waiting hold past Expires reads as
+	// Expired (see Hold.StateAt) without any sweeper having run.
+	Waiting State = "waiting"
+	// Answered: claimed by exactly one answer (Hold.Answer says which);
+	// the run, if any, has not finished yet.
+	Answered State = "answered"
+	// Settled: the outcome is final and Outcome holds what the model reads.
+	Settled State = "settled"
+	// Expired is never stored; StateAt reports it for a waiting hold past
+	// its TTL.
+	Expired State = "expired"
+)
+
+// Answers a hold can be claimed with.
+const (
+	AnswerConfirm  = "confirm"   // the person confirmed the card
+	AnswerSubmit   = "submit"    // the person submitted the form
+	AnswerDecline  = "decline"   // the person declined
+	AnswerLater    = "later"     // the person closed the form without answering ("Not now")
+	AnswerMovedOn  = "moved_on"  // the person wrote a new message instead
+	AnswerTimedOut = "timed_out" // settled after expiry
+)
+
+// Hold is one gated call waiting for (or answered by) a person.
+type Hold struct {
+	ID     string `json:"id"`      // 128 random bits, base32; also a secret
+	StepID string `json:"step_id"` // shared by the held calls of one model response; the link's secret part
+	Owner  string `json:"owner"`   // the person the conversation belongs to
+	Tenant string `json:"tenant,omitempty"`
+
+	Policy   string `json:"policy"`   // key of the policy that declared the action
+	Action   string `json:"action"`   // tool name
+	Kind     Kind   `json:"kind"`     // card or form
+	Protocol string `json:"protocol"` // wire adapter that held it ("openai-chat", ...)
+
+	// Shown is what the person was shown (card rows or form fields), as the
+	// part that built it encoded it; opaque to the store.
+	Shown       json.RawMessage `json:"shown,omitempty"`
+	Fingerprint string          `json:"fingerprint,omitempty"`
+
+	// Call is the original tool call, raw bytes as the provider sent it;
+	// Arguments its arguments as a JSON object; Message the assistant
+	// message it came from (raw, for restoring history); Position the
+	// call's index in that message.
+	CallID    string          `json:"call_id"`
+	Call      json.RawMessage `json:"call"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Message   json.RawMessage `json:"message,omitempty"`
+	Position  int             `json:"position"`
+	Text      string          `json:"text,omitempty"` // the waiting text the app received in place of the step's calls
+
+	State      State           `json:"state"`
+	Answer     string          `json:"answer,omitempty"`
+	AnsweredBy string          `json:"answered_by,omitempty"`
+	Values     json.RawMessage `json:"values,omitempty"` // the person's form values; dropped by Settle
+	Outcome    string          `json:"outcome,omitempty"`
+
+	Created    time.Time `json:"created"`
+	Expires    time.Time `json:"expires"`
+	AnsweredAt time.Time `json:"answered_at,omitzero"`
+}
+
+// StateAt is the hold's state at now: a waiting hold past Expires is
+// Expired.
+func (h *Hold) StateAt(now time.Time) State {
+	if h.State == Waiting && !now.Before(h.Expires) {
+		return Expired
+	}
+	return h.State
+}
+
+// Answer is what Claim records.
+type Answer struct {
+	Choice string          // one of the Answer* constants
+	By     string          // who answered ("" for the gate itself: moved on, timed out)
+	Values json.RawMessage // form values, kept only until Settle
+	// AllowExpired lets the gate itself settle an expired hold (AnswerTimedOut).
+	AllowExpired bool
+}
+
+// Claimed is the result of a won claim.
+type Claimed struct {
+	Hold Hold   // the claimed hold, as now stored
+	Step []Hold // every hold of its step, as now stored, in Position order
+	// Complete is true for exactly one claim per step: the one that gave
+	// the last waiting hold of the step its answer.
+	Complete bool
+}
+
+// Errors the store returns; callers test with errors.Is.
+var (
+	ErrNotFound    = errors.New("hold not found")
+	ErrAnswered    = errors.New("hold already answered") // a lost or late claim
+	ErrExpired     = errors.New("hold expired")
+	ErrUnavailable = errors.New("store unavailable") // wraps the backend's error
+)
+
+// Store keeps holds. Implementations are safe for concurrent use.
+type Store interface {
+	// Put writes the holds of one step, durably, before it returns. Each
+	// record is kept until its Expires plus the store's retention, so a
+	// late request still reads the outcome.
+	Put(ctx context.Context, holds []Hold) error
+	// Get returns one hold by id.
+	Get(ctx context.Context, id string) (Hold, error)
+	// Step returns the holds of a step in Position order; ErrNotFound when
+	// there are none.
+	Step(ctx context.Context, stepID string) ([]Hold, error)
+	// Claim moves a waiting hold to Answered in one atomic operation that
+	// exactly one of any number of racing callers wins; the others get
+	// ErrAnswered. An expired hold gives ErrExpired (unless
+	// Answer.AllowExpired).
+	Claim(ctx context.Context, id string, a Answer) (Claimed, error)
+	// Settle records the outcome of an answered hold, marks it Settled and
+	// drops the person's values.
+	Settle(ctx context.Context, id, outcome string) error
+	// Close releases the backend.
+	Close() error
+}
