@@ -1,0 +1,122 @@
+// Package cards builds confirmation cards: the sentence and the rows a
+// person reads before a destructive or external action runs.
+//
+// A card is built on the server from the policy's reason and the record the
+// call names, never from the model's words or arguments. Before the call
+// runs, the card is built again from the record as it reads then and the
+// two fingerprints are compared: a changed record runs nothing.
+package cards
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/policies"
+)
+
+// Length caps, in characters. A card is read at a glance; a longer value is
+// cut and ends with an ellipsis.
+const (
+	MaxSentence = 300
+	MaxLabel    = 60
+	MaxValue    = 200
+	MaxRows     = 20
+)
+
+// Row is one label and value on a card, both plain text.
+type Row struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// Card is what the person confirms or declines.
+type Card struct {
+	Sentence string `json:"sentence"`
+	Rows     []Row  `json:"rows"`
+}
+
+// ErrRecord is returned when the record is not a JSON object.
+var ErrRecord = errors.New("record is not a JSON object")
+
+// Build makes the card of an action from its record (the JSON body the
+// record GET returned; nil when the card names no record). Values are read
+// with the row's gjson path: strings as they are, other scalars as their
+// JSON text, missing values as an empty string, objects and arrays as
+// their compact JSON. Everything is cleaned with Clean.
+func Build(card *policies.Card, record []byte) (Card, error) {
+	c := Card{Sentence: Clean(card.Reason, MaxSentence)}
+	if card.Record == nil {
+		return c, nil
+	}
+	if !gjson.ValidBytes(record) || !gjson.ParseBytes(record).IsObject() {
+		return Card{}, ErrRecord
+	}
+	rows := card.Rows
+	if len(rows) > MaxRows {
+		rows = rows[:MaxRows]
+	}
+	c.Rows = make([]Row, 0, len(rows))
+	for _, r := range rows {
+		v := gjson.GetBytes(record, r.Path)
+		var s string
+		switch v.Type {
+		case gjson.String:
+			s = v.Str
+		case gjson.Null:
+			s = ""
+		default:
+			s = v.Raw
+		}
+		c.Rows = append(c.Rows, Row{Label: Clean(r.Label, MaxLabel), Value: Clean(s, MaxValue)})
+	}
+	return c, nil
+}
+
+// Fingerprint identifies what the card says. Two cards with the same
+// sentence and rows (labels, values, order) have the same fingerprint.
+func (c Card) Fingerprint() string {
+	b, _ := json.Marshal(c) // a struct of strings cannot fail to encode
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Clean makes s safe to show as plain text on one line: it removes control
+// characters (tabs and newlines become spaces), format characters (which
+// include the bidirectional overrides and isolates, U+202A–U+202E,
+// U+2066–U+2069, and zero-width characters), line and paragraph separators
+// and invalid UTF-8; it collapses runs of spaces, trims, and cuts the text
+// to max characters with a trailing ellipsis. HTML escaping is the page's
+// job, not this one's.
+func Clean(s string, max int) string {
+	out := make([]rune, 0, min(len(s), max+1))
+	space := false
+	for _, r := range s { // invalid UTF-8 reads as utf8.RuneError and is dropped
+		switch {
+		case r == utf8.RuneError:
+			continue
+		case unicode.IsSpace(r): // includes U+2028, U+2029 and NEL
+			space = len(out) > 0
+			continue
+		case unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs):
+			continue
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		out = append(out, r)
+		if len(out) > max {
+			break
+		}
+	}
+	if len(out) > max {
+		out = append(out[:max-1], '…')
+	}
+	return string(out)
+}

@@ -1,0 +1,89 @@
+package cards
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/policies"
+)
+
+func TestClean(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+		max            int
+	}{
+		{"plain", "Spring meetup", "Spring meetup", 100},
+		{"newlines become one space", "a\n\n\tb\r\nc", "a b c", 100},
+		{"bidi override removed", "evil\u202Egnp.exe", "evilgnp.exe", 100},
+		{"isolates and zero width removed", "\u2066a\u2069\u200Bb\uFEFF", "ab", 100},
+		{"line separators", "a\u2028b\u2029c", "a b c", 100},
+		{"controls removed", "a\x00b\x1bc\x7f", "abc", 100},
+		{"invalid utf8 dropped", "a\xffb", "ab", 100},
+		{"trimmed", "  a  ", "a", 100},
+		{"capped", "abcdefghij", "abcd…", 5},
+		{"exactly max", "abcde", "abcde", 5},
+		{"html kept as text", "<b>x</b>", "<b>x</b>", 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Clean(tt.in, tt.max); got != tt.want {
+				t.Errorf("Clean(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+			}
+		})
+	}
+}
+
+func testCard(t *testing.T) *policies.Card {
+	t.Helper()
+	tpl, err := policies.ParseTemplate("http://blog.internal/posts/{post}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &policies.Card{
+		Reason: "Delete this post?\nThis cannot be undone.",
+		Record: tpl,
+		Rows:   []policies.Row{{Label: "Post", Path: "title"}, {Label: "Status", Path: "status"}, {Label: "Views", Path: "stats.views"}, {Label: "Missing", Path: "nope"}},
+	}
+}
+
+func TestBuild(t *testing.T) {
+	c, err := Build(testCard(t), []byte(`{"title":"Spring\u202emeetup","status":"draft","stats":{"views":12}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sentence != "Delete this post? This cannot be undone." {
+		t.Errorf("sentence = %q", c.Sentence)
+	}
+	want := []Row{{"Post", "Springmeetup"}, {"Status", "draft"}, {"Views", "12"}, {"Missing", ""}}
+	if len(c.Rows) != len(want) {
+		t.Fatalf("rows = %v", c.Rows)
+	}
+	for i := range want {
+		if c.Rows[i] != want[i] {
+			t.Errorf("row %d = %v, want %v", i, c.Rows[i], want[i])
+		}
+	}
+}
+
+func TestBuildRejectsNonObject(t *testing.T) {
+	for _, rec := range []string{``, `[1]`, `"x"`, `{"title":`} {
+		if _, err := Build(testCard(t), []byte(rec)); err != ErrRecord {
+			t.Errorf("Build(%q) error = %v, want ErrRecord", rec, err)
+		}
+	}
+}
+
+func TestFingerprintFollowsContent(t *testing.T) {
+	a, _ := Build(testCard(t), []byte(`{"title":"A","status":"draft"}`))
+	b, _ := Build(testCard(t), []byte(`{"status":"draft","title":"A","other":1}`))
+	c, _ := Build(testCard(t), []byte(`{"title":"A","status":"published"}`))
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Error("same rows gave different fingerprints")
+	}
+	if a.Fingerprint() == c.Fingerprint() {
+		t.Error("a changed status kept the fingerprint")
+	}
+	if len(a.Fingerprint()) != 64 || strings.ToLower(a.Fingerprint()) != a.Fingerprint() {
+		t.Errorf("fingerprint %q is not lower-case sha256 hex", a.Fingerprint())
+	}
+}

@@ -1,0 +1,121 @@
+package policies
+
+import (
+	"net/http"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// fieldSet is the top-level properties of an action's schema: the only
+// names its URL templates may use. A nil *fieldSet means the action has no
+// schema, and names are checked only when the call is expanded.
+type fieldSet struct {
+	props map[string]any
+}
+
+// card reads an action's card key.
+func (l *loader) card(n *yaml.Node, fields *fieldSet) (*Card, error) {
+	f, err := l.fields(n, "card", "reason", "record", "rows")
+	if err != nil {
+		return nil, err
+	}
+	c := &Card{}
+	if c.Reason, err = l.str(f["reason"], "card.reason"); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(c.Reason) == "" {
+		return nil, l.errf(n, "card.reason", "required: the sentence the person answers")
+	}
+	if rn := f["record"]; !isNull(rn) {
+		if c.Record, err = l.record(rn, fields); err != nil {
+			return nil, err
+		}
+	}
+	if rn := f["rows"]; !isNull(rn) {
+		if c.Rows, err = l.rows(rn); err != nil {
+			return nil, err
+		}
+		if len(c.Rows) > 0 && c.Record == nil {
+			return nil, l.errf(rn, "card.rows", "a row needs card.record")
+		}
+	}
+	return c, nil
+}
+
+// record reads card.record: a URL template, or a mapping of url and method
+// where the method, if given, must be GET. Reading a record must never change
+// it, since it is read once to build the card and again before the run.
+func (l *loader) record(n *yaml.Node, fields *fieldSet) (*Template, error) {
+	if n.Kind != yaml.MappingNode {
+		return l.template(n, "card.record", fields)
+	}
+	f, err := l.fields(n, "card.record", "url", "method")
+	if err != nil {
+		return nil, err
+	}
+	method, err := l.str(f["method"], "card.record.method")
+	if err != nil {
+		return nil, err
+	}
+	if method != "" && !strings.EqualFold(method, http.MethodGet) {
+		return nil, l.errf(f["method"], "card.record", "the record is read with GET only")
+	}
+	if isNull(f["url"]) {
+		return nil, l.errf(n, "card.record.url", "required")
+	}
+	return l.template(f["url"], "card.record", fields)
+}
+
+// rows reads card.rows in file order: a person reads the rows top to bottom
+// as the operator wrote them.
+func (l *loader) rows(n *yaml.Node) ([]Row, error) {
+	pairs, err := l.pairs(n, "card.rows")
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]Row, 0, len(pairs))
+	for _, kv := range pairs {
+		label := kv.key.Value
+		if strings.TrimSpace(label) == "" {
+			return nil, l.errf(kv.key, "card.rows", "a row needs a label")
+		}
+		key := "card.rows." + label
+		path, err := l.str(kv.value, key)
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(path) == "" {
+			return nil, l.errf(kv.value, key, "needs the gjson path of its value in the record")
+		}
+		rows = append(rows, Row{Label: label, Path: path})
+	}
+	return rows, nil
+}
+
+// template reads a URL template and, when the action has a schema, checks
+// that every name it uses is a property the arguments can hold in a URL.
+func (l *loader) template(n *yaml.Node, key string, fields *fieldSet) (*Template, error) {
+	s, err := l.str(n, key)
+	if err != nil {
+		return nil, err
+	}
+	t, err := ParseTemplate(s)
+	if err != nil {
+		return nil, l.errf(n, key, "%w", err)
+	}
+	if fields == nil {
+		return t, nil
+	}
+	for _, name := range t.fields {
+		prop, ok := fields.props[name]
+		if !ok {
+			return nil, l.errf(n, key, "names unknown field %q", name)
+		}
+		obj, _ := prop.(map[string]any)
+		if typ, _ := obj["type"].(string); typ == "object" || typ == "array" {
+			return nil, l.errf(n, key, "field %q is an %s; a URL takes only strings, numbers and booleans", name, typ)
+		}
+	}
+	return t, nil
+}

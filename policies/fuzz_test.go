@@ -1,0 +1,33 @@
+package policies
+
+import (
+	"testing"
+)
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(validYAML))
+	f.Add([]byte(validJSON))
+	f.Add([]byte(base))
+	f.Add([]byte(argsPolicy))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		if len(p.Actions) == 0 {
+			t.Fatal("loaded a policy without actions")
+		}
+		for name, a := range p.Actions {
+			if a.Name != name || a.Run.URL == nil || a.Effect.NeedsCard() != (a.Card != nil) {
+				t.Fatalf("action %q loaded inconsistently: %+v", name, a)
+			}
+			// Whatever loaded must be usable without panics.
+			_ = a.CheckArguments([]byte(`{"post":7,"q":"x"}`))
+			_, _ = a.Run.URL.Expand([]byte(`{"post":7,"q":"x"}`))
+		}
+	})
+}

@@ -1,0 +1,140 @@
+package policies
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Effect says what an action does to the world, and so whether a person must
+// confirm it before it runs.
+type Effect string
+
+// The effects an action may declare in its effect key.
+const (
+	// Read looks things up and changes nothing. A complete call passes
+	// through to the app; an incomplete one can become a form.
+	Read Effect = "read"
+	// Write changes the app's data. A complete call passes through to the
+	// app; an incomplete one can become a form.
+	Write Effect = "write"
+	// Destructive cannot be taken back, such as deleting a post. Every call
+	// waits for the person to confirm a card.
+	Destructive Effect = "destructive"
+	// External reaches outside the app, such as sending an email. Every call
+	// waits for the person to confirm a card.
+	External Effect = "external"
+)
+
+// NeedsCard reports whether calls of this effect wait for a confirmation card.
+func (e Effect) NeedsCard() bool {
+	return e == Destructive || e == External
+}
+
+// Policy is one loaded policy file. It is read-only after loading and safe
+// for concurrent use.
+type Policy struct {
+	File    string             // the path it was loaded from
+	App     string             // the app's name for pages ("" if not given)
+	Actions map[string]*Action // by tool name
+
+	digest string // sha256 hex of the file's bytes
+}
+
+// Load reads and checks the policy file at path. Every error names the file.
+func Load(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Err: err}
+	}
+	return Parse(path, data)
+}
+
+// Parse checks the policy file contents data. file names the file in error
+// messages and in Policy.File; nothing is read from it.
+func Parse(file string, data []byte) (*Policy, error) {
+	p, err := parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	p.digest = hex.EncodeToString(sum[:])
+	return p, nil
+}
+
+// Action returns the declared action for a tool name as the model calls it,
+// or nil when the policy does not declare it (calls of undeclared tools are
+// not the gate's business). It is safe on a nil Policy.
+func (p *Policy) Action(tool string) *Action {
+	if p == nil {
+		return nil
+	}
+	return p.Actions[tool]
+}
+
+// Digest returns the sha256 of the file's bytes in hex: a stable key for
+// caches of anything derived from the policy, so a reload of an unchanged
+// file can reuse them.
+func (p *Policy) Digest() string {
+	return p.digest
+}
+
+// Action is one declared tool: what it does, what the person is asked, and
+// where it runs once released.
+type Action struct {
+	// Name is the tool name, exactly as the model calls it.
+	Name string
+	// Effect decides whether calls wait for a card (see Effect.NeedsCard).
+	Effect Effect
+	// Schema is the JSON Schema of the tool's arguments, as compact JSON
+	// with the file's key order kept (forms list fields in that order);
+	// nil when the policy gives none.
+	Schema json.RawMessage
+	// Card is what the person confirms; nil for read and write actions.
+	Card *Card
+	// Run is the action's HTTP endpoint.
+	Run Endpoint
+	// Reply is what the model reads after a successful run ("" when not given).
+	Reply string
+	// TTL is how long a held call waits for the person; 0 means the gate's
+	// default.
+	TTL time.Duration
+
+	schema *jsonschema.Schema // Schema compiled once at load; nil without one
+}
+
+// Endpoint is where a released call goes. The gate sends the final arguments
+// as a JSON body.
+type Endpoint struct {
+	// Method is GET, POST, PUT, PATCH or DELETE (POST when the file gives none).
+	Method string
+	// URL may name top-level arguments, e.g. http://blog.internal/posts/{post}.
+	URL *Template
+	// Headers are static headers sent with every run, keyed by their
+	// canonical name (http.CanonicalHeaderKey). They may not set the
+	// headers the gate owns: Idempotency-Key, X-Toolgate-*, Host,
+	// Content-Length and Transfer-Encoding.
+	Headers map[string]string
+}
+
+// Card is what a person confirms before a destructive or external call runs.
+// The person sees only the reason and rows read on the server from the
+// record, never the model's words or arguments.
+type Card struct {
+	// Reason is the sentence the person answers, as plain text.
+	Reason string
+	// Record is the GET URL of the record the call acts on, read to fill
+	// the rows and read again before the run to see it has not changed;
+	// nil when the card has no record.
+	Record *Template
+	// Rows are shown under the reason, in the order of the file.
+	Rows []Row
+}
+
+// Row is one line of a card: a label and the gjson path of its value in the
+// record's JSON.
+type Row struct{ Label, Path string }
