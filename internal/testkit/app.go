@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,15 +21,15 @@ type Call struct {
 	SignatureErr error
 }
 
-// App is a fake app: a blog with posts under /posts/{id}. GET reads a
-// record, any other method is the action and is recorded. Every request
+// App is a fake app: GET reads the record set for the path (404 when
+// none), any other method is the action and is recorded. Every request
 // is checked against the gate's signature.
 type App struct {
 	*httptest.Server
 	Secret []byte
 
 	mu      sync.Mutex
-	records map[string]string // id → JSON
+	records map[string]string // path → JSON
 	allowed map[string]bool   // person ids allowed to read (nil: everyone)
 	status  int               // action status (default 200)
 	reply   string
@@ -47,7 +46,7 @@ func NewApp(t testing.TB, secret []byte) *App {
 	return a
 }
 
-// SetRecord sets the record of a post ("" deletes it).
+// SetRecord sets the record at a path ("" deletes it).
 func (a *App) SetRecord(id, json string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -93,7 +92,7 @@ func (a *App) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	c := Call{Method: r.Method, URI: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body,
 		SignatureErr: actions.Verify(a.Secret, r, body, time.Now(), 5*time.Minute)}
-	id := strings.TrimPrefix(r.URL.Path, "/posts/")
+	id := r.URL.Path
 	a.mu.Lock()
 	if r.Method == http.MethodGet {
 		a.reads = append(a.reads, c)

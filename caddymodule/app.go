@@ -1,0 +1,188 @@
+// Package caddymodule is Toolgate's Caddy glue: the `toolgate` app that
+// owns the store, the `http.handlers.toolgate` handler on model traffic,
+// and the `http.handlers.toolgate_pages` handler for the person's pages.
+// It holds no gating logic: it configures and routes to the gate.
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/actions"
+	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/pages"
+	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/store"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// stores keeps each open Badger store by its clean path, so a config
+// reload (which starts the new app before stopping the old one) reuses the
+// open database instead of hitting Badger's directory lock.
+var stores = caddy.NewUsagePool()
+
+// App is the `toolgate` app: it owns the store of holds, opened once and
+// shared by every Toolgate handler, and kept across config reloads. It is
+// configured in the Caddyfile's global options (`toolgate { ... }`).
+type App struct {
+	// Store is the directory of the embedded Badger store of holds.
+	// Default: "toolgate" in Caddy's data directory. Placeholders such as
+	// {env.X} are resolved at load.
+	Store string `json:"store,omitempty"`
+
+	// Secret keys the HMAC signature on every request the gate sends to
+	// an app, and the person's form tokens. Required, at least 16 bytes;
+	// use a placeholder such as {env.TOOLGATE_SECRET} rather than writing
+	// it into the config.
+	Secret string `json:"secret,omitempty"`
+
+	// Pages is the absolute base URL under which the `toolgate_pages`
+	// handler is reachable for the person, e.g.
+	// "https://gate.example.com/toolgate". Links are Pages + "/h/" + id.
+	// Required.
+	Pages string `json:"pages,omitempty"`
+
+	// TTL is how long a hold waits for the person's answer unless the
+	// policy gives the action its own. Default: 30m.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+
+	// Retention is how long a hold's record is kept after its TTL, so a
+	// late request still reads its outcome. Default: 24h.
+	Retention caddy.Duration `json:"retention,omitempty"`
+
+	// ActionTimeout bounds each request to the app (the record GET and the
+	// release). Default: 10s.
+	ActionTimeout caddy.Duration `json:"action_timeout,omitempty"`
+
+	secret   []byte
+	dir      string
+	gate     *gate.Gate
+	pages    *pages.Pages
+	db       store.Store // set in Start
+	dbMu     sync.RWMutex
+	policies sync.Map // clean policy path → *policies.Policy
+	logger   *zap.Logger
+	metrics  *metrics
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "toolgate", New: func() caddy.Module { return new(App) }}
+}
+
+// Provision resolves placeholders and builds the gate. It opens nothing,
+// so `caddy validate` never takes the store's lock.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	repl := caddy.NewReplacer()
+	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
+	a.Pages = repl.ReplaceAll(a.Pages, "")
+	a.dir = repl.ReplaceAll(a.Store, "")
+	if a.dir == "" {
+		a.dir = filepath.Join(caddy.AppDataDir(), "toolgate")
+	}
+	a.dir = filepath.Clean(a.dir)
+	if a.TTL == 0 {
+		a.TTL = caddy.Duration(gate.DefaultTTL)
+	}
+	if a.Retention == 0 {
+		a.Retention = caddy.Duration(24 * time.Hour)
+	}
+	if a.ActionTimeout == 0 {
+		a.ActionTimeout = caddy.Duration(10 * time.Second)
+	}
+	m, err := newMetrics(ctx.GetMetricsRegistry())
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	a.metrics = m
+	a.gate = gate.New(gate.Config{
+		Store:    (*appStore)(a),
+		Actions:  &actions.Client{Secret: a.secret, Timeout: time.Duration(a.ActionTimeout)},
+		Pages:    a.Pages,
+		TTL:      time.Duration(a.TTL),
+		Policy:   a.policy,
+		Logger:   a.logger,
+		Observer: m,
+	})
+	a.pages = &pages.Pages{Gate: a.gate, Secret: a.secret, Logger: a.logger}
+	return nil
+}
+
+// Validate checks the configuration.
+func (a *App) Validate() error {
+	if len(a.secret) < 16 {
+		return errors.New("toolgate: secret must be set and at least 16 bytes (e.g. secret {env.TOOLGATE_SECRET})")
+	}
+	if a.Pages == "" {
+		return errors.New("toolgate: pages must be set to the absolute base URL of the toolgate_pages handler")
+	}
+	if err := checkBaseURL(a.Pages); err != nil {
+		return fmt.Errorf("toolgate: pages: %w", err)
+	}
+	if a.TTL < 0 || a.Retention < 0 || a.ActionTimeout < 0 {
+		return errors.New("toolgate: durations must not be negative")
+	}
+	return nil
+}
+
+// Start opens the store, or shares the one a previous config opened.
+func (a *App) Start() error {
+	v, loaded, err := stores.LoadOrNew(a.dir, func() (caddy.Destructor, error) {
+		db, err := store.OpenBadger(a.dir, store.BadgerOptions{Retention: time.Duration(a.Retention), Logger: a.logger.Named("badger")})
+		if err != nil {
+			return nil, err
+		}
+		return pooledStore{db}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("toolgate: opening store: %w", err)
+	}
+	a.dbMu.Lock()
+	a.db = v.(pooledStore).Badger
+	a.dbMu.Unlock()
+	a.logger.Info("store ready", zap.String("path", a.dir), zap.Bool("reused", loaded))
+	return nil
+}
+
+// Stop lets go of the store; the last config to use it closes it.
+func (a *App) Stop() error {
+	a.dbMu.Lock()
+	a.db = nil
+	a.dbMu.Unlock()
+	_, err := stores.Delete(a.dir)
+	return err
+}
+
+// register makes a handler's policy known to the gate, so the pages can
+// rebuild and release the holds it made. It is keyed by the policy's
+// clean path: holds made under an earlier load of the same file are
+// answered against the policy as it reads now.
+func (a *App) register(key string, p *policies.Policy) { a.policies.Store(key, p) }
+
+func (a *App) policy(key string) *policies.Policy {
+	if v, ok := a.policies.Load(key); ok {
+		return v.(*policies.Policy)
+	}
+	return nil
+}
+
+type pooledStore struct{ *store.Badger }
+
+func (p pooledStore) Destruct() error { return p.Close() }
+
+// Interface guards
+var (
+	_ caddy.App         = (*App)(nil)
+	_ caddy.Provisioner = (*App)(nil)
+	_ caddy.Validator   = (*App)(nil)
+)

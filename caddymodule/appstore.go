@@ -1,0 +1,67 @@
+package caddymodule
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolgate/toolgate/store"
+)
+
+// appStore is the app's store as the gate sees it: the database opened in
+// Start. Before Start and after Stop every operation fails closed with
+// store.ErrUnavailable.
+type appStore App
+
+func (s *appStore) get() (store.Store, error) {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return nil, fmt.Errorf("%w: the toolgate app is not running", store.ErrUnavailable)
+	}
+	return s.db, nil
+}
+
+func (s *appStore) Put(ctx context.Context, holds []store.Hold) error {
+	db, err := s.get()
+	if err != nil {
+		return err
+	}
+	return db.Put(ctx, holds)
+}
+
+func (s *appStore) Get(ctx context.Context, id string) (store.Hold, error) {
+	db, err := s.get()
+	if err != nil {
+		return store.Hold{}, err
+	}
+	return db.Get(ctx, id)
+}
+
+func (s *appStore) Step(ctx context.Context, stepID string) ([]store.Hold, error) {
+	db, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	return db.Step(ctx, stepID)
+}
+
+func (s *appStore) Claim(ctx context.Context, id string, a store.Answer) (store.Claimed, error) {
+	db, err := s.get()
+	if err != nil {
+		return store.Claimed{}, err
+	}
+	return db.Claim(ctx, id, a)
+}
+
+func (s *appStore) Settle(ctx context.Context, id, outcome string) error {
+	db, err := s.get()
+	if err != nil {
+		return err
+	}
+	return db.Settle(ctx, id, outcome)
+}
+
+// Close does nothing: the app's Stop releases the pooled database.
+func (s *appStore) Close() error { return nil }
+
+var _ store.Store = (*appStore)(nil)

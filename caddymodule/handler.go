@@ -1,0 +1,184 @@
+package caddymodule
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/policies"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler gates the model traffic of a route: put it in front of the
+// reverse_proxy to the provider. Responses that carry a tool call the
+// policy gates lose that call and read a sentence and a link instead;
+// requests whose history carries such a link get the original call and
+// its outcome back before they go upstream. Everything else passes byte
+// for byte.
+//
+// Gated endpoints: POST .../chat/completions (OpenAI Chat Completions and
+// compatible servers). Other requests on the route pass untouched.
+//
+// The upstream is asked for an identity-encoded body (Accept-Encoding:
+// identity); a compressed response on a gated endpoint cannot be checked
+// and is refused with 502.
+type Handler struct {
+	// Policy is the path of the policy file (YAML or JSON) declaring the
+	// actions this route gates. Required. It is loaded and checked when
+	// the config loads: a mistake fails `caddy validate` and `caddy run`.
+	Policy string `json:"policy,omitempty"`
+
+	// Owner tells whose conversation a request belongs to: a placeholder
+	// such as "{http.request.header.X-User-Id}" or "{http.auth.user.id}".
+	// When it is empty or gives nothing, the body's `safety_identifier`,
+	// then `user`, is used. A gated call with no owner is refused.
+	Owner string `json:"owner,omitempty"`
+
+	// Tenant optionally names the person's tenant, the same way (a
+	// placeholder); it reaches the app in the X-Toolgate-Tenant header.
+	Tenant string `json:"tenant,omitempty"`
+
+	// MaxRequestBody caps the request body read, in bytes. Default 32 MiB.
+	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+
+	// MaxResponseBody caps a JSON (non-streamed) response held for
+	// checking, in bytes; a larger one is refused with 502. Default 32 MiB.
+	MaxResponseBody int64 `json:"max_response_body,omitempty"`
+
+	app       *App
+	policy    *policies.Policy
+	policyKey string
+	logger    *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.toolgate", New: func() caddy.Module { return new(Handler) }}
+}
+
+// Provision loads the policy and joins the toolgate app.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.Policy == "" {
+		return errors.New("policy is required")
+	}
+	path := caddy.NewReplacer().ReplaceAll(h.Policy, "")
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("policy %q: %w", path, err)
+	}
+	h.policyKey = filepath.Clean(abs)
+	if h.policy, err = policies.Load(h.policyKey); err != nil {
+		return err
+	}
+	appIface, err := ctx.App("toolgate")
+	if err != nil {
+		return fmt.Errorf("getting toolgate app: %w", err)
+	}
+	h.app = appIface.(*App)
+	h.app.register(h.policyKey, h.policy)
+	if h.MaxRequestBody <= 0 {
+		h.MaxRequestBody = 32 << 20
+	}
+	if h.MaxResponseBody <= 0 {
+		h.MaxResponseBody = 32 << 20
+	}
+	h.logger.Info("policy loaded", zap.String("policy", h.policyKey), zap.Int("actions", len(h.policy.Actions)))
+	return nil
+}
+
+// ServeHTTP gates one model request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	adapter, protocol := h.adapterFor(r)
+	if adapter == nil {
+		return next.ServeHTTP(w, r)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, h.MaxRequestBody+1))
+	r.Body.Close()
+	if err != nil {
+		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("reading request body: %w", err))
+	}
+	if int64(len(body)) > h.MaxRequestBody {
+		return caddyhttp.Error(http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", h.MaxRequestBody))
+	}
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, body) }, protocol)
+
+	body, err = adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
+	if err != nil {
+		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err))
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Del("Content-Length")
+	r.Header.Set("Accept-Encoding", "identity") // the response must be readable
+
+	rw := interceptor.Wrap(w, adapter, r.Context(), front, h.MaxResponseBody)
+	nextErr := next.ServeHTTP(rw, r)
+	closeErr := rw.Close()
+	if nextErr != nil {
+		return nextErr
+	}
+	if closeErr != nil {
+		// Fail closed: the response could not be checked, so none of it
+		// (or nothing more of it, for a stream) reaches the app.
+		h.logger.Error("response refused", zap.Error(closeErr))
+		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
+	}
+	return nil
+}
+
+// adapterFor picks the wire adapter by path. Only POSTs carry tool calls.
+func (h *Handler) adapterFor(r *http.Request) (interceptor.Adapter, string) {
+	if r.Method != http.MethodPost {
+		return nil, ""
+	}
+	if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		return interceptor.Chat{}, "openai-chat"
+	}
+	return nil, ""
+}
+
+// person resolves the conversation's owner and tenant: the configured
+// placeholders first, then the body's safety_identifier or user.
+func (h *Handler) person(repl *caddy.Replacer, body []byte) gate.Person {
+	var p gate.Person
+	if repl != nil {
+		if h.Owner != "" {
+			p.Owner = strings.TrimSpace(repl.ReplaceAll(h.Owner, ""))
+		}
+		if h.Tenant != "" {
+			p.Tenant = strings.TrimSpace(repl.ReplaceAll(h.Tenant, ""))
+		}
+	}
+	if p.Owner == "" && gjson.ValidBytes(body) {
+		res := gjson.GetManyBytes(body, "safety_identifier", "user")
+		for _, v := range res {
+			if v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
+				p.Owner = strings.TrimSpace(v.Str)
+				break
+			}
+		}
+	}
+	return p
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

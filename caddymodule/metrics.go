@@ -1,0 +1,67 @@
+package caddymodule
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are Toolgate's counters, on Caddy's metrics endpoint. Labels
+// are bounded: action names come from the policy, reasons and outcomes
+// from fixed sets; never a hold, person or argument.
+type metrics struct {
+	held     *prometheus.CounterVec
+	refused  *prometheus.CounterVec
+	decided  *prometheus.CounterVec
+	runs     *prometheus.HistogramVec
+	statuses *prometheus.CounterVec
+}
+
+// The collectors are process singletons: Caddy makes a new registry for
+// each config load, and several apps may register into one.
+var (
+	metricsOnce sync.Once
+	theMetrics  *metrics
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns, sub = "caddy", "toolgate"
+	metricsOnce.Do(func() {
+		theMetrics = &metrics{
+			held: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "holds_total",
+				Help: "Gated calls held for a person's answer."}, []string{"action"}),
+			refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "refusals_total",
+				Help: "Gated calls refused without a hold (fail closed)."}, []string{"action", "reason"}),
+			decided: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "decisions_total",
+				Help: "Answers and settlements of holds."}, []string{"action", "decision"}),
+			runs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "run_duration_seconds",
+				Help: "Latency of released calls to the action's endpoint.", Buckets: prometheus.DefBuckets}, []string{"action"}),
+			statuses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "runs_total",
+				Help: "Released calls by the endpoint's status class."}, []string{"action", "status"}),
+		}
+	})
+	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, err
+			}
+		}
+	}
+	return theMetrics, nil
+}
+
+func (m *metrics) Held(action string)              { m.held.WithLabelValues(action).Inc() }
+func (m *metrics) Refused(action, reason string)   { m.refused.WithLabelValues(action, reason).Inc() }
+func (m *metrics) Decided(action, decision string) { m.decided.WithLabelValues(action, decision).Inc() }
+func (m *metrics) Ran(action string, status int, d time.Duration) {
+	m.runs.WithLabelValues(action).Observe(d.Seconds())
+	class := "error"
+	if status > 0 {
+		class = strconv.Itoa(status/100) + "xx"
+	}
+	m.statuses.WithLabelValues(action, class).Inc()
+}

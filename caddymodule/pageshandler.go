@@ -1,0 +1,63 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	caddy.RegisterModule(PagesHandler{})
+}
+
+// PagesHandler serves the person's pages: GET {pages}/h/<id> shows the
+// card (HTML, or JSON to Accept: application/json) and POST answers it.
+// Put it behind the platform's own sign-in (basic_auth, forward_auth, ...)
+// on the URL the toolgate app's `pages` option names: the answerer must be
+// the person the conversation belongs to.
+type PagesHandler struct {
+	// Answerer is the placeholder giving the signed-in person's id.
+	// Default: "{http.auth.user.id}" (set by Caddy's authentication
+	// handlers). It must match the owner the model route saw.
+	Answerer string `json:"answerer,omitempty"`
+
+	app *App
+}
+
+// CaddyModule returns the Caddy module information.
+func (PagesHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.toolgate_pages", New: func() caddy.Module { return new(PagesHandler) }}
+}
+
+// Provision joins the toolgate app.
+func (p *PagesHandler) Provision(ctx caddy.Context) error {
+	if p.Answerer == "" {
+		p.Answerer = "{http.auth.user.id}"
+	}
+	a, err := ctx.App("toolgate")
+	if err != nil {
+		return fmt.Errorf("getting toolgate app: %w", err)
+	}
+	p.app = a.(*App)
+	return nil
+}
+
+// ServeHTTP serves a page; it is a terminal handler.
+func (p *PagesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	person := ""
+	if repl != nil {
+		person = strings.TrimSpace(repl.ReplaceAll(p.Answerer, ""))
+	}
+	p.app.pages.Serve(w, r, person)
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*PagesHandler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*PagesHandler)(nil)
+)

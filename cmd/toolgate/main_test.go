@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// build compiles this command once per test run.
+func build(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "toolgate")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestCommand(t *testing.T) {
+	bin := build(t)
+
+	t.Run("list-modules", func(t *testing.T) {
+		out, err := exec.Command(bin, "list-modules").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		mods := map[string]bool{}
+		for _, l := range strings.Split(string(out), "\n") {
+			mods[strings.TrimSpace(l)] = true
+		}
+		for _, want := range []string{"toolgate", "http.handlers.toolgate", "http.handlers.toolgate_pages", "http.handlers.reverse_proxy"} {
+			if !mods[want] {
+				t.Errorf("list-modules lacks %s", want)
+			}
+		}
+	})
+
+	dir := t.TempDir()
+	validate := func(t *testing.T, policy string) (string, error) {
+		t.Helper()
+		pf := filepath.Join(dir, "policy.yaml")
+		if err := os.WriteFile(pf, []byte(policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cf := filepath.Join(dir, "Caddyfile")
+		caddyfile := `{
+	admin off
+	toolgate {
+		store ` + filepath.Join(dir, "store") + `
+		secret {env.TOOLGATE_SECRET}
+		pages https://gate.example.com/toolgate
+	}
+}
+:0 {
+	toolgate {
+		policy ` + pf + `
+	}
+	reverse_proxy 127.0.0.1:1
+}
+`
+		if err := os.WriteFile(cf, []byte(caddyfile), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "validate", "--config", cf)
+		cmd.Env = append(os.Environ(), "TOOLGATE_SECRET=0123456789abcdef0123", "XDG_DATA_HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	t.Run("validate good policy", func(t *testing.T) {
+		out, err := validate(t, "actions:\n  delete_post:\n    effect: destructive\n    card:\n      reason: Delete it?\n    run:\n      method: DELETE\n      url: http://blog.internal/posts\n")
+		if err != nil {
+			t.Fatalf("validate failed: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "store")); err == nil {
+			t.Error("validate opened the store")
+		}
+	})
+
+	for _, tt := range []struct{ name, policy, want string }{
+		{"unknown key", "actions:\n  delete_post:\n    effect: destructive\n    colour: red\n    card:\n      reason: x\n    run:\n      url: http://a/b\n", `"delete_post"`},
+		{"destructive without card", "actions:\n  delete_post:\n    effect: destructive\n    run:\n      url: http://a/b\n", "card"},
+		{"row without record", "actions:\n  delete_post:\n    effect: destructive\n    card:\n      reason: x\n      rows:\n        Post: title\n    run:\n      url: http://a/b\n", "rows"},
+	} {
+		t.Run("validate "+tt.name, func(t *testing.T) {
+			out, err := validate(t, tt.policy)
+			if err == nil {
+				t.Fatalf("validate passed a broken policy:\n%s", out)
+			}
+			if !strings.Contains(out, "policy.yaml") || !strings.Contains(out, "delete_post") || !strings.Contains(out, tt.want) {
+				t.Errorf("message does not name the file, action and key %q:\n%s", tt.want, out)
+			}
+		})
+	}
+}

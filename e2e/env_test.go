@@ -1,0 +1,297 @@
+// Package e2e drives the whole gate: a real Caddy running the module from a
+// Caddyfile, a real Badger store on disk, openai-go as the app and headless
+// Chromium as the person. Only the model provider and the app's action
+// endpoint are fakes (internal/testkit).
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"golang.org/x/crypto/bcrypt"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/toolgate/toolgate/caddymodule"
+	"github.com/toolgate/toolgate/internal/testkit"
+)
+
+const secret = "test-secret-0123456789abcdef"
+
+// env is one running gate with its fakes.
+type env struct {
+	t        *testing.T
+	provider *testkit.Provider
+	app      *testkit.App
+	caddy    string // the Caddyfile loaded
+	apiURL   string // the model route
+	pagesURL string // the pages' base URL
+	storeDir string
+}
+
+type envOptions struct {
+	policy string // extra YAML for the actions block; "" uses the default
+	ttl    string // the app's default TTL
+}
+
+// policyYAML is the test policy; APP is replaced by the fake app's URL.
+const policyYAML = `app: Test blog
+actions:
+  delete_post:
+    effect: destructive
+    schema:
+      type: object
+      properties:
+        post: {type: integer}
+      required: [post]
+    card:
+      reason: Delete this post? This cannot be undone.
+      record: APP/posts/{post}
+      rows:
+        Post: title
+        Status: status
+    run:
+      method: DELETE
+      url: APP/posts/{post}
+    reply: Removed.
+  send_email:
+    effect: external
+    schema:
+      type: object
+      properties:
+        to: {type: string}
+        subject: {type: string}
+      required: [to, subject]
+    card:
+      reason: Send this email now?
+    run:
+      url: APP/emails
+    reply: Sent.
+  post_note:
+    effect: external
+    card:
+      reason: Publish this note?
+    run:
+      url: APP/notes
+  GetWeatherArgs:
+    effect: external
+    card:
+      reason: Look up the weather for you?
+    run:
+      url: APP/weather
+  get_weather:
+    effect: external
+    card:
+      reason: Look up the weather for you?
+    run:
+      url: APP/weather
+  get_stock_price:
+    effect: read
+    run:
+      method: GET
+      url: APP/stocks
+`
+
+func newEnv(t *testing.T, opts envOptions) *env {
+	t.Helper()
+	e := &env{t: t, provider: testkit.NewProvider(t), app: testkit.NewApp(t, []byte(secret))}
+	dir := t.TempDir()
+	e.storeDir = filepath.Join(dir, "store")
+	pol := opts.policy
+	if pol == "" {
+		pol = policyYAML
+	}
+	pol = strings.ReplaceAll(pol, "APP", e.app.URL)
+	policyFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(pol), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ttl := opts.ttl
+	if ttl == "" {
+		ttl = "30m"
+	}
+	apiPort, pagesPort := testkit.FreePort(t), testkit.FreePort(t)
+	e.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
+	pagesHost := fmt.Sprintf("127.0.0.1:%d", pagesPort)
+	e.pagesURL = "http://" + pagesHost + "/toolgate"
+	e.caddy = fmt.Sprintf(`{
+	admin off
+	auto_https off
+	default_bind 127.0.0.1
+	log {
+		level WARN
+	}
+	persist_config off
+	grace_period 1ns
+	toolgate {
+		store badger %s
+		secret %s
+		pages %s
+		ttl %s
+		action_timeout 5s
+	}
+}
+
+http://127.0.0.1:%d {
+	toolgate {
+		policy %s
+		owner {http.request.header.X-User-Id}
+	}
+	reverse_proxy %s
+}
+
+http://%s {
+	route /toolgate/* {
+		basic_auth {
+			ana %s
+			bo %s
+		}
+		toolgate_pages
+	}
+}
+`, e.storeDir, secret, e.pagesURL, ttl, apiPort, policyFile, e.provider.URL, pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
+	testkit.Run(t, e.caddy)
+	return e
+}
+
+var hashes = map[string]string{}
+
+func hash(t *testing.T, pw string) string {
+	if h, ok := hashes[pw]; ok {
+		return h
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes[pw] = string(h)
+	return string(h)
+}
+
+// client is the app: openai-go pointed at the gate, as the given person.
+func (e *env) client(owner string) *openai.Client {
+	opts := []option.RequestOption{option.WithBaseURL(e.apiURL + "/v1"), option.WithAPIKey("test"), option.WithMaxRetries(0)}
+	if owner != "" {
+		opts = append(opts, option.WithHeader("X-User-Id", owner))
+	}
+	c := openai.NewClient(opts...)
+	return &c
+}
+
+var linkRe = regexp.MustCompile(`http://127\.0\.0\.1:\d+/toolgate/h/[a-z2-7]{26}`)
+
+// link finds the step link in text the app received.
+func link(t *testing.T, text string) string {
+	t.Helper()
+	l := linkRe.FindString(text)
+	if l == "" {
+		t.Fatalf("no link in %q", text)
+	}
+	return l
+}
+
+// person is someone signed in to the pages with basic auth.
+type person struct {
+	name, password string
+}
+
+var (
+	ana = person{"ana", "ana-pw"}
+	bo  = person{"bo", "bo-pw"}
+)
+
+// stepJSON is the JSON form of a step's page.
+type stepJSON struct {
+	Step  string `json:"step"`
+	App   string `json:"app"`
+	Holds []struct {
+		ID   string `json:"id"`
+		Card struct {
+			Sentence string `json:"sentence"`
+			Rows     []struct {
+				Label string `json:"label"`
+				Value string `json:"value"`
+			} `json:"rows"`
+		} `json:"card"`
+		State   string `json:"state"`
+		Answer  string `json:"answer"`
+		Outcome string `json:"outcome"`
+	} `json:"holds"`
+	Tokens map[string]string `json:"tokens"`
+}
+
+// view reads a step's page as JSON, returning the status and raw body.
+func (e *env) view(p person, link string) (int, []byte, stepJSON) {
+	e.t.Helper()
+	req, err := http.NewRequest("GET", link, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.SetBasicAuth(p.name, p.password)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var s stepJSON
+	if resp.StatusCode == 200 {
+		if err := json.Unmarshal(b, &s); err != nil {
+			e.t.Fatalf("page JSON: %v: %s", err, b)
+		}
+	}
+	return resp.StatusCode, b, s
+}
+
+// answer posts an answer as a browser form from the page's own origin.
+func (e *env) answer(p person, link, holdID, token, choice string, header map[string]string) (int, string) {
+	e.t.Helper()
+	form := url.Values{"hold": {holdID}, "token": {token}, "answer": {choice}}
+	req, err := http.NewRequest("POST", link, strings.NewReader(form.Encode()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.SetBasicAuth(p.name, p.password)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	u, _ := url.Parse(link)
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// confirmOnly answers the only hold of a step as p and returns the status.
+func (e *env) answerOnly(p person, link, choice string) int {
+	e.t.Helper()
+	status, body, s := e.view(ana, link)
+	if status != 200 || len(s.Holds) != 1 {
+		e.t.Fatalf("view: %d %s", status, body)
+	}
+	st, _ := e.answer(p, link, s.Holds[0].ID, s.Tokens[s.Holds[0].ID], choice, nil)
+	return st
+}
+
+var ctx = context.Background()

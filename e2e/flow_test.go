@@ -1,0 +1,381 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/actions"
+	"github.com/toolgate/toolgate/internal/testkit"
+)
+
+var del7 = call{"call_del7", "delete_post", `{"post":7}`, false}
+
+// hold makes the model call delete_post for post 7 in owner's
+// conversation and returns the link and the message the app received.
+func (e *env) hold(t *testing.T, owner string, calls ...call) (string, openai.ChatCompletionMessage) {
+	t.Helper()
+	if len(calls) == 0 {
+		calls = []call{del7}
+	}
+	e.provider.Enqueue(testkit.Reply{Body: jsonCompletion("", calls...)})
+	got, err := e.client(owner).Chat.Completions.New(ctx, userAsks("Delete my old meetup draft."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := got.Choices[0].Message
+	if len(msg.ToolCalls) != 0 {
+		t.Fatalf("a gated call reached the app: %+v", msg.ToolCalls)
+	}
+	return linkRe.FindString(msg.Content), msg
+}
+
+// next sends the conversation on with a new user message and returns the
+// request the provider received.
+func (e *env) next(t *testing.T, owner string, msg openai.ChatCompletionMessage, user string) []byte {
+	t.Helper()
+	e.provider.Enqueue(testkit.Reply{Body: textCompletion("ok")})
+	params := userAsks("Delete my old meetup draft.")
+	params.Messages = append(params.Messages, msg.ToParam())
+	if user != "" {
+		params.Messages = append(params.Messages, openai.UserMessage(user))
+	}
+	if _, err := e.client(owner).Chat.Completions.New(ctx, params); err != nil {
+		t.Fatalf("next request: %v", err)
+	}
+	reqs := e.provider.Requests()
+	return reqs[len(reqs)-1]
+}
+
+// toolResult is the tool message content for a call id in a request.
+func toolResult(body []byte, callID string) string {
+	for _, m := range gjson.GetBytes(body, "messages").Array() {
+		if m.Get("role").String() == "tool" && m.Get("tool_call_id").String() == callID {
+			return m.Get("content").String()
+		}
+	}
+	return ""
+}
+
+func setupPost(e *env) {
+	e.app.SetRecord("/posts/7", `{"title":"Spring meetup","status":"draft"}`)
+}
+
+func TestConfirmRunsOnceAndRestoresHistory(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, msg := e.hold(t, "ana")
+	if st := e.answerOnly(ana, l, "confirm"); st != http.StatusSeeOther {
+		t.Fatalf("confirm: %d", st)
+	}
+	calls := e.app.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("action ran %d times", len(calls))
+	}
+	c := calls[0]
+	if c.Method != "DELETE" || c.URI != "/posts/7" || string(c.Body) != `{"post":7}` || c.SignatureErr != nil {
+		t.Errorf("action got %s %s %s (signature: %v)", c.Method, c.URI, c.Body, c.SignatureErr)
+	}
+	if c.Header.Get(actions.HeaderPerson) != "ana" || len(c.Header.Get(actions.HeaderIdempotency)) != 26 {
+		t.Errorf("action headers: %v", c.Header)
+	}
+	req := e.next(t, "ana", msg, "Thanks!")
+	msgs := gjson.GetBytes(req, "messages").Array()
+	if len(msgs) != 4 {
+		t.Fatalf("restored history has %d messages: %s", len(msgs), req)
+	}
+	if msgs[1].Get("tool_calls.0.id").String() != "call_del7" || msgs[1].Get("tool_calls.0.function.arguments").String() != `{"post":7}` {
+		t.Errorf("original call not restored: %s", msgs[1].Raw)
+	}
+	if strings.Contains(msgs[1].Raw, "Waiting for your confirmation") {
+		t.Errorf("waiting text left in history: %s", msgs[1].Raw)
+	}
+	if got := toolResult(req, "call_del7"); got != "The person confirmed. Removed." {
+		t.Errorf("tool result = %q", got)
+	}
+	if msgs[3].Get("role").String() != "user" {
+		t.Errorf("the person's new message moved: %s", req)
+	}
+}
+
+func TestDecline(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, msg := e.hold(t, "ana")
+	if st := e.answerOnly(ana, l, "decline"); st != http.StatusSeeOther {
+		t.Fatalf("decline: %d", st)
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Fatalf("a declined call ran %d times", n)
+	}
+	if got := toolResult(e.next(t, "ana", msg, "ok"), "call_del7"); got != "The person declined; nothing ran." {
+		t.Errorf("tool result = %q", got)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	e := newEnv(t, envOptions{ttl: "1s"})
+	setupPost(e)
+	l, msg := e.hold(t, "ana")
+	_, _, s := e.view(ana, l)
+	time.Sleep(1100 * time.Millisecond)
+	st, _ := e.answer(ana, l, s.Holds[0].ID, s.Tokens[s.Holds[0].ID], "confirm", nil)
+	if st != http.StatusConflict {
+		t.Errorf("late confirm: %d, want 409", st)
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Fatalf("an expired call ran")
+	}
+	if got := toolResult(e.next(t, "ana", msg, "well?"), "call_del7"); got != "The person did not answer in time; nothing ran." {
+		t.Errorf("tool result = %q", got)
+	}
+}
+
+func TestRecordChangedRunsNothing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, msg := e.hold(t, "ana")
+	e.app.SetRecord("/posts/7", `{"title":"Spring meetup","status":"published"}`)
+	if st := e.answerOnly(ana, l, "confirm"); st != http.StatusSeeOther {
+		t.Fatalf("confirm: %d", st)
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Fatal("the call ran against a changed record")
+	}
+	if got := toolResult(e.next(t, "ana", msg, "ok"), "call_del7"); got != "The record changed while waiting; nothing ran." {
+		t.Errorf("tool result = %q", got)
+	}
+}
+
+func TestMissingRecordRefuses(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	l, msg := e.hold(t, "ana") // no record for post 7
+	if l != "" {
+		t.Fatalf("a card was made for a missing record: %q", msg.Content)
+	}
+	if !strings.Contains(msg.Content, "delete_post") || !strings.Contains(msg.Content, "not found") {
+		t.Errorf("refusal = %q", msg.Content)
+	}
+	e.app.Allow("somebody-else")
+	setupPost(e)
+	l, msg = e.hold(t, "ana")
+	if l != "" || !strings.Contains(msg.Content, "may not") {
+		t.Errorf("a 403 record made a card: %q", msg.Content)
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Fatal("a refused call ran")
+	}
+}
+
+func TestAnotherPersonCannotAnswer(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, _ := e.hold(t, "ana")
+	if st, _, _ := e.view(bo, l); st != http.StatusNotFound {
+		t.Errorf("bo viewing ana's card: %d, want 404", st)
+	}
+	_, _, s := e.view(ana, l)
+	id := s.Holds[0].ID
+	// bo with ana's token, and bo with a token made for himself: both 409.
+	if st, _ := e.answer(bo, l, id, s.Tokens[id], "confirm", nil); st != http.StatusConflict {
+		t.Errorf("bo confirming with ana's token: %d", st)
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Fatal("another person's answer ran the call")
+	}
+	// The hold still waits for ana.
+	if st, _ := e.answer(ana, l, id, s.Tokens[id], "confirm", nil); st != http.StatusSeeOther {
+		t.Errorf("ana's confirm after bo's try: %d", st)
+	}
+	if n := len(e.app.Calls()); n != 1 {
+		t.Errorf("ran %d times", n)
+	}
+}
+
+func TestSecondPressAndConcurrentConfirms(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, _ := e.hold(t, "ana")
+	_, _, s := e.view(ana, l)
+	id, tok := s.Holds[0].ID, s.Tokens[s.Holds[0].ID]
+	const n = 100
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			statuses[i], _ = e.answer(ana, l, id, tok, "confirm", nil)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, st := range statuses {
+		count[st]++
+	}
+	if count[http.StatusSeeOther] != 1 || count[http.StatusConflict] != n-1 {
+		t.Errorf("statuses = %v, want one 303 and %d × 409", count, n-1)
+	}
+	if c := len(e.app.Calls()); c != 1 {
+		t.Errorf("the action ran %d times", c)
+	}
+	// A second press later, and a replayed decline: 409, nothing more runs.
+	for _, choice := range []string{"confirm", "decline"} {
+		if st, _ := e.answer(ana, l, id, tok, choice, nil); st != http.StatusConflict {
+			t.Errorf("later %s: %d", choice, st)
+		}
+	}
+	if c := len(e.app.Calls()); c != 1 {
+		t.Errorf("the action ran %d times", c)
+	}
+}
+
+func TestHoldSurvivesRestart(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, msg := e.hold(t, "ana")
+	_, _, s := e.view(ana, l)
+	testkit.Stop(t) // closes the store
+	testkit.Run(t, e.caddy)
+	id := s.Holds[0].ID
+	if st, _ := e.answer(ana, l, id, s.Tokens[id], "confirm", nil); st != http.StatusSeeOther {
+		t.Fatalf("confirm after restart: %d", st)
+	}
+	if c := len(e.app.Calls()); c != 1 {
+		t.Errorf("ran %d times", c)
+	}
+	if got := toolResult(e.next(t, "ana", msg, "ok"), "call_del7"); got != "The person confirmed. Removed." {
+		t.Errorf("tool result = %q", got)
+	}
+}
+
+func TestCrossOriginAnswerRefused(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, _ := e.hold(t, "ana")
+	_, _, s := e.view(ana, l)
+	hid, tok := s.Holds[0].ID, s.Tokens[id(s)]
+	for _, h := range []map[string]string{
+		{"Origin": "http://evil.example"},
+		{"Sec-Fetch-Site": "cross-site"},
+		{"Origin": "null"},
+	} {
+		if st, _ := e.answer(ana, l, hid, tok, "confirm", h); st != http.StatusConflict {
+			t.Errorf("cross-origin %v: %d", h, st)
+		}
+	}
+	if st, _ := e.answer(ana, l, hid, "not-the-token", "confirm", nil); st != http.StatusConflict {
+		t.Errorf("bad token: %d", st)
+	}
+	if c := len(e.app.Calls()); c != 0 {
+		t.Errorf("a cross-origin answer ran the call")
+	}
+}
+
+func id(s stepJSON) string { return s.Holds[0].ID }
+
+func TestPageEscapesRecordAndHidesArguments(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.app.SetRecord("/posts/7", `{"title":"<script>alert(1)</script><b>x</b>","status":"draft\u202e"}`)
+	// The model's arguments carry a marker that must never reach a page.
+	l, _ := e.hold(t, "ana", call{"call_del7", "delete_post", `{"post":7,"note":"MODEL-SAID-THIS"}`, false})
+	_, raw, s := e.view(ana, l)
+	if strings.Contains(string(raw), "MODEL-SAID-THIS") || strings.Contains(string(raw), "call_del7") {
+		t.Errorf("page JSON holds the model's arguments: %s", raw)
+	}
+	if s.Holds[0].Card.Rows[1].Value != "draft" {
+		t.Errorf("direction character kept: %q", s.Holds[0].Card.Rows[1].Value)
+	}
+	req, _ := http.NewRequest("GET", l, nil)
+	req.SetBasicAuth("ana", "ana-pw")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = fmt.Fprint(&b, readAll(t, resp))
+	html := b.String()
+	if strings.Contains(html, "<script>alert") || strings.Contains(html, "<b>x</b>") {
+		t.Errorf("record HTML not escaped")
+	}
+	if !strings.Contains(html, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("escaped title missing from page")
+	}
+	if strings.Contains(html, "MODEL-SAID-THIS") {
+		t.Errorf("page holds the model's arguments")
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("CSP = %q", csp)
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return sb.String()
+}
+
+func TestNoOwnerIsRefused(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, msg := e.hold(t, "")
+	if l != "" || !strings.Contains(msg.Content, "whose conversation") {
+		t.Errorf("a call with no owner was held or passed: %q", msg.Content)
+	}
+	// The body's safety_identifier names the owner when no header does.
+	e.provider.Enqueue(testkit.Reply{Body: jsonCompletion("", del7)})
+	_, _, body := e.rawPost(t, "", `{"model":"gpt-4o","safety_identifier":"ana","messages":[{"role":"user","content":"x"}]}`)
+	if l := linkRe.FindString(gjson.GetBytes(body, "choices.0.message.content").String()); l == "" {
+		t.Errorf("safety_identifier not used as owner: %s", body)
+	} else if st, _, _ := e.view(ana, l); st != 200 {
+		t.Errorf("ana cannot see her card: %d", st)
+	}
+}
+
+func TestMovedOnAndForeignLinks(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	l, msg := e.hold(t, "ana")
+	// Bo pastes ana's message into his own conversation: nothing restored.
+	req := e.next(t, "bo", msg, "what is this?")
+	if strings.Contains(string(req), "call_del7") || gjson.GetBytes(req, "messages.1.content").String() != msg.Content {
+		t.Errorf("another person's link restored history: %s", req)
+	}
+	// Ana writes on without answering: settled as moved on, nothing runs.
+	req = e.next(t, "ana", msg, "never mind")
+	if got := toolResult(req, "call_del7"); got != "The person moved on without answering; nothing ran." {
+		t.Errorf("tool result = %q", got)
+	}
+	_, _, s := e.view(ana, l)
+	if st, _ := e.answer(ana, l, id(s), s.Tokens[id(s)], "confirm", nil); st != http.StatusConflict {
+		t.Errorf("confirm after moving on: %d", st)
+	}
+	if c := len(e.app.Calls()); c != 0 {
+		t.Error("a moved-on call ran")
+	}
+	var page stepJSON
+	_, raw, _ := e.view(ana, l)
+	_ = json.Unmarshal(raw, &page)
+	if page.Holds[0].Answer != "moved_on" {
+		t.Errorf("page answer = %q", page.Holds[0].Answer)
+	}
+}

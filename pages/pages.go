@@ -1,0 +1,255 @@
+// Package pages serves the person's side of a hold: the card page (HTML
+// that works without JavaScript, and the same as JSON) and the answers to
+// it. It trusts nothing the model wrote: everything shown comes from the
+// gate's view of the step, built from the policy and the record, and is
+// escaped by html/template.
+package pages
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/gate"
+)
+
+// Pages answers a step's link. The zero value is not usable.
+type Pages struct {
+	Gate   *gate.Gate
+	Secret []byte // keys the per-hold form tokens
+	Logger *zap.Logger
+}
+
+// answer is a person's answer as posted (form or JSON).
+type answer struct {
+	Hold   string `json:"hold"`
+	Answer string `json:"answer"`
+	Token  string `json:"token"`
+}
+
+// Token is the per-hold CSRF token: an HMAC of the hold id and its owner,
+// so it cannot be made without the secret and is useless to anyone else.
+func (p *Pages) Token(holdID, owner string) string {
+	m := hmac.New(sha256.New, p.Secret)
+	io.WriteString(m, "toolgate answer\x00")
+	io.WriteString(m, holdID)
+	m.Write([]byte{0})
+	io.WriteString(m, owner)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
+}
+
+// Serve handles a request for the step whose id is the last path segment
+// after "/h/". person is the signed-in answerer ("" when none).
+func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, person string) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	// The link's step id is a secret: it never leaves in a Referer. Not
+	// "no-referrer": with it a browser sends "Origin: null" on the page's
+	// own form posts.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+	stepID, ok := stepFromPath(r.URL.Path)
+	if !ok {
+		p.fail(w, r, http.StatusNotFound, "There is no such page.")
+		return
+	}
+	if person == "" {
+		p.fail(w, r, http.StatusUnauthorized, "Sign in to answer.")
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		p.show(w, r, stepID, person, http.StatusOK, "")
+	case http.MethodPost:
+		p.answer(w, r, stepID, person)
+	default:
+		h.Set("Allow", "GET, HEAD, POST")
+		p.fail(w, r, http.StatusMethodNotAllowed, "Method not allowed.")
+	}
+}
+
+func stepFromPath(path string) (string, bool) {
+	i := strings.LastIndex(path, "/h/")
+	if i < 0 {
+		return "", false
+	}
+	id := path[i+3:]
+	if len(id) != 26 {
+		return "", false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return "", false
+		}
+	}
+	return id, true
+}
+
+func wantsJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+		if mt == "application/json" {
+			return true
+		}
+		if mt == "text/html" {
+			return false
+		}
+	}
+	return false
+}
+
+// stepJSON is the JSON form of the page.
+type stepJSON struct {
+	gate.StepView
+	Tokens map[string]string `json:"tokens"` // hold id → token to post with an answer
+}
+
+func (p *Pages) show(w http.ResponseWriter, r *http.Request, stepID, person string, status int, notice string) {
+	v, err := p.Gate.View(r.Context(), stepID, person)
+	if err != nil {
+		p.viewError(w, r, err)
+		return
+	}
+	tokens := make(map[string]string, len(v.Holds))
+	for _, h := range v.Holds {
+		tokens[h.ID] = p.Token(h.ID, person)
+	}
+	if wantsJSON(r) {
+		writeJSON(w, status, stepJSON{StepView: v, Tokens: tokens})
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := pageTemplate.Execute(w, newPage(v, tokens, notice)); err != nil {
+		p.log().Error("rendering page", zap.Error(err))
+	}
+}
+
+func (p *Pages) viewError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, gate.ErrNotFound), errors.Is(err, gate.ErrNotOwner):
+		// Another person gets the same answer as a wrong link: the page
+		// does not tell them the link exists.
+		p.fail(w, r, http.StatusNotFound, "There is no such confirmation, or it is not yours.")
+	default:
+		p.log().Error("reading step", zap.Error(err))
+		p.fail(w, r, gate.Status(err), "The gate cannot read this confirmation right now.")
+	}
+}
+
+func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID, person string) {
+	if !sameOrigin(r) {
+		p.log().Warn("cross-origin answer refused", zap.String("origin", r.Header.Get("Origin")), zap.String("answered_by", person))
+		p.fail(w, r, http.StatusConflict, "This answer came from another site and was not accepted. Nothing ran.")
+		return
+	}
+	a, err := readAnswer(r)
+	if err != nil {
+		p.fail(w, r, http.StatusBadRequest, "The answer could not be read.")
+		return
+	}
+	if !hmac.Equal([]byte(a.Token), []byte(p.Token(a.Hold, person))) {
+		p.log().Warn("answer with a bad token refused", zap.String("hold_id", a.Hold), zap.String("answered_by", person))
+		p.fail(w, r, http.StatusConflict, "This answer was not accepted. Nothing ran.")
+		return
+	}
+	hv, err := p.Gate.Answer(r.Context(), stepID, a.Hold, person, a.Answer)
+	if err != nil {
+		status := gate.Status(err)
+		msg := "This answer was not accepted: the confirmation was already answered, has expired, or is not yours. Nothing ran."
+		if status >= 500 {
+			p.log().Error("answering", zap.Error(err))
+			msg = "The gate cannot take answers right now. Nothing ran."
+		}
+		p.fail(w, r, status, msg)
+		return
+	}
+	if wantsJSON(r) || isJSON(r) {
+		writeJSON(w, http.StatusOK, hv)
+		return
+	}
+	// Post/Redirect/Get: a reload of the result page does not post again.
+	http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
+}
+
+func isJSON(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == "application/json"
+}
+
+func readAnswer(r *http.Request) (answer, error) {
+	r.Body = http.MaxBytesReader(nil, r.Body, 16<<10)
+	var a answer
+	if isJSON(r) {
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&a)
+		return a, err
+	}
+	if err := r.ParseForm(); err != nil {
+		return a, err
+	}
+	a.Hold, a.Answer, a.Token = r.PostForm.Get("hold"), r.PostForm.Get("answer"), r.PostForm.Get("token")
+	return a, nil
+}
+
+// sameOrigin is the first CSRF defence (the per-hold token is the second):
+// a browser says where a POST comes from in Sec-Fetch-Site, or at least in
+// Origin; it must be this site. A client that sends neither is not a
+// browser acting for another site.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin":
+		return true
+	case "":
+	default: // cross-site, same-site (a sibling subdomain), none (typed or bookmarked: never a form post)
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || origin == "null" {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (p *Pages) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if wantsJSON(r) || isJSON(r) {
+		writeJSON(w, status, map[string]string{"error": msg})
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_ = errorTemplate.Execute(w, msg)
+}
+
+func (p *Pages) log() *zap.Logger {
+	if p.Logger == nil {
+		return zap.NewNop()
+	}
+	return p.Logger
+}
