@@ -63,15 +63,20 @@ type App struct {
 	// release). Default: 10s.
 	ActionTimeout caddy.Duration `json:"action_timeout,omitempty"`
 
-	secret   []byte
-	dir      string
-	gate     *gate.Gate
-	pages    *pages.Pages
-	db       store.Store // set in Start
-	dbMu     sync.RWMutex
-	policies sync.Map // clean policy path → *policies.Policy
-	logger   *zap.Logger
-	metrics  *metrics
+	secret  []byte
+	dir     string
+	gate    *gate.Gate
+	pages   *pages.Pages
+	logger  *zap.Logger
+	metrics *metrics
+	live    *live
+}
+
+// live is the app's state that changes while it runs.
+type live struct {
+	mu       sync.RWMutex
+	db       store.Store // set in Start, cleared in Stop
+	policies sync.Map    // clean policy path → *policies.Policy
 }
 
 // CaddyModule returns the Caddy module information.
@@ -83,6 +88,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // so `caddy validate` never takes the store's lock.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	a.live = new(live)
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
 	a.Pages = repl.ReplaceAll(a.Pages, "")
@@ -147,18 +153,18 @@ func (a *App) Start() error {
 	if err != nil {
 		return fmt.Errorf("toolgate: opening store: %w", err)
 	}
-	a.dbMu.Lock()
-	a.db = v.(pooledStore).Badger
-	a.dbMu.Unlock()
+	a.live.mu.Lock()
+	a.live.db = v.(pooledStore).Badger
+	a.live.mu.Unlock()
 	a.logger.Info("store ready", zap.String("path", a.dir), zap.Bool("reused", loaded))
 	return nil
 }
 
 // Stop lets go of the store; the last config to use it closes it.
 func (a *App) Stop() error {
-	a.dbMu.Lock()
-	a.db = nil
-	a.dbMu.Unlock()
+	a.live.mu.Lock()
+	a.live.db = nil
+	a.live.mu.Unlock()
 	_, err := stores.Delete(a.dir)
 	return err
 }
@@ -167,10 +173,10 @@ func (a *App) Stop() error {
 // rebuild and release the holds it made. It is keyed by the policy's
 // clean path: holds made under an earlier load of the same file are
 // answered against the policy as it reads now.
-func (a *App) register(key string, p *policies.Policy) { a.policies.Store(key, p) }
+func (a *App) register(key string, p *policies.Policy) { a.live.policies.Store(key, p) }
 
 func (a *App) policy(key string) *policies.Policy {
-	if v, ok := a.policies.Load(key); ok {
+	if v, ok := a.live.policies.Load(key); ok {
 		return v.(*policies.Policy)
 	}
 	return nil

@@ -13,12 +13,12 @@ import (
 type appStore App
 
 func (s *appStore) get() (store.Store, error) {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	if s.db == nil {
+	s.live.mu.RLock()
+	defer s.live.mu.RUnlock()
+	if s.live.db == nil {
 		return nil, fmt.Errorf("%w: the toolgate app is not running", store.ErrUnavailable)
 	}
-	return s.db, nil
+	return s.live.db, nil
 }
 
 func (s *appStore) Put(ctx context.Context, holds []store.Hold) error {

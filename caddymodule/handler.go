@@ -137,6 +137,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		// Fail closed: the response could not be checked, so none of it
 		// (or nothing more of it, for a stream) reaches the app.
 		h.logger.Error("response refused", zap.Error(closeErr))
+		for k := range w.Header() {
+			delete(w.Header(), k) // the upstream's, e.g. a Content-Length that no longer holds
+		}
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
 	return nil

@@ -84,7 +84,7 @@ func TestCommand(t *testing.T) {
 	})
 
 	for _, tt := range []struct{ name, policy, want string }{
-		{"unknown key", "actions:\n  delete_post:\n    effect: destructive\n    colour: red\n    card:\n      reason: x\n    run:\n      url: http://a/b\n", `"delete_post"`},
+		{"unknown key", "actions:\n  delete_post:\n    effect: destructive\n    colour: red\n    card:\n      reason: x\n    run:\n      url: http://a/b\n", "colour"},
 		{"destructive without card", "actions:\n  delete_post:\n    effect: destructive\n    run:\n      url: http://a/b\n", "card"},
 		{"row without record", "actions:\n  delete_post:\n    effect: destructive\n    card:\n      reason: x\n      rows:\n        Post: title\n    run:\n      url: http://a/b\n", "rows"},
 	} {

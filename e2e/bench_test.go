@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/testkit"
+)
+
+// benchEnv runs one Caddy with two routes to the same upstream: one
+// through the gate, one plain reverse_proxy. Both serve the same
+// non-gated chat completion, so the difference is the gate's pass-through
+// cost.
+type benchEnv struct {
+	gated, plain string
+	client       *http.Client
+}
+
+func newBenchEnv(b *testing.B, body []byte, events [][]byte) *benchEnv {
+	b.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if strings.Contains(r.URL.RawQuery, "stream") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fl := w.(http.Flusher)
+			for _, ev := range events {
+				w.Write(ev)
+				fl.Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	b.Cleanup(up.Close)
+	dir := b.TempDir()
+	pf := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pf, []byte(strings.ReplaceAll(policyYAML, "APP", "http://127.0.0.1:1")), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	gp, pp, pages := testkit.FreePort(b), testkit.FreePort(b), testkit.FreePort(b)
+	testkit.Run(b, fmt.Sprintf(`{
+	admin off
+	auto_https off
+	default_bind 127.0.0.1
+	log {
+		level ERROR
+	}
+	toolgate {
+		store %s
+		secret %s
+		pages http://127.0.0.1:%d/toolgate
+	}
+}
+http://127.0.0.1:%d {
+	toolgate {
+		policy %s
+		owner {http.request.header.X-User-Id}
+	}
+	reverse_proxy %s
+}
+http://127.0.0.1:%d {
+	reverse_proxy %s
+}
+`, filepath.Join(dir, "store"), secret, pages, gp, pf, up.URL, pp, up.URL))
+	return &benchEnv{
+		gated:  fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gp),
+		plain:  fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", pp),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
+	}
+}
+
+func (e *benchEnv) do(b *testing.B, url string, req []byte, want int) time.Duration {
+	start := time.Now()
+	resp, err := e.client.Post(url, "application/json", bytes.NewReader(req))
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if resp.StatusCode != 200 || int(n) != want {
+		b.Fatalf("%s: status %d, %d bytes, want %d", url, resp.StatusCode, n, want)
+	}
+	return d
+}
+
+// compare alternates plain and gated requests in one run (so both see the
+// same machine state) and reports each one's time per request and their
+// ratio.
+func (e *benchEnv) compare(b *testing.B, query string, req []byte, want int) {
+	for range 20 { // warm both routes' connections
+		e.do(b, e.plain+query, req, want)
+		e.do(b, e.gated+query, req, want)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var plain, gated time.Duration
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			plain += e.do(b, e.plain+query, req, want)
+			gated += e.do(b, e.gated+query, req, want)
+		} else {
+			gated += e.do(b, e.gated+query, req, want)
+			plain += e.do(b, e.plain+query, req, want)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(plain.Nanoseconds())/n, "plain-ns/req")
+	b.ReportMetric(float64(gated.Nanoseconds())/n, "toolgate-ns/req")
+	b.ReportMetric(float64(gated)/float64(plain), "toolgate/plain")
+}
+
+// chatRequest is a 2 KB chat request with a short history.
+func chatRequest(stream bool) []byte {
+	var msgs []string
+	for i := 0; len(strings.Join(msgs, ",")) < 1900; i++ {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"Message %d: tell me about the spring meetup and what we planned."}`, i))
+	}
+	return []byte(fmt.Sprintf(`{"model":"gpt-4o","stream":%t,"messages":[%s]}`, stream, strings.Join(msgs, ",")))
+}
+
+// BenchmarkPassThroughJSON: a 2 KB non-gated JSON completion.
+func BenchmarkPassThroughJSON(b *testing.B) {
+	text := strings.Repeat("The meetup moved to Friday. ", 60)
+	body := jsonCompletion(text)
+	e := newBenchEnv(b, body, nil)
+	e.compare(b, "", chatRequest(false), len(body))
+}
+
+// BenchmarkPassThroughStream: a non-gated 200-chunk text stream.
+func BenchmarkPassThroughStream(b *testing.B) {
+	words := make([]string, 196)
+	for i := range words {
+		words[i] = fmt.Sprintf("word%d ", i)
+	}
+	events := streamEvents(words) // role chunk + 196 deltas + finish + usage + [DONE] = 200 events
+	want := 0
+	for _, ev := range events {
+		want += len(ev)
+	}
+	e := newBenchEnv(b, nil, events)
+	e.compare(b, "?stream", chatRequest(true), want)
+}

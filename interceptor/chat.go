@@ -1,0 +1,927 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Chat is the adapter for OpenAI Chat Completions (POST /v1/chat/completions,
+// wire-formats.md §1). It matches tool calls of type "function" by
+// function.name and of type "custom" by custom.name. The zero value is ready
+// to use and holds no state; one Chat serves every request.
+//
+// The byte searches that let traffic without tool calls through untouched
+// assume the provider writes the key "tool_calls" plainly, as every JSON
+// encoder does. A body that spelt it with \u escapes would not be inspected.
+type Chat struct{}
+
+var (
+	toolCallsKey = []byte(`"tool_calls"`)
+	contentKey   = []byte(`"content"`)
+	doneData     = []byte("[DONE]")
+)
+
+// RewriteJSON takes the gated calls out of a chat.completion body
+// (wire-formats.md §1.1).
+//
+// A body without the bytes "tool_calls" is returned as is, the same slice,
+// without any JSON work. Otherwise the body is validated once; invalid JSON is
+// an error, because a call in it could not be checked (fail closed). When no
+// choice holds a gated call the body is returned unchanged, the same slice.
+//
+// For each choice with gated calls, Hold gets them with the assistant message
+// {"role":"assistant","content":…,"tool_calls":[every call, raw]}; the calls
+// are removed (the key too when none is left), the returned text becomes the
+// content (after the model's own text and a blank line, if there was any),
+// and finish_reason "tool_calls" becomes "stop" when no call is left. Every
+// other byte is kept. The result is a new slice; body is never modified.
+func (Chat) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, error) {
+	if !bytes.Contains(body, toolCallsKey) {
+		return body, nil
+	}
+	if !gjson.ValidBytes(body) {
+		return nil, errors.New("chat response: invalid JSON around tool calls")
+	}
+	choices := gjson.GetBytes(body, "choices")
+	if !choices.IsArray() {
+		return body, nil
+	}
+	type heldChoice struct {
+		choice gjson.Result
+		calls  []Call
+	}
+	var held []heldChoice
+	pos := 0
+	choices.ForEach(func(_, choice gjson.Result) bool {
+		ci := choiceIndex(choice, pos)
+		pos++
+		tcs := choice.Get("message.tool_calls")
+		if !tcs.IsArray() {
+			return true
+		}
+		var calls []Call
+		n := 0
+		tcs.ForEach(func(_, tc gjson.Result) bool {
+			if tc.IsObject() {
+				typ, fn := callBody(tc, "")
+				name := fn.Get("name").Str
+				if h.Gated(name) {
+					calls = append(calls, Call{
+						Choice:    ci,
+						Position:  n,
+						ID:        tc.Get("id").Str,
+						Type:      typ,
+						Name:      name,
+						Arguments: argumentBytes(callArguments(fn)),
+						Raw:       []byte(tc.Raw),
+					})
+				}
+			}
+			n++
+			return true
+		})
+		if len(calls) > 0 {
+			held = append(held, heldChoice{choice, calls})
+		}
+		return true
+	})
+	if len(held) == 0 {
+		return body, nil
+	}
+	edits := make([]edit, 0, len(held))
+	for _, hc := range held {
+		repl, err := holdChoice(ctx, hc.choice, hc.calls, h)
+		if err != nil {
+			return nil, fmt.Errorf("chat response: choice %d: %w", hc.calls[0].Choice, err)
+		}
+		e, err := editOf(body, hc.choice, repl)
+		if err != nil {
+			return nil, fmt.Errorf("chat response: %w", err)
+		}
+		edits = append(edits, e)
+	}
+	return applyEdits(body, edits), nil
+}
+
+// holdChoice hands one choice's gated calls to h and returns the choice
+// rewritten. calls are in message order (Position ascending).
+func holdChoice(ctx context.Context, choice gjson.Result, calls []Call, h Holder) (string, error) {
+	msg := choice.Get("message")
+	content := msg.Get("content")
+	tcs := msg.Get("tool_calls")
+
+	m := make([]byte, 0, len(tcs.Raw)+len(content.Raw)+64)
+	m = append(m, `{"role":"assistant","content":`...)
+	if content.Exists() {
+		m = append(m, content.Raw...)
+	} else {
+		m = append(m, "null"...)
+	}
+	m = append(m, `,"tool_calls":`...)
+	m = append(m, tcs.Raw...)
+	m = append(m, '}')
+	text := h.Hold(ctx, calls, m)
+
+	var kept []byte
+	n, j := 0, 0
+	tcs.ForEach(func(_, tc gjson.Result) bool {
+		if j < len(calls) && calls[j].Position == n {
+			j++
+		} else {
+			if len(kept) > 0 {
+				kept = append(kept, ',')
+			}
+			kept = append(kept, tc.Raw...)
+		}
+		n++
+		return true
+	})
+
+	var err error
+	out := msg.Raw
+	if kept == nil {
+		out, err = sjson.Delete(out, "tool_calls")
+	} else {
+		out, err = sjson.SetRaw(out, "tool_calls", "["+string(kept)+"]")
+	}
+	if err != nil {
+		return "", err
+	}
+	if out, err = sjson.SetRaw(out, "content", string(appendText(nil, content, text))); err != nil {
+		return "", err
+	}
+	repl, err := sjson.SetRaw(choice.Raw, "message", out)
+	if err != nil {
+		return "", err
+	}
+	if kept == nil && choice.Get("finish_reason").Str == "tool_calls" {
+		repl, err = sjson.SetRaw(repl, "finish_reason", `"stop"`)
+	}
+	return repl, err
+}
+
+// appendText appends the JSON string of the new content: the model's own
+// text (kept byte for byte, escapes and all), a blank line, then text. Only
+// a non-empty string counts as the model's text.
+func appendText(dst []byte, content gjson.Result, text string) []byte {
+	if content.Type != gjson.String || content.Str == "" {
+		return gjson.AppendJSONString(dst, text)
+	}
+	dst = append(dst, content.Raw[:len(content.Raw)-1]...) // without its closing quote
+	dst = append(dst, `\n\n`...)
+	q := gjson.AppendJSONString(dst, text)
+	// drop the opening quote of the appended string
+	return append(q[:len(dst)], q[len(dst)+1:]...)
+}
+
+// choiceIndex is the choice's "index", or its position when it has none.
+func choiceIndex(choice gjson.Result, pos int) int {
+	if v := choice.Get("index"); v.Type == gjson.Number {
+		return int(v.Int())
+	}
+	return pos
+}
+
+// callBody returns a tool call's type and the object that holds its name and
+// arguments: "function" or "custom", or whatever "type" names, so a future
+// type is still matched by name rather than let through unread. typ, when
+// known from an earlier delta, is used in place of the call's own "type".
+func callBody(tc gjson.Result, typ string) (string, gjson.Result) {
+	if typ == "" {
+		typ = tc.Get("type").Str
+	}
+	switch typ {
+	case "function", "custom":
+		return typ, tc.Get(typ)
+	case "":
+		for _, k := range [...]string{"function", "custom"} {
+			if b := tc.Get(k); b.Exists() {
+				return k, b
+			}
+		}
+		return "", gjson.Result{}
+	}
+	return typ, tc.Get(gjson.Escape(typ))
+}
+
+// callArguments is the arguments value of a call body: "arguments"
+// (function) or "input" (custom).
+func callArguments(fn gjson.Result) gjson.Result {
+	if a := fn.Get("arguments"); a.Exists() {
+		return a
+	}
+	return fn.Get("input")
+}
+
+// argumentBytes decodes an arguments value: the text of a JSON string, or
+// the raw JSON of anything else a provider might send.
+func argumentBytes(a gjson.Result) []byte {
+	if a.Type == gjson.String {
+		return []byte(a.Str)
+	}
+	return []byte(a.Raw)
+}
+
+// maxEvent caps one SSE event (all its lines). Chat chunks are a few hundred
+// bytes; the cap bounds what one stream may make us buffer.
+const maxEvent = 8 << 20
+
+// foldAt is the size at which the content log is parsed and emptied, so a
+// long text answer costs a bounded buffer, not a copy of the stream.
+const foldAt = 256 << 10
+
+// NewStream returns the rewriter of a chat.completion.chunk stream
+// (wire-formats.md §1.2). The upstream body may arrive in any split.
+//
+// Events are passed on whole, as soon as their closing blank line arrives;
+// flush (may be nil) is called once after each Write that wrote any. An event
+// whose bytes hold no "tool_calls" is written as it came, by a byte search:
+// no JSON work, no copy unless it spans two Writes. Only a gated call's own
+// fragments are held back: they are dropped, and the calls are handed to Hold
+// when their choice's finish chunk arrives; the text Hold returns is written
+// as one content chunk just before that finish chunk (§0.2), whose
+// finish_reason becomes "stop" if no call of the choice was let through
+// (§0.3). Calls let through are renumbered densely (§0.1). The chunk envelope
+// (id, object, created, model, system_fingerprint, service_tier) is copied,
+// never changed (§0.4).
+//
+// A held call's message needs the text the model wrote before it, which went
+// out before any call was seen. So events that pass and hold "content" are
+// also copied to a log, read only when a tool call turns up, or every 256 KiB
+// to bound it. While a held call waits for its finish chunk every event is
+// read.
+//
+// Errors fail closed: nothing more is written. They come from invalid JSON in
+// an event carrying "tool_calls", a call whose first delta has no name (it
+// cannot be judged) or that grows a name after it was let through, an event
+// over 8 MiB, or dst and flush. Close reports a body that ends mid-line; a
+// held call whose choice never finished is simply never written or held.
+func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
+	return &chatStream{ctx: ctx, dst: dst, flush: flush, h: h}
+}
+
+type chatStream struct {
+	ctx   context.Context
+	dst   io.Writer
+	flush func() error
+	h     Holder
+
+	pend      *bytes.Buffer // the event begun in an earlier Write, not yet complete (pooled)
+	lineStart int           // where the current, unfinished line starts in pend
+	log       *bytes.Buffer // passed events that may carry content, not yet read (pooled)
+	choices   []*chatChoice // per choice index, in order of appearance
+	waiting   int           // choices with held calls not yet handed to Hold
+	dirty     bool          // written since the last flush
+	closed    bool
+	err       error // sticky: once set, nothing more is written
+
+	joined []byte // scratch: an event's data lines joined
+	out    []byte // scratch: a rewritten event
+	edits  []edit // scratch: edits of one chunk
+}
+
+type chatChoice struct {
+	index   int
+	content []byte      // the text of every content delta so far
+	calls   []*chatCall // in order of first appearance
+	passed  int         // calls let through
+	held    int         // held calls not yet handed to Hold
+}
+
+type chatCall struct {
+	index int // the provider's tool_calls[].index
+	dense int // the index it is written with, if passed
+	held  bool
+	done  bool // handed to Hold
+	id    string
+	typ   string
+	name  string
+	args  []byte
+}
+
+var (
+	errMidLine    = errors.New("chat stream: body ends mid-line")
+	errEventLarge = fmt.Errorf("chat stream: event over %d bytes", maxEvent)
+	errClosed     = errors.New("chat stream: write after close")
+)
+
+func (s *chatStream) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.closed {
+		return 0, errClosed
+	}
+	n := len(p)
+	if s.pend != nil && s.pend.Len() > 0 {
+		end := s.pendingEnd(p)
+		if end < 0 {
+			if s.pend.Len()+len(p) > maxEvent {
+				return 0, s.fail(errEventLarge)
+			}
+			if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
+				s.lineStart = s.pend.Len() + i + 1
+			}
+			s.pend.Write(p)
+			return n, nil
+		}
+		if s.pend.Len()+end > maxEvent {
+			return 0, s.fail(errEventLarge)
+		}
+		s.pend.Write(p[:end])
+		s.handle(s.pend.Bytes())
+		s.pend.Reset()
+		s.lineStart = 0
+		p = p[end:]
+	}
+
+	// Complete events inside p are handled in place; a run of events that
+	// pass goes out in one Write.
+	run, off := 0, 0
+	for off < len(p) && s.err == nil {
+		e := eventEnd(p[off:])
+		if e < 0 {
+			break
+		}
+		if e > maxEvent {
+			s.write(p[run:off])
+			s.fail(errEventLarge)
+			break
+		}
+		ev := p[off : off+e]
+		if !s.passes(ev) {
+			s.write(p[run:off])
+			s.slow(ev)
+			run = off + e
+		}
+		off += e
+	}
+	s.write(p[run:off])
+	if s.err == nil && off < len(p) {
+		rest := p[off:]
+		if len(rest) > maxEvent {
+			s.fail(errEventLarge)
+		} else {
+			if s.pend == nil {
+				s.pend = getBuf()
+			}
+			s.lineStart = 0
+			if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
+				s.lineStart = i + 1
+			}
+			s.pend.Write(rest)
+		}
+	}
+	s.flushNow()
+	if s.err != nil {
+		return 0, s.err
+	}
+	return n, nil
+}
+
+// Close handles a last event left without its closing blank line, then
+// gives the buffers back. It reports a body that ends mid-line (after passing
+// the partial line on if it could pass) and any earlier error.
+func (s *chatStream) Close() error {
+	if s.closed {
+		return s.err
+	}
+	s.closed = true
+	if s.err == nil && s.pend != nil && s.pend.Len() > 0 {
+		ev := s.pend.Bytes()
+		s.handle(ev)
+		s.flushNow()
+		if s.err == nil && ev[len(ev)-1] != '\n' {
+			s.err = errMidLine
+		}
+	}
+	putBuf(s.pend)
+	putBuf(s.log)
+	s.pend, s.log = nil, nil
+	return s.err
+}
+
+func (s *chatStream) fail(err error) error {
+	if s.err == nil {
+		s.err = err
+	}
+	return s.err
+}
+
+// eventEnd returns the length of the first event in b, through its closing
+// blank line, or -1 if b holds no complete event. A line ends with "\n"; a
+// "\r" before it belongs to the terminator (a blank line may be "\r\n").
+func eventEnd(b []byte) int {
+	i := 0
+	for {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		blank := j == 0 || (j == 1 && b[i] == '\r')
+		i += j + 1
+		if blank {
+			return i
+		}
+	}
+}
+
+// pendingEnd returns how many bytes of p complete the event begun in pend,
+// or -1. Only the line begun in pend needs both halves; the rest is in p.
+func (s *chatStream) pendingEnd(p []byte) int {
+	j := bytes.IndexByte(p, '\n')
+	if j < 0 {
+		return -1
+	}
+	a := s.pend.Bytes()[s.lineStart:]
+	switch len(a) + j {
+	case 0:
+		return j + 1
+	case 1:
+		if (len(a) == 1 && a[0] == '\r') || (j == 1 && p[0] == '\r') {
+			return j + 1
+		}
+	}
+	e := eventEnd(p[j+1:])
+	if e < 0 {
+		return -1
+	}
+	return j + 1 + e
+}
+
+// handle writes one event, through the fast or the slow path.
+func (s *chatStream) handle(ev []byte) {
+	if s.passes(ev) {
+		s.write(ev)
+	} else {
+		s.slow(ev)
+	}
+}
+
+// passes reports whether ev goes out unread: it names no tool call and no
+// held call waits for its finish chunk. Such an event may still carry text a
+// held message will need; it is copied to the log, to be read only if a
+// tool call turns up (fold).
+func (s *chatStream) passes(ev []byte) bool {
+	if s.waiting > 0 || bytes.Contains(ev, toolCallsKey) {
+		return false
+	}
+	if bytes.Contains(ev, contentKey) {
+		if s.log == nil {
+			s.log = getBuf()
+		}
+		s.log.Write(ev)
+		if s.log.Len() >= foldAt {
+			s.fold()
+		}
+	}
+	return true
+}
+
+// fold reads the content deltas of the logged events into their choices and
+// empties the log. Events that are not valid chunks are skipped: they were
+// passed on as they came and carried no call.
+func (s *chatStream) fold() {
+	b := s.log.Bytes()
+	for len(b) > 0 {
+		e := eventEnd(b)
+		if e < 0 {
+			e = len(b)
+		}
+		data, ok := s.data(b[:e])
+		b = b[e:]
+		if !ok || !gjson.ValidBytes(data) {
+			continue
+		}
+		pos := 0
+		gjson.GetBytes(data, "choices").ForEach(func(_, ch gjson.Result) bool {
+			c := ch.Get("delta.content")
+			if c.Type == gjson.String && c.Str != "" {
+				st := s.choice(choiceIndex(ch, pos))
+				st.content = append(st.content, c.Str...)
+			}
+			pos++
+			return true
+		})
+	}
+	s.log.Reset()
+}
+
+// data returns the event's data: its data lines' values joined by "\n" (the
+// SSE rule). A single data line, the usual case, is returned in place; more
+// are joined in s.joined. ok is false when the event has no data line.
+func (s *chatStream) data(ev []byte) (data []byte, ok bool) {
+	lines := 0
+	for b := ev; len(b) > 0; {
+		var line []byte
+		line, b = nextLine(b)
+		name, value := field(line)
+		if string(name) != "data" {
+			continue
+		}
+		switch lines++; lines {
+		case 1:
+			data = value
+		case 2:
+			s.joined = append(append(append(s.joined[:0], data...), '\n'), value...)
+			data = s.joined
+		default:
+			s.joined = append(append(s.joined, '\n'), value...)
+			data = s.joined
+		}
+	}
+	return data, lines > 0
+}
+
+// nextLine splits the first line off b, without its "\n" or "\r\n".
+func nextLine(b []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		line, rest = b[:i], b[i+1:]
+	} else {
+		line = b
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, rest
+}
+
+// field splits an SSE line into its field name and value (one leading space
+// of the value dropped). A line without a colon is a name with no value.
+func field(line []byte) (name, value []byte) {
+	name, value, _ = bytes.Cut(line, []byte{':'})
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	return name, value
+}
+
+// slow handles an event that names a tool call, or any event while a held
+// call waits for its finish chunk.
+func (s *chatStream) slow(ev []byte) {
+	if s.log != nil && s.log.Len() > 0 {
+		s.fold() // keep the text in order: logged deltas came first
+	}
+	data, ok := s.data(ev)
+	if !ok || bytes.Equal(data, doneData) {
+		s.write(ev)
+		return
+	}
+	if !gjson.ValidBytes(data) {
+		if bytes.Contains(data, toolCallsKey) {
+			s.fail(errors.New("chat stream: invalid JSON around tool calls"))
+			return
+		}
+		s.write(ev) // not a chunk; it can hold no call
+		return
+	}
+	repl, drop, err := s.chunk(data)
+	switch {
+	case err != nil:
+		s.fail(err)
+	case drop:
+		s.writeEvent(ev, "") // its other lines (id:, comments) stay
+	case repl == "":
+		s.write(ev)
+	default:
+		s.writeEvent(ev, repl)
+	}
+}
+
+// chunk reads one chunk into the stream state and says what to write in its
+// place: repl is the new data ("" to keep the event as it is), or drop is
+// true when the chunk carried nothing but held fragments. Content chunks for
+// choices whose held calls it finishes are written before it returns.
+func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return "", false, nil
+	}
+	// An event without choices (the usage chunk, an {"error":…} event that
+	// ends the stream for openai-go, wire-formats.md §1.2) goes out as it is.
+	// An error event that does carry choices is read like any chunk, so no
+	// client that reads past the error sees a held fragment.
+	choices := root.Get("choices")
+	if !choices.IsArray() {
+		return "", false, nil
+	}
+	s.edits = s.edits[:0]
+	droppable, seen := true, false
+	pos := 0
+	choices.ForEach(func(_, ch gjson.Result) bool {
+		seen = true
+		ci := choiceIndex(ch, pos)
+		pos++
+		st := s.choice(ci)
+		delta := ch.Get("delta")
+		if c := delta.Get("content"); c.Type == gjson.String {
+			st.content = append(st.content, c.Str...)
+		}
+		removed, newDelta, e := s.toolDeltas(st, ci, delta)
+		if e != nil {
+			err = e
+			return false
+		}
+		if newDelta != "" {
+			ed, e := editOf(data, delta, newDelta)
+			if e != nil {
+				err = e
+				return false
+			}
+			s.edits = append(s.edits, ed)
+		}
+		fr := ch.Get("finish_reason")
+		if fr.Type == gjson.String && st.held > 0 {
+			s.settle(root, st)
+			if st.passed == 0 && fr.Str == "tool_calls" {
+				ed, e := editOf(data, fr, `"stop"`)
+				if e != nil {
+					err = e
+					return false
+				}
+				s.edits = append(s.edits, ed)
+			}
+		}
+		if !removed || !isNull(fr) || !isNull(ch.Get("logprobs")) || hasMembers(newDelta) {
+			droppable = false
+		}
+		return s.err == nil
+	})
+	if err != nil || s.err != nil {
+		return "", false, err
+	}
+	if seen && droppable && isNull(root.Get("usage")) {
+		return "", true, nil
+	}
+	if len(s.edits) == 0 {
+		return "", false, nil
+	}
+	return string(applyEdits(data, s.edits)), false, nil
+}
+
+// toolDeltas reads a delta's tool_calls into the choice's calls. It returns
+// whether held fragments were removed, and the delta rewritten ("" if it is
+// unchanged): held entries out (the key too if none is left), passed ones
+// renumbered densely, as a gap becomes a phantom call in openai-go and a
+// TypeError in openai-node (wire-formats.md §0.1, §1.3).
+func (s *chatStream) toolDeltas(st *chatChoice, ci int, delta gjson.Result) (removed bool, repl string, err error) {
+	tcs := delta.Get("tool_calls")
+	if !tcs.IsArray() {
+		return false, "", nil
+	}
+	var kept []byte
+	nkept, changed, pos := 0, false, 0
+	tcs.ForEach(func(_, tc gjson.Result) bool {
+		entry := tc.Raw
+		idx := pos
+		pos++
+		if tc.IsObject() {
+			if v := tc.Get("index"); v.Type == gjson.Number {
+				idx = int(v.Int())
+			}
+			c := st.call(idx)
+			var typ string
+			if c != nil {
+				typ = c.typ
+			}
+			typ, fn := callBody(tc, typ)
+			name := fn.Get("name")
+			switch {
+			case c == nil && name.Type != gjson.String:
+				// Without a name the call cannot be judged; openai-go
+				// would build a nameless call (wire-formats.md §1.3).
+				err = fmt.Errorf("chat stream: choice %d: tool call %d starts without a name", ci, idx)
+				return false
+			case c == nil:
+				c = s.addCall(st, idx, typ, name.Str, tc.Get("id").Str)
+			case name.Str != "" && !c.held:
+				// The name was judged on its first delta; clients append
+				// later name fragments (openai-go: Name +=, wire-formats.md
+				// §1.2), so a passed call could grow into a gated name.
+				err = fmt.Errorf("chat stream: choice %d: tool call %d changes its name after it was let through", ci, idx)
+				return false
+			case name.Str != "":
+				c.name += name.Str
+			}
+			if a := callArguments(fn); a.Type == gjson.String {
+				c.args = append(c.args, a.Str...)
+			} else if a.Exists() {
+				c.args = append(c.args, a.Raw...)
+			}
+			if c.held {
+				removed = true
+				return true
+			}
+			if c.dense != idx {
+				if entry, err = sjson.SetRaw(entry, "index", strconv.Itoa(c.dense)); err != nil {
+					return false
+				}
+				changed = true
+			}
+		}
+		if nkept > 0 {
+			kept = append(kept, ',')
+		}
+		kept = append(kept, entry...)
+		nkept++
+		return true
+	})
+	if err != nil || (!removed && !changed) {
+		return removed, "", err
+	}
+	if nkept == 0 {
+		repl, err = sjson.Delete(delta.Raw, "tool_calls")
+	} else {
+		repl, err = sjson.SetRaw(delta.Raw, "tool_calls", "["+string(kept)+"]")
+	}
+	return removed, repl, err
+}
+
+func (s *chatStream) choice(index int) *chatChoice {
+	for _, c := range s.choices {
+		if c.index == index {
+			return c
+		}
+	}
+	c := &chatChoice{index: index}
+	s.choices = append(s.choices, c)
+	return c
+}
+
+func (st *chatChoice) call(index int) *chatCall {
+	for _, c := range st.calls {
+		if c.index == index {
+			return c
+		}
+	}
+	return nil
+}
+
+// addCall records a call's first delta and judges it, once.
+func (s *chatStream) addCall(st *chatChoice, index int, typ, name, id string) *chatCall {
+	c := &chatCall{index: index, typ: typ, name: name, id: id, held: s.h.Gated(name)}
+	if c.held {
+		if st.held == 0 {
+			s.waiting++
+		}
+		st.held++
+	} else {
+		c.dense = st.passed
+		st.passed++
+	}
+	st.calls = append(st.calls, c)
+	return c
+}
+
+// settle hands a finished choice's held calls to Hold and writes the text it
+// returns as one content chunk, in the envelope of the chunk that finished
+// the choice (wire-formats.md §1.2).
+func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
+	calls := slices.Clone(st.calls)
+	slices.SortStableFunc(calls, func(a, b *chatCall) int { return a.index - b.index })
+	msg := []byte(`{"role":"assistant","content":`)
+	if len(st.content) > 0 {
+		msg = gjson.AppendJSONString(msg, string(st.content))
+	} else {
+		msg = append(msg, "null"...)
+	}
+	msg = append(msg, `,"tool_calls":[`...)
+	var held []Call
+	for i, c := range calls {
+		if i > 0 {
+			msg = append(msg, ',')
+		}
+		start := len(msg)
+		msg = c.appendJSON(msg)
+		if c.held && !c.done {
+			c.done = true
+			held = append(held, Call{
+				Choice:    st.index,
+				Position:  c.index,
+				ID:        c.id,
+				Type:      c.typ,
+				Name:      c.name,
+				Arguments: slices.Clone(c.args),
+				Raw:       slices.Clone(msg[start:]),
+			})
+		}
+	}
+	msg = append(msg, "]}"...)
+	st.held = 0
+	s.waiting--
+
+	s.flushNow() // what came before must not wait for Hold
+	if s.err != nil {
+		return
+	}
+	text := s.h.Hold(s.ctx, held, msg)
+	if len(st.content) > 0 {
+		text = "\n\n" + text
+	}
+
+	ev := append(s.out[:0], "data: {"...)
+	for _, k := range [...]string{"id", "object", "created", "model", "system_fingerprint", "service_tier"} {
+		if v := root.Get(k); v.Exists() {
+			ev = strconv.AppendQuote(ev, k)
+			ev = append(ev, ':')
+			ev = append(ev, v.Raw...)
+			ev = append(ev, ',')
+		}
+	}
+	ev = append(ev, `"choices":[{"index":`...)
+	ev = strconv.AppendInt(ev, int64(st.index), 10)
+	ev = append(ev, `,"delta":{"content":`...)
+	ev = gjson.AppendJSONString(ev, text)
+	ev = append(ev, "},\"logprobs\":null,\"finish_reason\":null}]}\n\n"...)
+	s.out = ev
+	s.write(ev)
+}
+
+// appendJSON appends the call as it appears in a complete message.
+func (c *chatCall) appendJSON(b []byte) []byte {
+	typ, args := c.typ, "arguments"
+	switch typ {
+	case "":
+		typ = "function"
+	case "custom":
+		args = "input"
+	}
+	b = append(b, `{"id":`...)
+	b = gjson.AppendJSONString(b, c.id)
+	b = append(b, `,"type":`...)
+	b = gjson.AppendJSONString(b, typ)
+	b = append(b, ',')
+	b = gjson.AppendJSONString(b, typ)
+	b = append(b, `:{"name":`...)
+	b = gjson.AppendJSONString(b, c.name)
+	b = append(b, ',', '"')
+	b = append(b, args...)
+	b = append(b, `":`...)
+	b = gjson.AppendJSONString(b, string(c.args))
+	return append(b, "}}"...)
+}
+
+// writeEvent writes ev with its data replaced by one "data: " line holding
+// data; its other lines are kept, in order. With no data and no other line
+// nothing is written.
+func (s *chatStream) writeEvent(ev []byte, data string) {
+	out := s.out[:0]
+	wrote := data == ""
+	other := false
+	for b := ev; len(b) > 0; {
+		full := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			full, b = b[:i+1], b[i+1:]
+		} else {
+			b = nil
+		}
+		line, _ := nextLine(full)
+		if name, _ := field(line); string(name) != "data" || len(line) == 0 {
+			out = append(out, full...)
+			other = other || len(line) > 0
+			continue
+		}
+		if !wrote {
+			out = append(out, "data: "...)
+			out = append(out, data...)
+			out = append(out, '\n')
+			wrote = true
+		}
+	}
+	s.out = out
+	if data != "" || other {
+		s.write(out)
+	}
+}
+
+func (s *chatStream) write(b []byte) {
+	if len(b) == 0 || s.err != nil {
+		return
+	}
+	if _, err := s.dst.Write(b); err != nil {
+		s.fail(fmt.Errorf("chat stream: writing: %w", err))
+		return
+	}
+	s.dirty = true
+}
+
+func (s *chatStream) flushNow() {
+	if !s.dirty || s.err != nil {
+		return
+	}
+	s.dirty = false
+	if s.flush == nil {
+		return
+	}
+	if err := s.flush(); err != nil {
+		s.fail(fmt.Errorf("chat stream: flushing: %w", err))
+	}
+}

@@ -1,0 +1,1040 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/tidwall/gjson"
+)
+
+const (
+	testLink = "https://gate.example/toolgate/h/"
+	testStep = "abcdefghijklmnopqrstuvwxyz"
+	waitText = "Waiting for your confirmation: Delete this post? Answer here: " + testLink + testStep
+)
+
+// fakeHolder gates the tools named in gated and answers every hold with text.
+type fakeHolder struct {
+	gated map[string]bool
+	text  string
+
+	mu    sync.Mutex
+	holds []holdRecord
+}
+
+type holdRecord struct {
+	calls   []Call
+	message []byte
+}
+
+func newHolder(names ...string) *fakeHolder {
+	h := &fakeHolder{gated: make(map[string]bool), text: waitText}
+	for _, n := range names {
+		h.gated[n] = true
+	}
+	return h
+}
+
+func (h *fakeHolder) Gated(name string) bool { return h.gated[name] }
+
+func (h *fakeHolder) Hold(_ context.Context, calls []Call, message []byte) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.holds = append(h.holds, holdRecord{slices.Clone(calls), slices.Clone(message)})
+	return h.text
+}
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "openai-chat", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var sseFixtures = []string{"stream-text.sse", "stream-one-tool-1.sse", "stream-one-tool-2.sse", "stream-parallel-tools.sse"}
+
+// rewriteStream runs in through a Chat stream, written in pieces of the
+// given sizes (cycled; all at once if none), and returns what came out.
+func rewriteStream(in []byte, h Holder, sizes ...int) (out []byte, flushes int, err error) {
+	var buf bytes.Buffer
+	s := Chat{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
+	for i := 0; len(in) > 0; i++ {
+		n := len(in)
+		if len(sizes) > 0 {
+			n = min(sizes[i%len(sizes)], len(in))
+		}
+		if _, err = s.Write(in[:n]); err != nil {
+			break
+		}
+		in = in[n:]
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return buf.Bytes(), flushes, err
+}
+
+// accumulate decodes a stream the way openai-go does and checks that every
+// chunk is accepted.
+func accumulate(t *testing.T, stream []byte) openai.ChatCompletionAccumulator {
+	t.Helper()
+	res := &http.Response{
+		Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body:   io.NopCloser(bytes.NewReader(stream)),
+	}
+	s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(res), nil)
+	var acc openai.ChatCompletionAccumulator
+	n := 0
+	for s.Next() {
+		n++
+		if !acc.AddChunk(s.Current()) {
+			t.Errorf("openai-go rejected chunk %d: %s", n, s.Current().RawJSON())
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("openai-go stream: %v", err)
+	}
+	if len(acc.Choices) == 0 {
+		t.Fatal("openai-go accumulated no choice")
+	}
+	return acc
+}
+
+// outputCalls returns, per dense index, the tool call deltas of choice 0 in
+// a rewritten stream, checking that every index is dense.
+func outputCalls(t *testing.T, stream []byte) map[int64][]string {
+	t.Helper()
+	calls := make(map[int64][]string)
+	for line := range strings.SplitSeq(string(stream), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || !gjson.Valid(data) {
+			continue
+		}
+		gjson.Get(data, "choices.0.delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
+			i := tc.Get("index").Int()
+			calls[i] = append(calls[i], tc.Raw)
+			return true
+		})
+	}
+	for i := range int64(len(calls)) {
+		if _, ok := calls[i]; !ok {
+			t.Errorf("tool call indices are not dense: %v", calls)
+		}
+	}
+	return calls
+}
+
+func TestChatStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
+	for _, name := range sseFixtures {
+		in := fixture(t, name)
+		crlf := bytes.ReplaceAll(in, []byte("\n"), []byte("\r\n"))
+		for _, tc := range []struct {
+			variant string
+			in      []byte
+		}{{"lf", in}, {"crlf", crlf}} {
+			t.Run(name+"/"+tc.variant, func(t *testing.T) {
+				h := newHolder("delete_post")
+				out, _, err := rewriteStream(tc.in, h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(out, tc.in) {
+					t.Errorf("output differs from input:\n%s", out)
+				}
+				if len(h.holds) != 0 {
+					t.Errorf("Hold called %d times", len(h.holds))
+				}
+			})
+		}
+	}
+}
+
+func TestChatStreamHoldsOnlyCall(t *testing.T) {
+	for _, tc := range []struct {
+		file, name, id, args string
+		total                int64
+	}{
+		{"stream-one-tool-1.sse", "GetWeatherArgs", "call_c91SqDXlYFuETYv8mUHzz6pp", `{"city":"Edinburgh","country":"UK","units":"c"}`, 100},
+		{"stream-one-tool-2.sse", "get_weather", "call_4XzlGBLtUe9dy3GVNV4jhq7h", `{"city":"New York City"}`, 60},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			h := newHolder(tc.name)
+			out, _, err := rewriteStream(fixture(t, tc.file), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, leak := range []string{tc.id, tc.name, `"arguments"`, `"tool_calls":[`, "Edinburgh", "York"} {
+				if bytes.Contains(out, []byte(leak)) {
+					t.Errorf("output holds %q", leak)
+				}
+			}
+			acc := accumulate(t, out)
+			c := acc.Choices[0]
+			if len(c.Message.ToolCalls) != 0 {
+				t.Errorf("tool calls = %+v, want none", c.Message.ToolCalls)
+			}
+			if c.Message.Content != waitText {
+				t.Errorf("content = %q, want the waiting text", c.Message.Content)
+			}
+			if c.FinishReason != "stop" {
+				t.Errorf("finish_reason = %q, want stop", c.FinishReason)
+			}
+			if acc.Usage.TotalTokens != tc.total {
+				t.Errorf("usage total = %d, want %d", acc.Usage.TotalTokens, tc.total)
+			}
+			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 {
+				t.Fatalf("holds = %+v, want one with one call", h.holds)
+			}
+			call := h.holds[0].calls[0]
+			want := Call{Choice: 0, Position: 0, ID: tc.id, Type: "function", Name: tc.name, Arguments: []byte(tc.args)}
+			call.Raw = nil
+			if fmt.Sprint(call) != fmt.Sprint(want) {
+				t.Errorf("call = %+v\nwant %+v", call, want)
+			}
+			checkMessage(t, h.holds[0].message, nil, [][3]string{{tc.id, tc.name, tc.args}})
+			if raw := h.holds[0].calls[0].Raw; gjson.GetBytes(raw, "function.arguments").Str != tc.args || !gjson.ValidBytes(raw) {
+				t.Errorf("call raw = %s", raw)
+			}
+		})
+	}
+}
+
+// checkMessage checks a message given to Hold: valid JSON, assistant, the
+// content (nil for null), and every call {id, name, arguments} in order.
+func checkMessage(t *testing.T, msg []byte, content *string, calls [][3]string) {
+	t.Helper()
+	if !gjson.ValidBytes(msg) {
+		t.Fatalf("message is not valid JSON: %s", msg)
+	}
+	m := gjson.ParseBytes(msg)
+	if m.Get("role").Str != "assistant" {
+		t.Errorf("message role = %q", m.Get("role").Str)
+	}
+	if c := m.Get("content"); content == nil && c.Type != gjson.Null || content != nil && c.Str != *content {
+		t.Errorf("message content = %s, want %v", c.Raw, content)
+	}
+	got := m.Get("tool_calls").Array()
+	if len(got) != len(calls) {
+		t.Fatalf("message has %d calls, want %d: %s", len(got), len(calls), msg)
+	}
+	for i, c := range calls {
+		typ := got[i].Get("type").Str
+		args := "arguments"
+		if typ == "custom" {
+			args = "input"
+		}
+		if got[i].Get("id").Str != c[0] || got[i].Get(typ+".name").Str != c[1] || got[i].Get(typ+"."+args).Str != c[2] {
+			t.Errorf("message call %d = %s, want %q", i, got[i].Raw, c)
+		}
+	}
+	var decoded openai.ChatCompletionAssistantMessageParam
+	if err := json.Unmarshal(msg, &decoded); err != nil {
+		t.Errorf("openai-go cannot read the message as an assistant message param: %v", err)
+	}
+}
+
+const (
+	weatherID   = "call_JMW1whyEaYG438VE1OIflxA2"
+	weatherArgs = `{"city": "Edinburgh", "country": "GB", "units": "c"}`
+	stockID     = "call_DNYTawLBoN8fj3KN6qU9N1Ou"
+	stockArgs   = `{"ticker": "AAPL", "exchange": "NASDAQ"}`
+)
+
+func TestChatStreamHoldsOneOfParallelCalls(t *testing.T) {
+	for _, tc := range []struct {
+		gated                      string
+		keptID, keptName, keptArgs string
+		heldID, heldArgs           string
+		position                   int
+		leaks                      []string
+	}{
+		{"GetWeatherArgs", stockID, "get_stock_price", stockArgs, weatherID, weatherArgs, 0, []string{weatherID, "GetWeatherArgs", "Edinb", "urgh"}},
+		{"get_stock_price", weatherID, "GetWeatherArgs", weatherArgs, stockID, stockArgs, 1, []string{stockID, "get_stock_price", "AAPL", "NASDAQ"}},
+	} {
+		t.Run(tc.gated, func(t *testing.T) {
+			h := newHolder(tc.gated)
+			out, _, err := rewriteStream(fixture(t, "stream-parallel-tools.sse"), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, leak := range tc.leaks {
+				if bytes.Contains(out, []byte(leak)) {
+					t.Errorf("output holds %q", leak)
+				}
+			}
+			if calls := outputCalls(t, out); len(calls) != 1 {
+				t.Errorf("output tool call indices = %v, want only 0", calls)
+			}
+			acc := accumulate(t, out)
+			c := acc.Choices[0]
+			if len(c.Message.ToolCalls) != 1 {
+				t.Fatalf("tool calls = %+v, want one", c.Message.ToolCalls)
+			}
+			kept := c.Message.ToolCalls[0]
+			if kept.ID != tc.keptID || kept.Function.Name != tc.keptName || kept.Function.Arguments != tc.keptArgs || kept.Type != "function" {
+				t.Errorf("kept call = %+v", kept)
+			}
+			if c.Message.Content != waitText {
+				t.Errorf("content = %q", c.Message.Content)
+			}
+			if c.FinishReason != "tool_calls" {
+				t.Errorf("finish_reason = %q, want tool_calls (a call remains)", c.FinishReason)
+			}
+			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 {
+				t.Fatalf("holds = %+v", h.holds)
+			}
+			held := h.holds[0].calls[0]
+			if held.ID != tc.heldID || string(held.Arguments) != tc.heldArgs || held.Position != tc.position || held.Name != tc.gated {
+				t.Errorf("held = %+v", held)
+			}
+			checkMessage(t, h.holds[0].message, nil, [][3]string{
+				{weatherID, "GetWeatherArgs", weatherArgs},
+				{stockID, "get_stock_price", stockArgs},
+			})
+		})
+	}
+}
+
+func TestChatStreamHoldsTwoCalls(t *testing.T) {
+	h := newHolder("GetWeatherArgs", "get_stock_price")
+	out, _, err := rewriteStream(fixture(t, "stream-parallel-tools.sse"), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte(`"tool_calls":[`)) || bytes.Contains(out, []byte("call_")) {
+		t.Errorf("output holds a call:\n%s", out)
+	}
+	acc := accumulate(t, out)
+	if c := acc.Choices[0]; len(c.Message.ToolCalls) != 0 || c.FinishReason != "stop" || c.Message.Content != waitText {
+		t.Errorf("choice = %+v", c)
+	}
+	if len(h.holds) != 1 {
+		t.Fatalf("Hold called %d times, want once for the choice", len(h.holds))
+	}
+	calls := h.holds[0].calls
+	if len(calls) != 2 || calls[0].ID != weatherID || calls[1].ID != stockID ||
+		string(calls[0].Arguments) != weatherArgs || string(calls[1].Arguments) != stockArgs ||
+		calls[0].Position != 0 || calls[1].Position != 1 {
+		t.Errorf("calls = %+v", calls)
+	}
+}
+
+// The synthetic streams below share the fixtures' envelope.
+const testEnvelope = `"id":"chatcmpl-T","object":"chat.completion.chunk","created":1727346176,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_7568d46099"`
+
+func chunk(choices ...string) string {
+	return "data: {" + testEnvelope + `,"choices":[` + strings.Join(choices, ",") + "]}\n\n"
+}
+
+func deltaChoice(i int, delta string) string {
+	return fmt.Sprintf(`{"index":%d,"delta":%s,"logprobs":null,"finish_reason":null}`, i, delta)
+}
+
+func finishChoice(i int, reason string) string {
+	return fmt.Sprintf(`{"index":%d,"delta":{},"logprobs":null,"finish_reason":%q}`, i, reason)
+}
+
+func toolHeader(index int, id, name string) string {
+	return fmt.Sprintf(`{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}`, index, id, name)
+}
+
+func toolArgs(index int, frag string) string {
+	return fmt.Sprintf(`{"index":%d,"function":{"arguments":%s}}`, index, gjson.AppendJSONString(nil, frag))
+}
+
+func toolDelta(entries ...string) string {
+	return `{"tool_calls":[` + strings.Join(entries, ",") + `]}`
+}
+
+const usageChunk = "data: {" + testEnvelope + `,"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n"
+
+func TestChatStreamTextBeforeCall(t *testing.T) {
+	text := []string{
+		chunk(deltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
+		chunk(deltaChoice(0, `{"content":"I'll delete"}`)),
+		chunk(deltaChoice(0, `{"content":" post 7."}`)),
+	}
+	calls := []string{
+		chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
+		chunk(deltaChoice(0, toolDelta(toolArgs(0, `{"po`)))),
+		chunk(deltaChoice(0, toolDelta(toolArgs(0, `st": 7}`)))),
+		chunk(finishChoice(0, "tool_calls")),
+		usageChunk,
+		"data: [DONE]\n\n",
+	}
+	in := strings.Join(append(slices.Clone(text), calls...), "")
+	h := newHolder("delete_post")
+	out, _, err := rewriteStream([]byte(in), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(out, []byte(strings.Join(text, ""))) {
+		t.Errorf("text deltas were not passed on as they came")
+	}
+	acc := accumulate(t, out)
+	c := acc.Choices[0]
+	if want := "I'll delete post 7.\n\n" + waitText; c.Message.Content != want {
+		t.Errorf("content = %q, want %q", c.Message.Content, want)
+	}
+	if c.FinishReason != "stop" || len(c.Message.ToolCalls) != 0 {
+		t.Errorf("choice = %+v", c)
+	}
+	content := "I'll delete post 7."
+	checkMessage(t, h.holds[0].message, &content, [][3]string{{"call_del", "delete_post", `{"post": 7}`}})
+}
+
+func TestChatStreamLongTextBeforeCall(t *testing.T) {
+	// Over 256 KiB of text deltas: the content log is read in batches and
+	// the held message still gets all of it, in order.
+	var in, text strings.Builder
+	for i := range 3000 {
+		w := fmt.Sprintf(" w%d", i)
+		text.WriteString(w)
+		in.WriteString(chunk(deltaChoice(0, fmt.Sprintf(`{"content":%q}`, w))))
+	}
+	in.WriteString(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))))
+	in.WriteString(chunk(deltaChoice(0, toolDelta(toolArgs(0, `{}`)))))
+	in.WriteString(chunk(finishChoice(0, "tool_calls")))
+	if in.Len() < 2*foldAt {
+		t.Fatalf("stream of %d bytes is too short", in.Len())
+	}
+	h := newHolder("delete_post")
+	out, _, err := rewriteStream([]byte(in.String()), h, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := text.String()
+	checkMessage(t, h.holds[0].message, &want, [][3]string{{"call_del", "delete_post", "{}"}})
+	if c := accumulate(t, out).Choices[0]; c.Message.Content != want+"\n\n"+waitText {
+		t.Errorf("content ends %q", c.Message.Content[len(c.Message.Content)-200:])
+	}
+}
+
+func TestChatStreamHeldCallBesidePassedCallInOneChunk(t *testing.T) {
+	in := strings.Join([]string{
+		chunk(deltaChoice(0, `{"role":"assistant","content":null}`)),
+		chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post"), toolHeader(1, "call_get", "get_post")))),
+		chunk(deltaChoice(0, toolDelta(toolArgs(1, `{"post":`), toolArgs(0, `{"post":`)))),
+		chunk(deltaChoice(0, toolDelta(toolArgs(0, ` 7}`), toolArgs(1, ` 8}`)))),
+		chunk(finishChoice(0, "tool_calls")),
+		"data: [DONE]\n\n",
+	}, "")
+	h := newHolder("delete_post")
+	out, _, err := rewriteStream([]byte(in), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("call_del")) || bytes.Contains(out, []byte("delete_post")) {
+		t.Errorf("output holds the held call:\n%s", out)
+	}
+	acc := accumulate(t, out)
+	c := acc.Choices[0]
+	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_get" || c.Message.ToolCalls[0].Function.Arguments != `{"post": 8}` {
+		t.Errorf("tool calls = %+v", c.Message.ToolCalls)
+	}
+	if c.FinishReason != "tool_calls" || c.Message.Content != waitText {
+		t.Errorf("choice = %+v", c)
+	}
+	checkMessage(t, h.holds[0].message, nil, [][3]string{
+		{"call_del", "delete_post", `{"post": 7}`},
+		{"call_get", "get_post", `{"post": 8}`},
+	})
+}
+
+func TestChatStreamHoldsCustomCall(t *testing.T) {
+	in := strings.Join([]string{
+		chunk(deltaChoice(0, `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_c","type":"custom","custom":{"name":"delete_post","input":""}}]}`)),
+		chunk(deltaChoice(0, `{"tool_calls":[{"index":0,"custom":{"input":"post "}}]}`)),
+		chunk(deltaChoice(0, `{"tool_calls":[{"index":0,"custom":{"input":"7"}}]}`)),
+		chunk(finishChoice(0, "tool_calls")),
+		"data: [DONE]\n\n",
+	}, "")
+	h := newHolder("delete_post")
+	out, _, err := rewriteStream([]byte(in), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("call_c")) || bytes.Contains(out, []byte("post ")) {
+		t.Errorf("output holds the held call:\n%s", out)
+	}
+	acc := accumulate(t, out)
+	if c := acc.Choices[0]; c.Message.Content != waitText || c.FinishReason != "stop" || c.Message.Role != "assistant" {
+		t.Errorf("choice = %+v", c)
+	}
+	call := h.holds[0].calls[0]
+	if call.Type != "custom" || call.Name != "delete_post" || string(call.Arguments) != "post 7" {
+		t.Errorf("call = %+v", call)
+	}
+	checkMessage(t, h.holds[0].message, nil, [][3]string{{"call_c", "delete_post", "post 7"}})
+}
+
+func TestChatStreamTwoChoices(t *testing.T) {
+	in := strings.Join([]string{
+		chunk(deltaChoice(0, `{"role":"assistant","content":"Sure."}`), deltaChoice(1, `{"role":"assistant","content":null}`)),
+		chunk(deltaChoice(1, toolDelta(toolHeader(0, "call_1", "delete_post")))),
+		chunk(deltaChoice(1, toolDelta(toolArgs(0, `{"post":1}`)))),
+		chunk(finishChoice(0, "stop"), finishChoice(1, "tool_calls")),
+		"data: [DONE]\n\n",
+	}, "")
+	h := newHolder("delete_post")
+	out, _, err := rewriteStream([]byte(in), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := accumulate(t, out)
+	if len(acc.Choices) != 2 {
+		t.Fatalf("choices = %d", len(acc.Choices))
+	}
+	if c := acc.Choices[0]; c.Message.Content != "Sure." || c.FinishReason != "stop" {
+		t.Errorf("choice 0 = %+v", c)
+	}
+	if c := acc.Choices[1]; c.Message.Content != waitText || c.FinishReason != "stop" || len(c.Message.ToolCalls) != 0 {
+		t.Errorf("choice 1 = %+v", c)
+	}
+	if len(h.holds) != 1 || h.holds[0].calls[0].Choice != 1 {
+		t.Errorf("holds = %+v", h.holds)
+	}
+}
+
+func TestChatStreamIgnoresSplits(t *testing.T) {
+	in := fixture(t, "stream-parallel-tools.sse")
+	want, _, err := rewriteStream(in, newHolder("GetWeatherArgs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sizes := range [][]int{{1}, {2}, {3, 1, 7}, {64}, {333, 1}} {
+		got, _, err := rewriteStream(in, newHolder("GetWeatherArgs"), sizes...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("sizes %v: output differs from the one-write output", sizes)
+		}
+	}
+	// Two writes, split at every byte.
+	one := fixture(t, "stream-one-tool-2.sse")
+	wantOne, _, err := rewriteStream(one, newHolder("get_weather"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(one); i++ {
+		got, _, err := rewriteStream(one, newHolder("get_weather"), i, len(one))
+		if err != nil || !bytes.Equal(got, wantOne) {
+			t.Fatalf("split at %d: err %v, output differs", i, err)
+		}
+	}
+
+	// And a \r\n stream, byte by byte.
+	crlf := bytes.ReplaceAll(in, []byte("\n"), []byte("\r\n"))
+	got, _, err := rewriteStream(crlf, newHolder("GetWeatherArgs"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc := accumulate(t, got); len(acc.Choices[0].Message.ToolCalls) != 1 || acc.Choices[0].Message.Content != waitText {
+		t.Errorf("crlf stream: choice = %+v", acc.Choices[0])
+	}
+}
+
+func TestChatStreamPassesOtherLines(t *testing.T) {
+	in := strings.Join([]string{
+		": keep-alive\n\n",
+		"retry: 1000\n\n",
+		"event: message\nid: 1\n" + chunk(deltaChoice(0, `{"role":"assistant","content":null}`)),
+		"id: 2\n" + chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
+		": ping\n\n",
+		chunk(deltaChoice(0, toolDelta(toolArgs(0, `{}`)))),
+		chunk(finishChoice(0, "tool_calls")),
+		"data: [DONE]\n\n",
+	}, "")
+	out, _, err := rewriteStream([]byte(in), newHolder("delete_post"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []string{": keep-alive\n\n", "retry: 1000\n\n", "event: message\nid: 1\n", ": ping\n\n", "data: [DONE]\n\n"} {
+		if !strings.Contains(string(out), keep) {
+			t.Errorf("output lost %q", keep)
+		}
+	}
+	// The id line's event carried only a held fragment besides it, so the
+	// data went; the id line stays.
+	if !strings.Contains(string(out), "id: 2\n") || strings.Contains(string(out), "call_del") {
+		t.Errorf("output:\n%s", out)
+	}
+	accumulate(t, out)
+}
+
+func TestChatStreamPassesErrorEvent(t *testing.T) {
+	ev := `data: {"error":{"message":"tool_calls failed","type":"server_error","param":"tool_calls","code":null}}` + "\n\n"
+	in := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))) + ev
+	out, _, err := rewriteStream([]byte(in), newHolder("delete_post"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(out, []byte(ev)) {
+		t.Errorf("error event was not passed on:\n%s", out)
+	}
+
+	// An error event that carries choices is read like any chunk.
+	odd := `data: {"error":{"message":"x"},"choices":[` + deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post"))) + "]}\n\n"
+	out, _, err = rewriteStream([]byte(odd), newHolder("delete_post"))
+	if err != nil || bytes.Contains(out, []byte("call_del")) {
+		t.Errorf("err %v, output %s", err, out)
+	}
+}
+
+func TestChatStreamFailsClosed(t *testing.T) {
+	header := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_get", "get_post"))))
+	for _, tc := range []struct {
+		name string
+		in   string
+		want string // the output before the failure
+	}{
+		{"invalid JSON", chunk(deltaChoice(0, `{"content":"hi"}`)) + `data: {"choices":[{"delta":{"tool_calls":[` + "\n\n" + chunk(deltaChoice(0, `{"content":"after"}`)),
+			chunk(deltaChoice(0, `{"content":"hi"}`))},
+		{"nameless first delta", chunk(deltaChoice(0, toolDelta(toolArgs(0, `{}`)))), ""},
+		{"name grows after pass", header + chunk(deltaChoice(0, `{"tool_calls":[{"index":0,"function":{"name":"_and_delete"}}]}`)), header},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := rewriteStream([]byte(tc.in), newHolder("delete_post", "get_post_and_delete"))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if string(out) != tc.want {
+				t.Errorf("output = %q, want %q", out, tc.want)
+			}
+		})
+	}
+
+	t.Run("later writes fail", func(t *testing.T) {
+		var buf bytes.Buffer
+		s := Chat{}.NewStream(context.Background(), &buf, nil, newHolder())
+		if _, err := s.Write([]byte("data: {\"tool_calls\":\n\n")); err == nil {
+			t.Fatal("no error")
+		}
+		if _, err := s.Write([]byte("data: {}\n\n")); err == nil || buf.Len() != 0 {
+			t.Errorf("write after failure: err %v, output %q", err, buf.Bytes())
+		}
+		if s.Close() == nil {
+			t.Error("Close forgot the failure")
+		}
+	})
+
+	t.Run("event over the cap", func(t *testing.T) {
+		var buf bytes.Buffer
+		s := Chat{}.NewStream(context.Background(), &buf, nil, newHolder())
+		piece := bytes.Repeat([]byte("a"), 1<<20)
+		_, err := s.Write([]byte("data: \""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 9 && err == nil; i++ {
+			_, err = s.Write(piece)
+		}
+		if err == nil {
+			t.Error("no error for a 9 MiB event")
+		}
+		if buf.Len() != 0 {
+			t.Errorf("wrote %d bytes", buf.Len())
+		}
+	})
+}
+
+func TestChatStreamClose(t *testing.T) {
+	in := fixture(t, "stream-one-tool-1.sse")
+	// Cut the stream before the finish chunk: nothing is held, nothing of
+	// the call is written.
+	cut := in[:bytes.Index(in, []byte(`"finish_reason":"tool_calls"`))]
+	cut = cut[:bytes.LastIndex(cut, []byte("\n\n"))+2]
+	h := newHolder("GetWeatherArgs")
+	out, _, err := rewriteStream(cut, h)
+	if err != nil {
+		t.Errorf("Close = %v, want nil", err)
+	}
+	if len(h.holds) != 0 || bytes.Contains(out, []byte("GetWeatherArgs")) || bytes.Contains(out, []byte("call_")) {
+		t.Errorf("holds %d, output:\n%s", len(h.holds), out)
+	}
+
+	// A body ending mid-line is an error; a tail that names no call is
+	// still passed on.
+	tail := "data: {\"choices\":[{\"delta\":{\"content\":\"x"
+	out, _, err = rewriteStream([]byte(tail), newHolder())
+	if !errors.Is(err, errMidLine) || string(out) != tail {
+		t.Errorf("mid-line: err %v, output %q", err, out)
+	}
+
+	// A last event without its blank line is handled like any other.
+	last := strings.TrimSuffix(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_get", "get_post")))), "\n")
+	out, _, err = rewriteStream([]byte(last), newHolder())
+	if err != nil || string(out) != last {
+		t.Errorf("unterminated event: err %v, output %q", err, out)
+	}
+}
+
+func TestChatStreamFlushesAfterEachEvent(t *testing.T) {
+	in := fixture(t, "stream-text.sse")
+	events := strings.SplitAfter(string(in), "\n\n")
+	events = events[:len(events)-1] // the empty string after the last
+	var buf bytes.Buffer
+	flushes := 0
+	s := Chat{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, newHolder("delete_post"))
+	written := 0
+	for i, ev := range events {
+		// Each event arrives in two pieces; it goes out whole, at once.
+		half := len(ev) / 2
+		if _, err := s.Write([]byte(ev[:half])); err != nil {
+			t.Fatal(err)
+		}
+		if buf.Len() != written {
+			t.Fatalf("event %d: half an event was written", i)
+		}
+		if _, err := s.Write([]byte(ev[half:])); err != nil {
+			t.Fatal(err)
+		}
+		written += len(ev)
+		if buf.Len() != written || flushes != i+1 {
+			t.Fatalf("event %d: wrote %d bytes (want %d), %d flushes", i, buf.Len(), written, flushes)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChatJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
+	for _, name := range []string{"json-one-tool.json", "json-parallel-tools.json"} {
+		body := fixture(t, name)
+		h := newHolder("delete_post")
+		out, err := Chat{}.RewriteJSON(context.Background(), body, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &out[0] != &body[0] || len(out) != len(body) {
+			t.Errorf("%s: not the same slice", name)
+		}
+	}
+	// No "tool_calls": no JSON work, so not even validation.
+	text := []byte(`{"choices":[{"message":{"content":"hi"}`)
+	if out, err := (Chat{}).RewriteJSON(context.Background(), text, newHolder()); err != nil || &out[0] != &text[0] {
+		t.Errorf("text body: %v", err)
+	}
+}
+
+// decodeCompletion reads a body with openai-go.
+func decodeCompletion(t *testing.T, body []byte) openai.ChatCompletion {
+	t.Helper()
+	var c openai.ChatCompletion
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatalf("openai-go: %v\n%s", err, body)
+	}
+	if len(c.Choices) == 0 {
+		t.Fatalf("no choices: %s", body)
+	}
+	return c
+}
+
+// checkEnvelope checks that out kept every byte of in outside the choices
+// array's elements.
+func checkEnvelope(t *testing.T, in, out []byte) {
+	t.Helper()
+	ci, co := gjson.GetBytes(in, "choices"), gjson.GetBytes(out, "choices")
+	if !bytes.Equal(in[:ci.Index+1], out[:co.Index+1]) || !bytes.Equal(in[ci.Index+len(ci.Raw)-1:], out[co.Index+len(co.Raw)-1:]) {
+		t.Errorf("bytes outside the choices changed:\n%s\n%s", in, out)
+	}
+}
+
+func TestChatJSONHoldsOnlyCall(t *testing.T) {
+	body := fixture(t, "json-one-tool.json")
+	orig := slices.Clone(body)
+	h := newHolder("GetWeatherArgs")
+	out, err := Chat{}.RewriteJSON(context.Background(), body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(body, orig) {
+		t.Error("the input was modified")
+	}
+	checkEnvelope(t, body, out)
+	c := decodeCompletion(t, out).Choices[0]
+	if len(c.Message.ToolCalls) != 0 || c.Message.Content != waitText || c.FinishReason != "stop" {
+		t.Errorf("choice = %+v", c)
+	}
+	if gjson.GetBytes(out, "choices.0.message.tool_calls").Exists() {
+		t.Error("tool_calls key kept")
+	}
+	if bytes.Contains(out, []byte("call_Y6qJ7ofLgOrBnMD5WbVAeiRV")) || bytes.Contains(out, []byte("Edinburgh")) {
+		t.Error("output holds the held call")
+	}
+	if !gjson.GetBytes(out, "choices.0.message.refusal").Exists() {
+		t.Error("other message fields were lost")
+	}
+	if len(h.holds) != 1 {
+		t.Fatalf("holds = %d", len(h.holds))
+	}
+	call := h.holds[0].calls[0]
+	if call.ID != "call_Y6qJ7ofLgOrBnMD5WbVAeiRV" || call.Name != "GetWeatherArgs" || call.Type != "function" ||
+		string(call.Arguments) != `{"city":"Edinburgh","country":"UK","units":"c"}` || !bytes.HasPrefix(call.Raw, []byte(`{"id": "call_Y6`)) {
+		t.Errorf("call = %+v", call)
+	}
+	checkMessage(t, h.holds[0].message, nil, [][3]string{{"call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "GetWeatherArgs", `{"city":"Edinburgh","country":"UK","units":"c"}`}})
+}
+
+func TestChatJSONHoldsOneOfParallelCalls(t *testing.T) {
+	body := fixture(t, "json-parallel-tools.json")
+	h := newHolder("GetWeatherArgs")
+	out, err := Chat{}.RewriteJSON(context.Background(), body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEnvelope(t, body, out)
+	c := decodeCompletion(t, out).Choices[0]
+	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_h1DWI1POMJLb0KwIyQHWXD4p" ||
+		c.Message.ToolCalls[0].Function.Arguments != stockArgs || c.FinishReason != "tool_calls" || c.Message.Content != waitText {
+		t.Errorf("choice = %+v", c)
+	}
+	wantMsg := `{"role":"assistant","content":null,"tool_calls":` + gjson.GetBytes(body, "choices.0.message.tool_calls").Raw + `}`
+	if string(h.holds[0].message) != wantMsg {
+		t.Errorf("message = %s\nwant %s", h.holds[0].message, wantMsg)
+	}
+	if p := h.holds[0].calls[0].Position; p != 0 {
+		t.Errorf("position = %d", p)
+	}
+}
+
+func TestChatJSONSynthetic(t *testing.T) {
+	const env = `{"id":"chatcmpl-X","object":"chat.completion","created":1,"model":"gpt-4o","choices":[%s],"usage":{"total_tokens":3}}`
+	for _, tc := range []struct {
+		name, choices, gated string
+		content, finish      string
+		kept                 int
+	}{
+		{"text before call",
+			`{"index":0,"message":{"role":"assistant","content":"Sure \u00e9.","tool_calls":[{"id":"c1","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}]},"finish_reason":"tool_calls"}`,
+			"delete_post", "Sure é.\n\n" + waitText, "stop", 0},
+		{"custom call",
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"custom","custom":{"name":"delete_post","input":"post 7"}}]},"finish_reason":"tool_calls"}`,
+			"delete_post", waitText, "stop", 0},
+		{"gated beside passed, held last",
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_post","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"delete_post","arguments":"{}"}}]},"finish_reason":"tool_calls"}`,
+			"delete_post", waitText, "tool_calls", 1},
+		{"length stays length",
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"delete_post","arguments":"{\"po"}}]},"finish_reason":"length"}`,
+			"delete_post", waitText, "length", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(fmt.Sprintf(env, tc.choices))
+			h := newHolder(tc.gated)
+			out, err := Chat{}.RewriteJSON(context.Background(), body, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEnvelope(t, body, out)
+			c := decodeCompletion(t, out).Choices[0]
+			if c.Message.Content != tc.content || string(c.FinishReason) != tc.finish || len(c.Message.ToolCalls) != tc.kept {
+				t.Errorf("choice = %+v", c)
+			}
+			if len(h.holds) != 1 || !gjson.ValidBytes(h.holds[0].message) {
+				t.Errorf("holds = %+v", h.holds)
+			}
+		})
+	}
+}
+
+func TestChatJSONTwoChoices(t *testing.T) {
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"c%d","type":"function","function":{"name":"delete_post","arguments":"{}"}}]}`
+	body := []byte(fmt.Sprintf(`{"id":"x","choices":[{"index":0,"message":`+call+`,"finish_reason":"tool_calls"},{"index":1,"message":`+call+`,"finish_reason":"tool_calls"}]}`, 1, 2))
+	h := newHolder("delete_post")
+	out, err := Chat{}.RewriteJSON(context.Background(), body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := decodeCompletion(t, out)
+	if len(c.Choices) != 2 || c.Choices[1].Message.Content != waitText || len(c.Choices[1].Message.ToolCalls) != 0 {
+		t.Errorf("choices = %+v", c.Choices)
+	}
+	if len(h.holds) != 2 || h.holds[0].calls[0].Choice != 0 || h.holds[1].calls[0].Choice != 1 || h.holds[1].calls[0].ID != "c2" {
+		t.Errorf("holds = %+v", h.holds)
+	}
+}
+
+func TestChatJSONInvalid(t *testing.T) {
+	body := []byte(`{"choices":[{"message":{"tool_calls":[{"function":{"name":"delete_post"`)
+	if _, err := (Chat{}).RewriteJSON(context.Background(), body, newHolder("delete_post")); err == nil {
+		t.Error("no error for invalid JSON naming tool_calls")
+	}
+}
+
+// gatedInOutput reports whether any tool call left in a rewritten JSON body
+// or stream is gated by h.
+func gatedInStream(h Holder, out []byte) bool {
+	found := false
+	for line := range strings.SplitSeq(string(out), "\n") {
+		_, data, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "data:")
+		if !ok || !gjson.Valid(data) {
+			continue
+		}
+		gjson.Get(data, "choices").ForEach(func(_, ch gjson.Result) bool {
+			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				found = found || h.Gated(tc.Get("function.name").Str) || h.Gated(tc.Get("custom.name").Str)
+				return true
+			})
+			return true
+		})
+	}
+	return found
+}
+
+func FuzzChatStream(f *testing.F) {
+	for _, name := range sseFixtures {
+		f.Add(fixture(f, name), []byte{0})
+		f.Add(fixture(f, name), []byte{3, 200, 17})
+	}
+	f.Fuzz(func(t *testing.T, in []byte, splits []byte) {
+		sizes := make([]int, len(splits))
+		for i, b := range splits {
+			sizes[i] = int(b) + 1
+		}
+		h := newHolder("GetWeatherArgs", "get_weather", "delete_post")
+		whole, _, werr := rewriteStream(in, h)
+		split, _, serr := rewriteStream(in, newHolder("GetWeatherArgs", "get_weather", "delete_post"), sizes...)
+		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
+			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
+		}
+		if !bytes.Contains(in, toolCallsKey) && !bytes.Equal(whole, in) {
+			t.Fatalf("a stream without tool calls changed:\n%q\n%q", in, whole)
+		}
+		if gatedInStream(h, whole) {
+			t.Fatalf("a gated call got through:\n%q", whole)
+		}
+	})
+}
+
+func FuzzChatJSON(f *testing.F) {
+	f.Add(fixture(f, "json-one-tool.json"))
+	f.Add(fixture(f, "json-parallel-tools.json"))
+	f.Add([]byte(`{"choices":[{"index":0,"message":{"content":"a","tool_calls":[{"id":"c","type":"custom","custom":{"name":"delete_post","input":"x"}}]},"finish_reason":"tool_calls"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h := newHolder("GetWeatherArgs", "delete_post")
+		out, err := Chat{}.RewriteJSON(context.Background(), body, h)
+		if err != nil {
+			return
+		}
+		if !bytes.Contains(body, toolCallsKey) && !bytes.Equal(out, body) {
+			t.Fatal("a body without tool calls changed")
+		}
+		if bytes.Equal(out, body) {
+			return
+		}
+		if !gjson.ValidBytes(out) {
+			t.Fatalf("invalid output %q", out)
+		}
+		gjson.GetBytes(out, "choices.#.message.tool_calls").ForEach(func(_, tcs gjson.Result) bool {
+			tcs.ForEach(func(_, tc gjson.Result) bool {
+				_, fn := callBody(tc, "")
+				if tc.IsObject() && h.Gated(fn.Get("name").Str) {
+					t.Fatalf("a gated call got through: %s", out)
+				}
+				return true
+			})
+			return true
+		})
+	})
+}
+
+// textStream is a text answer of n content chunks, as OpenAI sends it.
+func textStream(n int) []byte {
+	var b strings.Builder
+	b.WriteString(chunk(deltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)))
+	for i := range n {
+		fmt.Fprintf(&b, "%s", chunk(deltaChoice(0, fmt.Sprintf(`{"content":" word%d"}`, i))))
+	}
+	b.WriteString(chunk(finishChoice(0, "stop")))
+	b.WriteString(usageChunk)
+	b.WriteString("data: [DONE]\n\n")
+	return []byte(b.String())
+}
+
+// events splits a stream after each blank line.
+func events(b []byte) [][]byte {
+	var evs [][]byte
+	for len(b) > 0 {
+		e := eventEnd(b)
+		if e < 0 {
+			e = len(b)
+		}
+		evs = append(evs, b[:e])
+		b = b[e:]
+	}
+	return evs
+}
+
+func benchStream(b *testing.B, in []byte, h Holder) {
+	evs := events(in)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := Chat{}.NewStream(context.Background(), io.Discard, func() error { return nil }, h)
+		for _, ev := range evs {
+			if _, err := s.Write(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkChatStreamText200(b *testing.B) {
+	benchStream(b, textStream(200), newHolder("delete_post"))
+}
+
+func BenchmarkChatStreamParallelOneHeld(b *testing.B) {
+	benchStream(b, fixture(b, "stream-parallel-tools.sse"), newHolder("GetWeatherArgs"))
+}
+
+// jsonBody2K is a 2 KB chat.completion, with or without a (non-gated) call.
+func jsonBody2K(withCall bool) []byte {
+	text := strings.Repeat("All good here. ", 110)
+	msg := fmt.Sprintf(`{"role":"assistant","content":%q,"refusal":null}`, text)
+	finish := "stop"
+	if withCall {
+		msg = fmt.Sprintf(`{"role":"assistant","content":%q,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_post","arguments":"{\"post\":7}"}}],"refusal":null}`, text)
+		finish = "tool_calls"
+	}
+	return []byte(fmt.Sprintf(`{"id":"chatcmpl-X","object":"chat.completion","created":1727346165,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"message":%s,"logprobs":null,"finish_reason":%q}],"usage":{"prompt_tokens":76,"completion_tokens":24,"total_tokens":100},"system_fingerprint":"fp_e45dabd248"}`, msg, finish))
+}
+
+func BenchmarkChatJSON(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		withCall bool
+	}{{"text", false}, {"non-gated-call", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := jsonBody2K(tc.withCall)
+			h := newHolder("delete_post")
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := Chat{}.RewriteJSON(context.Background(), body, h)
+				if err != nil || len(out) != len(body) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,254 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// fakeRestorer knows the steps in steps and records what it was asked.
+type fakeRestorer struct {
+	steps map[string]Restored
+	asked []restoreCall
+}
+
+type restoreCall struct {
+	step        string
+	userFollows bool
+}
+
+func (r *fakeRestorer) Restore(_ context.Context, step string, userFollows bool) (Restored, bool) {
+	r.asked = append(r.asked, restoreCall{step, userFollows})
+	res, ok := r.steps[step]
+	return res, ok
+}
+
+// The stored message of the parallel fixture's step: both calls.
+var storedParallel = `{"role":"assistant","content":null,"tool_calls":[` +
+	`{"id":"call_JMW1whyEaYG438VE1OIflxA2","type":"function","function":{"name":"GetWeatherArgs","arguments":"{\"city\": \"Edinburgh\", \"country\": \"GB\", \"units\": \"c\"}"}},` +
+	`{"id":"call_DNYTawLBoN8fj3KN6qU9N1Ou","type":"function","function":{"name":"get_stock_price","arguments":"{\"ticker\": \"AAPL\", \"exchange\": \"NASDAQ\"}"}}]}`
+
+var storedOne = `{"role":"assistant","content":"I'll delete it.","tool_calls":[{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}]}`
+
+func restorer() *fakeRestorer {
+	return &fakeRestorer{steps: map[string]Restored{
+		testStep:                     {Message: []byte(storedOne), Results: []Result{{CallID: "call_del", Content: "The person confirmed. Removed."}}},
+		"twoaaaaaaaaaaaaaaaaaaaaaaa": {Message: []byte(storedParallel), Results: []Result{{CallID: weatherID, Content: "The person declined; nothing ran."}}},
+	}}
+}
+
+const waiting = `"I'll delete it.\n\n` + waitText + `"`
+
+// roles lists the messages of a request as role[:tool_call_id].
+func roles(t *testing.T, body []byte) []string {
+	t.Helper()
+	if !gjson.ValidBytes(body) {
+		t.Fatalf("invalid JSON: %s", body)
+	}
+	var out []string
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		r := m.Get("role").Str
+		if id := m.Get("tool_call_id"); id.Exists() {
+			r += ":" + id.Str
+		}
+		out = append(out, r)
+		return true
+	})
+	return out
+}
+
+func TestChatRequestWithoutLinkIsUntouched(t *testing.T) {
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	r := restorer()
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, r)
+	if err != nil || &out[0] != &body[0] || len(out) != len(body) || len(r.asked) != 0 {
+		t.Errorf("err %v, asked %v", err, r.asked)
+	}
+	// An empty prefix finds nothing.
+	if out, err := (Chat{}).RewriteRequest(context.Background(), body, "", r); err != nil || &out[0] != &body[0] {
+		t.Errorf("empty prefix: %v", err)
+	}
+}
+
+func TestChatRequestRestoresHeldCall(t *testing.T) {
+	head := `{"model": "gpt-4o",  "messages" : [`
+	tail := `],  "stream":true, "tools":[{"type":"function","function":{"name":"delete_post"}}]}`
+	body := []byte(head +
+		`{"role":"system","content":"Be brief."}, {"role":"user","content":"Delete post 7"},` +
+		`{"role":"assistant","content":` + waiting + `},` +
+		`{"role":"user","content":"Done?"}` + tail)
+	r := restorer()
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(out, []byte(head)) || !bytes.HasSuffix(out, []byte(tail)) {
+		t.Errorf("bytes outside messages changed:\n%s", out)
+	}
+	if got, want := strings.Join(roles(t, out), " "), "system user assistant tool:call_del user"; got != want {
+		t.Errorf("roles = %s, want %s", got, want)
+	}
+	msgs := gjson.GetBytes(out, "messages").Array()
+	if msgs[2].Raw != storedOne {
+		t.Errorf("assistant = %s, want the stored message", msgs[2].Raw)
+	}
+	if msgs[3].Get("content").Str != "The person confirmed. Removed." {
+		t.Errorf("tool message = %s", msgs[3].Raw)
+	}
+	if len(r.asked) != 1 || r.asked[0] != (restoreCall{testStep, true}) {
+		t.Errorf("asked %v", r.asked)
+	}
+}
+
+func TestChatRequestKeepsPassedCallResults(t *testing.T) {
+	// The app got the stock call and answered it; the weather call was held.
+	app := `{"role":"assistant","content":"` + waitText[:len(waitText)-len(testStep)] + `twoaaaaaaaaaaaaaaaaaaaaaaa","tool_calls":[` +
+		`{"id":"call_DNYTawLBoN8fj3KN6qU9N1Ou","type":"function","function":{"name":"get_stock_price","arguments":"{}"}}]}`
+	for _, tc := range []struct {
+		name, after, want string
+	}{
+		{"adds the held result after the app's",
+			`{"role":"tool","tool_call_id":"call_DNYTawLBoN8fj3KN6qU9N1Ou","content":"180"}`,
+			"user assistant tool:call_DNYTawLBoN8fj3KN6qU9N1Ou tool:call_JMW1whyEaYG438VE1OIflxA2"},
+		{"no duplicate",
+			`{"role":"tool","tool_call_id":"call_JMW1whyEaYG438VE1OIflxA2","content":"x"},{"role":"tool","tool_call_id":"call_DNYTawLBoN8fj3KN6qU9N1Ou","content":"180"}`,
+			"user assistant tool:call_JMW1whyEaYG438VE1OIflxA2 tool:call_DNYTawLBoN8fj3KN6qU9N1Ou"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(`{"messages":[{"role":"user","content":"go"},` + app + `,` + tc.after + `]}`)
+			r := restorer()
+			out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(roles(t, out), " "); got != tc.want {
+				t.Errorf("roles = %s\nwant  %s", got, tc.want)
+			}
+			if got := gjson.GetBytes(out, "messages.1").Raw; got != storedParallel {
+				t.Errorf("assistant = %s", got)
+			}
+			if len(r.asked) != 1 || r.asked[0].userFollows {
+				t.Errorf("asked %v, want userFollows false", r.asked)
+			}
+		})
+	}
+}
+
+func TestChatRequestKeepsAppOwnCalls(t *testing.T) {
+	body := []byte(`{"messages":[{"role":"assistant","content":` + waiting + `,"tool_calls":[{"id":"call_app","type":"function","function":{"name":"x","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_app","content":"ok"}]}`)
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := gjson.GetBytes(out, "messages.0.tool_calls.#.id").Raw
+	if ids != `["call_del","call_app"]` {
+		t.Errorf("tool call ids = %s", ids)
+	}
+	if got := strings.Join(roles(t, out), " "); got != "assistant tool:call_app tool:call_del" {
+		t.Errorf("roles = %s", got)
+	}
+}
+
+func TestChatRequestLeavesUnknownStep(t *testing.T) {
+	body := []byte(`{"messages":[{"role":"assistant","content":"see ` + testLink + `zzzzzzzzzzzzzzzzzzzzzzzzzz"}]}`)
+	r := restorer()
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, r)
+	if err != nil || &out[0] != &body[0] || len(out) != len(body) {
+		t.Errorf("err %v, out %s", err, out)
+	}
+	if len(r.asked) != 1 {
+		t.Errorf("asked %v", r.asked)
+	}
+}
+
+func TestChatRequestFindsLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string
+		restored      bool
+	}{
+		{"parts array", `[{"type":"text","text":"I'll delete it."},{"type":"text","text":"` + waitText + `"}]`, true},
+		{"escaped slashes", `"` + strings.ReplaceAll(waitText, "/", `\/`) + `"`, true},
+		{"last link wins", `"old: ` + testLink + `twoaaaaaaaaaaaaaaaaaaaaaaa, new: ` + testLink + testStep + `."`, true},
+		{"27 characters are not a step id", `"` + waitText + `a"`, false},
+		{"25 characters are not a step id", `"` + waitText[:len(waitText)-1] + `"`, false},
+		{"uppercase is not a step id", `"` + testLink + strings.ToUpper(testStep) + `"`, false},
+		{"user messages are not read", ``, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := `{"role":"assistant","content":` + tc.content + `}`
+			if tc.content == "" {
+				msg = `{"role":"user","content":"` + waitText + `"}`
+			}
+			body := []byte(`{"messages":[` + msg + `]}`)
+			r := restorer()
+			out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored := gjson.GetBytes(out, "messages.0").Raw == storedOne
+			if restored != tc.restored {
+				t.Errorf("restored = %v, asked %v\n%s", restored, r.asked, out)
+			}
+			if restored && len(r.asked) != 1 {
+				t.Errorf("asked %v, want only the last link", r.asked)
+			}
+		})
+	}
+}
+
+func TestChatRequestRestoresEachStepOnce(t *testing.T) {
+	a := `{"role":"assistant","content":` + waiting + `}`
+	body := []byte(`{"messages":[` + a + `,{"role":"user","content":"and?"},` + a + `]}`)
+	r := restorer()
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(roles(t, out), " "); got != "assistant tool:call_del user assistant" || len(r.asked) != 1 {
+		t.Errorf("roles = %s, asked %v", got, r.asked)
+	}
+}
+
+func TestChatRequestErrors(t *testing.T) {
+	if _, err := (Chat{}).RewriteRequest(context.Background(), []byte(`{"messages":[{"content":"`+waitText+`"`), testLink, restorer()); err == nil {
+		t.Error("no error for invalid JSON")
+	}
+	r := &fakeRestorer{steps: map[string]Restored{testStep: {Message: []byte(`{"role":`)}}}
+	body := []byte(`{"messages":[{"role":"assistant","content":"` + waitText + `"}]}`)
+	if _, err := (Chat{}).RewriteRequest(context.Background(), body, testLink, r); err == nil {
+		t.Error("no error for a stored message that is not JSON")
+	}
+}
+
+func FuzzChatRequest(f *testing.F) {
+	f.Add([]byte(`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":` + waiting + `},{"role":"tool","tool_call_id":"x","content":"1"},{"role":"user","content":"ok"}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"text","text":"` + waitText + `"}],"tool_calls":[{"id":"call_app"}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","content":"` + strings.ReplaceAll(waitText, "/", `\/`) + `"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
+		if err != nil {
+			return
+		}
+		if !hasLink(body, testLink) && !bytes.Equal(out, body) {
+			t.Fatal("a body without the link changed")
+		}
+		if !bytes.Equal(out, body) && !gjson.ValidBytes(out) {
+			t.Fatalf("invalid output %q", out)
+		}
+	})
+}
+
+func BenchmarkChatRequestWithoutLink(b *testing.B) {
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"` + strings.Repeat("Be brief. ", 200) + `"},{"role":"user","content":"hi"}]}`)
+	r := restorer()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Chat{}).RewriteRequest(context.Background(), body, testLink, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

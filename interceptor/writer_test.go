@@ -1,0 +1,269 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// recorder is an httptest.ResponseRecorder that also records each
+// WriteHeader and Flush, and the body length at each flush.
+type recorder struct {
+	*httptest.ResponseRecorder
+	headers []int
+	flushed []int
+}
+
+func newRecorder() *recorder { return &recorder{ResponseRecorder: httptest.NewRecorder()} }
+
+func (r *recorder) WriteHeader(code int) {
+	r.headers = append(r.headers, code)
+	if code >= 200 {
+		r.ResponseRecorder.WriteHeader(code)
+	}
+}
+
+func (r *recorder) Flush() {
+	r.flushed = append(r.flushed, r.Body.Len())
+	r.ResponseRecorder.Flush()
+}
+
+// onlyReader hides every method of a reader but Read, as a plain
+// io.Reader would come.
+type onlyReader struct{ io.Reader }
+
+func wrap(rec *recorder, h Holder, contentType string, max int64) *ResponseWriter {
+	rw := Wrap(rec, Chat{}, context.Background(), h, max)
+	rw.Header().Set("Content-Type", contentType)
+	return rw
+}
+
+func TestWriterStreamsEventsAsTheyCome(t *testing.T) {
+	in := fixture(t, "stream-text.sse")
+	rec := newRecorder()
+	rw := wrap(rec, newHolder("delete_post"), "text/event-stream; charset=utf-8", 0)
+	rw.Header().Set("Content-Length", "8761")
+	rw.WriteHeader(http.StatusOK)
+	if len(rec.headers) != 1 || rec.Header().Get("Content-Length") != "" {
+		t.Fatalf("header not written at once, or Content-Length kept: %v %v", rec.headers, rec.Header())
+	}
+	evs := events(in)
+	for i, ev := range evs {
+		if _, err := rw.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(rec.Body.Bytes(), bytes.Join(evs[:i+1], nil)) {
+			t.Fatalf("event %d not written through", i)
+		}
+		if len(rec.flushed) != i+1 || rec.flushed[i] != rec.Body.Len() {
+			t.Fatalf("event %d: flushes at %v, want one after each event", i, rec.flushed)
+		}
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rec.Body.Bytes(), in) {
+		t.Error("output differs from input")
+	}
+	// reverse_proxy flushes through FlushError after each write too.
+	if err := rw.FlushError(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestWriterStreamRewrites(t *testing.T) {
+	rec := newRecorder()
+	h := newHolder("GetWeatherArgs")
+	rw := wrap(rec, h, "text/event-stream", 0)
+	rw.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(rw, onlyReader{bytes.NewReader(fixture(t, "stream-one-tool-1.sse"))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := accumulate(t, rec.Body.Bytes()).Choices[0]; c.Message.Content != waitText || len(c.Message.ToolCalls) != 0 {
+		t.Errorf("choice = %+v", c)
+	}
+}
+
+func TestWriterRewritesJSON(t *testing.T) {
+	body := fixture(t, "json-one-tool.json")
+	for _, tc := range []struct {
+		name string
+		copy func(rw *ResponseWriter) error
+	}{
+		{"Write", func(rw *ResponseWriter) error { _, err := rw.Write(body); return err }},
+		{"io.Copy from a plain reader", func(rw *ResponseWriter) error {
+			_, err := io.Copy(rw, onlyReader{bytes.NewReader(body)})
+			return err
+		}},
+		{"ReadFrom", func(rw *ResponseWriter) error { _, err := rw.ReadFrom(strings.NewReader(string(body))); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecorder()
+			h := newHolder("GetWeatherArgs")
+			rw := wrap(rec, h, "application/json; charset=utf-8", 0)
+			rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			rw.WriteHeader(http.StatusOK)
+			if err := tc.copy(rw); err != nil {
+				t.Fatal(err)
+			}
+			if err := rw.FlushError(); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.headers) != 0 || rec.Body.Len() != 0 || len(rec.flushed) != 0 {
+				t.Fatalf("written before Close: headers %v, %d bytes, flushes %v", rec.headers, rec.Body.Len(), rec.flushed)
+			}
+			if err := rw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			out := rec.Body.Bytes()
+			if got := rec.Header().Get("Content-Length"); got != strconv.Itoa(len(out)) {
+				t.Errorf("Content-Length = %s, body is %d bytes", got, len(out))
+			}
+			if len(h.holds) != 1 {
+				t.Fatalf("the rewriter was not reached: holds %d", len(h.holds))
+			}
+			if c := decodeCompletion(t, out).Choices[0]; c.Message.Content != waitText || len(c.Message.ToolCalls) != 0 {
+				t.Errorf("choice = %+v", c)
+			}
+		})
+	}
+}
+
+func TestWriterFailsClosed(t *testing.T) {
+	body := fixture(t, "json-one-tool.json")
+	for _, tc := range []struct {
+		name, contentType, encoding string
+		max                         int64
+		want                        error
+	}{
+		{"gzip JSON", "application/json", "gzip", 0, ErrEncoded},
+		{"br SSE", "text/event-stream", "identity, br", 0, ErrEncoded},
+		{"too large", "application/json", "", 100, ErrTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecorder()
+			rw := wrap(rec, newHolder("GetWeatherArgs"), tc.contentType, tc.max)
+			if tc.encoding != "" {
+				rw.Header().Set("Content-Encoding", tc.encoding)
+			}
+			rw.WriteHeader(http.StatusOK)
+			for p := body; len(p) > 0; p = p[min(50, len(p)):] {
+				// Writes never fail here, so reverse_proxy does not abort
+				// the connection before the caller can answer 502.
+				if n, err := rw.Write(p[:min(50, len(p))]); err != nil || n != min(50, len(p)) {
+					t.Fatalf("Write = %d, %v", n, err)
+				}
+			}
+			if err := rw.Close(); !errors.Is(err, tc.want) {
+				t.Errorf("Close = %v, want %v", err, tc.want)
+			}
+			if len(rec.headers) != 0 || rec.Body.Len() != 0 {
+				t.Errorf("written: headers %v, body %q", rec.headers, rec.Body.Bytes())
+			}
+			if err := rw.Close(); !errors.Is(err, tc.want) {
+				t.Errorf("second Close = %v", err)
+			}
+		})
+	}
+
+	t.Run("rewrite error", func(t *testing.T) {
+		rec := newRecorder()
+		rw := wrap(rec, newHolder(), "application/json", 0)
+		if _, err := rw.Write([]byte(`{"choices":[{"message":{"tool_calls":[`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rw.Close(); err == nil || len(rec.headers) != 0 || rec.Body.Len() != 0 {
+			t.Errorf("Close = %v, headers %v", err, rec.headers)
+		}
+	})
+}
+
+func TestWriterPassesOtherResponses(t *testing.T) {
+	body := fixture(t, "json-one-tool.json")
+	for _, tc := range []struct {
+		name, contentType string
+		status            int
+	}{
+		{"error status", "application/json", http.StatusBadRequest},
+		{"other type", "text/plain", http.StatusOK},
+		{"no type", "", http.StatusOK},
+		{"no content", "application/json", http.StatusNoContent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecorder()
+			h := newHolder("GetWeatherArgs")
+			rw := wrap(rec, h, tc.contentType, 0)
+			rw.WriteHeader(tc.status)
+			if len(rec.headers) != 1 || rec.headers[0] != tc.status {
+				t.Fatalf("header not passed at once: %v", rec.headers)
+			}
+			if tc.status != http.StatusNoContent {
+				if _, err := io.Copy(rw, onlyReader{bytes.NewReader(body)}); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(rec.Body.Bytes(), body) {
+					t.Error("body changed")
+				}
+			}
+			if err := rw.Close(); err != nil || len(h.holds) != 0 {
+				t.Errorf("Close = %v, holds %d", err, len(h.holds))
+			}
+		})
+	}
+}
+
+func TestWriterPassesInformational(t *testing.T) {
+	rec := newRecorder()
+	rw := wrap(rec, newHolder("GetWeatherArgs"), "application/json", 0)
+	rw.WriteHeader(http.StatusEarlyHints)
+	rw.WriteHeader(http.StatusOK)
+	if len(rec.headers) != 1 || rec.headers[0] != http.StatusEarlyHints {
+		t.Fatalf("headers = %v, want only the 103 so far", rec.headers)
+	}
+	if _, err := rw.Write(fixture(t, "json-one-tool.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.headers) != 2 || rec.headers[1] != http.StatusOK || rec.Code != http.StatusOK {
+		t.Errorf("headers = %v", rec.headers)
+	}
+}
+
+func TestWriterWithoutBody(t *testing.T) {
+	// A HEAD answer: the upstream's Content-Length stands.
+	rec := newRecorder()
+	rw := wrap(rec, newHolder(), "application/json", 0)
+	rw.Header().Set("Content-Length", "639")
+	rw.WriteHeader(http.StatusOK)
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Header().Get("Content-Length") != "639" || len(rec.headers) != 1 {
+		t.Errorf("headers %v, Content-Length %q", rec.headers, rec.Header().Get("Content-Length"))
+	}
+}
+
+func TestWriterUnwrap(t *testing.T) {
+	rec := newRecorder()
+	rw := wrap(rec, newHolder(), "text/plain", 0)
+	if rw.Unwrap() != http.ResponseWriter(rec) {
+		t.Error("Unwrap does not return the inner writer")
+	}
+	// http.ResponseController reaches the inner writer's Flush through
+	// FlushError.
+	rw.WriteHeader(http.StatusOK)
+	if err := http.NewResponseController(rw).Flush(); err != nil || len(rec.flushed) != 1 {
+		t.Errorf("flush: %v, %v", err, rec.flushed)
+	}
+}
