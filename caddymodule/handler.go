@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -107,11 +108,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if adapter == nil {
 		return next.ServeHTTP(w, r)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, h.MaxRequestBody+1))
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer putBody(buf)
+	if r.ContentLength > 0 && r.ContentLength <= h.MaxRequestBody {
+		buf.Grow(int(r.ContentLength) + 1) // +1: the read that sees EOF needs room
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, h.MaxRequestBody+1))
 	r.Body.Close()
 	if err != nil {
 		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("reading request body: %w", err))
 	}
+	body := buf.Bytes()
 	if int64(len(body)) > h.MaxRequestBody {
 		return caddyhttp.Error(http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", h.MaxRequestBody))
 	}
@@ -143,6 +150,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
 	return nil
+}
+
+// bodyPool keeps request body buffers; the body must outlive the upstream
+// round trip, so a buffer returns to the pool when ServeHTTP ends.
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putBody(b *bytes.Buffer) {
+	if b.Cap() > 1<<20 {
+		return // do not keep a huge buffer for every later small request
+	}
+	b.Reset()
+	bodyPool.Put(b)
 }
 
 // adapterFor picks the wire adapter by path. Only POSTs carry tool calls.

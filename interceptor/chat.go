@@ -25,7 +25,6 @@ type Chat struct{}
 
 var (
 	toolCallsKey = []byte(`"tool_calls"`)
-	contentKey   = []byte(`"content"`)
 	doneData     = []byte("[DONE]")
 )
 
@@ -44,7 +43,7 @@ var (
 // and finish_reason "tool_calls" becomes "stop" when no call is left. Every
 // other byte is kept. The result is a new slice; body is never modified.
 func (Chat) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, error) {
-	if !bytes.Contains(body, toolCallsKey) {
+	if !hasToolCalls(body) {
 		return body, nil
 	}
 	if !gjson.ValidBytes(body) {
@@ -469,19 +468,18 @@ func (s *chatStream) handle(ev []byte) {
 // passes reports whether ev goes out unread: it names no tool call and no
 // held call waits for its finish chunk. Such an event may still carry text a
 // held message will need; it is copied to the log, to be read only if a
-// tool call turns up (fold).
+// tool call turns up (fold). Copying every event costs less than searching
+// each for "content".
 func (s *chatStream) passes(ev []byte) bool {
-	if s.waiting > 0 || bytes.Contains(ev, toolCallsKey) {
+	if s.waiting > 0 || hasToolCalls(ev) {
 		return false
 	}
-	if bytes.Contains(ev, contentKey) {
-		if s.log == nil {
-			s.log = getBuf()
-		}
-		s.log.Write(ev)
-		if s.log.Len() >= foldAt {
-			s.fold()
-		}
+	if s.log == nil {
+		s.log = getBuf()
+	}
+	s.log.Write(ev)
+	if s.log.Len() >= foldAt {
+		s.fold()
 	}
 	return true
 }
@@ -576,7 +574,7 @@ func (s *chatStream) slow(ev []byte) {
 		return
 	}
 	if !gjson.ValidBytes(data) {
-		if bytes.Contains(data, toolCallsKey) {
+		if hasToolCalls(data) {
 			s.fail(errors.New("chat stream: invalid JSON around tool calls"))
 			return
 		}

@@ -179,16 +179,17 @@ func (rw *ResponseWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{rw}, r)
 }
 
-// FlushError flushes the inner writer, except while the response is held:
-// a flush then would send the header before the body is known (see
-// caddyserver/caddy#6144). The Stream flushes on its own after each Write
-// that completed an event.
+// FlushError flushes the inner writer of a response that passes. While the
+// response is held it does nothing: a flush then would send the header
+// before the body is known (see caddyserver/caddy#6144). A stream flushes
+// on its own after each Write that completed an event, so a second flush
+// from the proxy would only repeat it; bytes of an unfinished event stay
+// back either way.
 func (rw *ResponseWriter) FlushError() error {
 	if rw.mode == undecided {
 		rw.WriteHeader(http.StatusOK)
 	}
-	switch rw.mode {
-	case passing, streaming:
+	if rw.mode == passing {
 		return http.NewResponseController(rw.ResponseWriter).Flush()
 	}
 	return nil
