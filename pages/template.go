@@ -2,6 +2,7 @@ package pages
 
 import (
 	"html/template"
+	"strings"
 
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/store"
@@ -56,7 +57,7 @@ func personStatus(h gate.HoldView) string {
 		case gate.OutcomeChanged:
 			return "Not run: the record changed while waiting"
 		}
-		return "Confirmed: " + h.Outcome
+		return "Confirmed: " + strings.TrimPrefix(h.Outcome, "The person confirmed. ")
 	case store.AnswerDecline:
 		return "Declined: nothing ran"
 	case store.AnswerMovedOn:
@@ -79,7 +80,7 @@ body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding
 .card{border:1px solid #ccc;border-radius:.5rem;padding:1rem 1.25rem;margin:1rem 0}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{color:#555}dd{margin:0;overflow-wrap:anywhere}
 form{display:inline}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem;border-radius:.3rem;border:1px solid #888;background:#fff}
-button.confirm{background:#b3261e;border-color:#b3261e;color:#fff}.muted{color:#555}
+button.confirm{background:#b3261e;border-color:#b3261e;color:#fff}.muted{color:#555}h1{font-size:1.4rem;margin:.2rem 0 .8rem}
 </style>
 </head>
 <body>
