@@ -38,17 +38,7 @@ func init() {
 //	}
 func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 	var a App
-	d.Next() // the option name
-	if d.NextArg() {
-		return nil, d.ArgErr()
-	}
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		key := d.Val()
-		if seen[key] {
-			return nil, d.Errf("%s already specified", key)
-		}
-		seen[key] = true
+	err := eachKey(d, func(key string) error {
 		switch key {
 		case "store":
 			args := d.RemainingArgs()
@@ -56,25 +46,21 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 				args = args[1:]
 			}
 			if len(args) != 1 {
-				return nil, d.Errf("store: want [badger] <path>")
+				return d.Errf("store: want [badger] <path>")
 			}
 			a.Store = args[0]
 		case "secret":
-			if !d.AllArgs(&a.Secret) {
-				return nil, d.ArgErr()
-			}
+			return oneArg(d, &a.Secret)
 		case "pages":
-			if !d.AllArgs(&a.Pages) {
-				return nil, d.ArgErr()
-			}
+			return oneArg(d, &a.Pages)
 		case "ttl", "retention", "action_timeout":
 			var s string
-			if !d.AllArgs(&s) {
-				return nil, d.ArgErr()
+			if err := oneArg(d, &s); err != nil {
+				return err
 			}
 			dur, err := caddy.ParseDuration(s)
 			if err != nil {
-				return nil, d.Errf("%s: %v", key, err)
+				return d.Errf("%s: %v", key, err)
 			}
 			switch key {
 			case "ttl":
@@ -85,8 +71,12 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 				a.ActionTimeout = caddy.Duration(dur)
 			}
 		default:
-			return nil, d.Errf("unrecognized subdirective %q", key)
+			return d.Errf("unrecognized subdirective %q", key)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return httpcaddyfile.App{Name: "toolgate", Value: caddyconfig.JSON(a, nil)}, nil
 }
@@ -107,34 +97,18 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		max_response_body <bytes>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		key := d.Val()
-		if seen[key] {
-			return d.Errf("%s already specified", key)
-		}
-		seen[key] = true
+	err := eachKey(d, func(key string) error {
 		switch key {
 		case "policy":
-			if !d.AllArgs(&h.Policy) {
-				return d.ArgErr()
-			}
+			return oneArg(d, &h.Policy)
 		case "owner":
-			if !d.AllArgs(&h.Owner) {
-				return d.ArgErr()
-			}
+			return oneArg(d, &h.Owner)
 		case "tenant":
-			if !d.AllArgs(&h.Tenant) {
-				return d.ArgErr()
-			}
+			return oneArg(d, &h.Tenant)
 		case "max_request_body", "max_response_body":
 			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
+			if err := oneArg(d, &s); err != nil {
+				return err
 			}
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n <= 0 {
@@ -148,6 +122,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if h.Policy == "" {
 		return d.Err("policy is required")
@@ -167,7 +145,18 @@ func parsePages(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		answerer <placeholder>
 //	}
 func (p *PagesHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the directive name
+	return eachKey(d, func(key string) error {
+		if key != "answerer" {
+			return d.Errf("unrecognized subdirective %q", key)
+		}
+		return oneArg(d, &p.Answerer)
+	})
+}
+
+// eachKey reads a directive that takes no arguments and a block, calling f
+// for each subdirective; a subdirective given twice is an error.
+func eachKey(d *caddyfile.Dispenser, f func(key string) error) error {
+	d.Next() // the directive or option name
 	if d.NextArg() {
 		return d.ArgErr()
 	}
@@ -178,14 +167,17 @@ func (p *PagesHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("%s already specified", key)
 		}
 		seen[key] = true
-		switch key {
-		case "answerer":
-			if !d.AllArgs(&p.Answerer) {
-				return d.ArgErr()
-			}
-		default:
-			return d.Errf("unrecognized subdirective %q", key)
+		if err := f(key); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// oneArg reads the single argument of a subdirective.
+func oneArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.AllArgs(dst) {
+		return d.ArgErr()
 	}
 	return nil
 }
