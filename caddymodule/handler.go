@@ -123,19 +123,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return caddyhttp.Error(http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", h.MaxRequestBody))
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, body) }, protocol)
+	original := body
+	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, original) }, protocol).
+		WithToolSchemas(func(name string) []byte { return toolParameters(original, name) })
 
 	body, err = adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
 		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err))
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	r.Header.Del("Content-Length")
+	if body, err = adapter.RewriteTools(body, h.rewriteTool); err != nil {
+		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err))
+	}
+	setBody(r, body)
 	r.Header.Set("Accept-Encoding", "identity") // the response must be readable
 
 	rw := interceptor.Wrap(w, adapter, r.Context(), front, h.MaxResponseBody)
+	rw.SetRequest(body)
 	nextErr := next.ServeHTTP(rw, r)
+	// A refused call goes back to the provider at once, with a tool result
+	// naming the fields, and the model's answer continues the same message
+	// (bounded by interceptor.MaxContinuations).
+	for round := 1; nextErr == nil; round++ {
+		follow, ok := rw.Continuation()
+		if !ok {
+			break
+		}
+		rw.Continue()
+		r2 := r.Clone(r.Context())
+		setBody(r2, follow)
+		if err := next.ServeHTTP(rw, r2); err != nil {
+			// The app already has the start of the answer: end it with
+			// the failure said in words, not a second status.
+			h.logger.Error("continuation failed", zap.Int("round", round), zap.Error(err))
+			break
+		}
+	}
 	closeErr := rw.Close()
 	if nextErr != nil {
 		return nextErr
@@ -150,6 +172,47 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
 	return nil
+}
+
+// setBody makes body the request's body.
+func setBody(r *http.Request, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Del("Content-Length")
+}
+
+// toolParameters returns the JSON Schema a request offers for a function
+// tool, or nil.
+func toolParameters(body []byte, name string) []byte {
+	var out []byte
+	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
+		if t.Get("function.name").String() == name {
+			if p := t.Get("function.parameters"); p.IsObject() {
+				out = []byte(p.Raw)
+			}
+			return false
+		}
+		return true
+	})
+	return out
+}
+
+// askHint tells the model an ask-for-missing action may be called with
+// what it knows.
+const askHint = " If you do not know every field, call it with what you know: the person is asked for the rest."
+
+// rewriteTool offers the policy's actions to the model as the policy says:
+// required-for-agents fields required and not nullable, and the ask hint.
+func (h *Handler) rewriteTool(name string, parameters []byte) ([]byte, string, bool) {
+	a := h.policy.Action(name)
+	if a == nil || (len(a.RequiredForAgents) == 0 && !a.AskForMissing) || parameters == nil {
+		return nil, "", false
+	}
+	suffix := ""
+	if a.AskForMissing {
+		suffix = askHint
+	}
+	return a.AgentSchema(parameters), suffix, true
 }
 
 // bodyPool keeps request body buffers; the body must outlive the upstream

@@ -101,6 +101,52 @@ actions:
     run:
       method: GET
       url: APP/stocks
+  draft_post:
+    effect: write
+    ask_for_missing: true
+    schema:
+      type: object
+      properties:
+        title: {type: string, title: Title, minLength: 1, maxLength: 120}
+        body: {type: string, title: Body, maxLength: 5000}
+        status: {type: string, enum: [draft, published]}
+        featured: {type: boolean, title: Featured}
+        tags: {type: array, title: Tags, items: {type: string, enum: [news, events, jobs]}, maxItems: 2}
+        publish_at: {type: [string, "null"], format: date-time, title: Publish at}
+      required: [title, body, status]
+    titles:
+      body: {de: Inhalt}
+    ask:
+      message: A few details for your post.
+      confirm: [title]
+      textarea: [body]
+      choices:
+        status: {draft: Draft, published: Published}
+      default: {status: draft}
+    run:
+      url: APP/posts
+    reply: Drafted.
+  rotate_key:
+    effect: write
+    ask_for_missing: true
+    schema:
+      type: object
+      properties:
+        service: {type: string}
+        apiKey: {type: string}
+      required: [service, apiKey]
+    run:
+      url: APP/keys
+  list_posts:
+    effect: read
+    schema:
+      type: object
+      properties:
+        limit: {type: integer, maximum: 50}
+      required: [limit]
+    run:
+      method: GET
+      url: APP/posts?limit={limit}
 `
 
 func newEnv(t *testing.T, opts envOptions) *env {

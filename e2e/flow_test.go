@@ -154,20 +154,37 @@ func TestRecordChangedRunsNothing(t *testing.T) {
 	}
 }
 
+// refusedWith makes the model call calls in owner's conversation, lets the
+// model answer the refusal, and returns the tool result the model read and
+// the text the app received.
+func (e *env) refusedWith(t *testing.T, owner string, callID string, calls ...call) (string, string) {
+	t.Helper()
+	e.provider.Enqueue(testkit.Reply{Body: jsonCompletion("", calls...)}, testkit.Reply{Body: textCompletion("MODEL-FOLLOW-UP")})
+	got, err := e.client(owner).Chat.Completions.New(ctx, userAsks("Delete my old meetup draft."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := got.Choices[0].Message
+	if len(msg.ToolCalls) != 0 {
+		t.Fatalf("a refused call reached the app: %+v", msg.ToolCalls)
+	}
+	reqs := e.provider.Requests()
+	return toolResult(reqs[len(reqs)-1], callID), msg.Content
+}
+
 func TestMissingRecordRefuses(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	l, msg := e.hold(t, "ana") // no record for post 7
-	if l != "" {
-		t.Fatalf("a card was made for a missing record: %q", msg.Content)
+	res, text := e.refusedWith(t, "ana", "call_del7", del7) // no record for post 7
+	if !strings.Contains(res, "delete_post") || !strings.Contains(res, "not found") {
+		t.Errorf("refusal = %q", res)
 	}
-	if !strings.Contains(msg.Content, "delete_post") || !strings.Contains(msg.Content, "not found") {
-		t.Errorf("refusal = %q", msg.Content)
+	if !strings.Contains(text, "MODEL-FOLLOW-UP") || linkRe.MatchString(text) {
+		t.Errorf("the app did not get the model's own follow-up: %q", text)
 	}
 	e.app.Allow("somebody-else")
 	setupPost(e)
-	l, msg = e.hold(t, "ana")
-	if l != "" || !strings.Contains(msg.Content, "may not") {
-		t.Errorf("a 403 record made a card: %q", msg.Content)
+	if res, _ := e.refusedWith(t, "ana", "call_del7", del7); !strings.Contains(res, "may not") {
+		t.Errorf("a 403 record: %q", res)
 	}
 	if n := len(e.app.Calls()); n != 0 {
 		t.Fatal("a refused call ran")
@@ -337,9 +354,8 @@ func readAll(t *testing.T, resp *http.Response) string {
 func TestNoOwnerIsRefused(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	setupPost(e)
-	l, msg := e.hold(t, "")
-	if l != "" || !strings.Contains(msg.Content, "whose conversation") {
-		t.Errorf("a call with no owner was held or passed: %q", msg.Content)
+	if res, text := e.refusedWith(t, "", "call_del7", del7); !strings.Contains(res, "whose conversation") || linkRe.MatchString(text) {
+		t.Errorf("a call with no owner was held or passed: %q / %q", res, text)
 	}
 	// The body's safety_identifier names the owner when no header does.
 	e.provider.Enqueue(testkit.Reply{Body: jsonCompletion("", del7)})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/actions"
 	"github.com/toolgate/toolgate/cards"
+	"github.com/toolgate/toolgate/forms"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
@@ -25,7 +26,8 @@ type HoldView struct {
 	ID      string      `json:"id"`
 	Action  string      `json:"action"`
 	Kind    store.Kind  `json:"kind"`
-	Card    cards.Card  `json:"card"`
+	Card    *cards.Card `json:"card,omitempty"`
+	Form    *forms.Form `json:"form,omitempty"` // MCP's form-elicitation params, built for the person now
 	State   store.State `json:"state"`
 	Answer  string      `json:"answer,omitempty"`
 	Outcome string      `json:"outcome,omitempty"`
@@ -39,9 +41,10 @@ type StepView struct {
 	Holds  []HoldView `json:"holds"`
 }
 
-// View returns the step for the person answering it. Only the owner may
-// see it: anyone else gets ErrNotOwner.
-func (g *Gate) View(ctx context.Context, stepID, person string) (StepView, error) {
+// View returns the step for the person answering it, forms built in their
+// language (lang is an Accept-Language value). Only the owner may see it:
+// anyone else gets ErrNotOwner.
+func (g *Gate) View(ctx context.Context, stepID, person, lang string) (StepView, error) {
 	holds, err := g.cfg.Store.Step(ctx, stepID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -61,38 +64,81 @@ func (g *Gate) View(ctx context.Context, stepID, person string) (StepView, error
 		if h.Answer == "refused" {
 			continue // refused at hold time: nothing to answer
 		}
-		hv := HoldView{ID: h.ID, Action: h.Action, Kind: h.Kind, State: h.StateAt(now), Answer: h.Answer, Outcome: h.Outcome, Expires: h.Expires}
-		if err := json.Unmarshal(h.Shown, &hv.Card); err != nil {
-			return StepView{}, fmt.Errorf("reading card of hold %s: %w", h.ID, err)
+		hv, err := g.holdView(ctx, h, now, lang)
+		if err != nil {
+			return StepView{}, err
 		}
 		v.Holds = append(v.Holds, hv)
 	}
 	return v, nil
 }
 
-// Answer records the person's answer to one hold of a step and, when it is
-// the step's last answer, releases the step. Any answer other than the
-// first valid one from the owner within the TTL runs nothing and returns
-// an error that Status maps to 409.
+// holdView is one hold for the page. A waiting form is built now; one that
+// cannot be built shows no form (and cannot be submitted).
+func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang string) (HoldView, error) {
+	hv := HoldView{ID: h.ID, Action: h.Action, Kind: h.Kind, State: h.StateAt(now), Answer: h.Answer, Outcome: h.Outcome, Expires: h.Expires}
+	switch h.Kind {
+	case store.KindCard:
+		hv.Card = new(cards.Card)
+		if err := json.Unmarshal(h.Shown, hv.Card); err != nil {
+			return HoldView{}, fmt.Errorf("reading card of hold %s: %w", h.ID, err)
+		}
+	case store.KindForm:
+		if hv.State != store.Waiting {
+			break // a form is shown only while it waits
+		}
+		f, _, err := g.formOf(ctx, h, lang)
+		if err != nil {
+			g.log.Error("building form", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
+			break
+		}
+		hv.Form = &f
+	}
+	return hv, nil
+}
+
+// Answer records the person's answer to one hold of a step — confirm or
+// decline for a card, decline or later for a form (a form's submit is
+// Submit) — and, when it is the step's last answer, releases the step. Any
+// answer other than the first valid one from the owner within the TTL runs
+// nothing and returns an error that Status maps to 409.
 func (g *Gate) Answer(ctx context.Context, stepID, holdID, person, choice string) (HoldView, error) {
-	if choice != store.AnswerConfirm && choice != store.AnswerDecline {
+	h, err := g.ownHold(ctx, stepID, holdID, person)
+	if err != nil {
+		return HoldView{}, err
+	}
+	switch {
+	case h.Kind == store.KindCard && (choice == store.AnswerConfirm || choice == store.AnswerDecline):
+	case h.Kind == store.KindForm && (choice == store.AnswerDecline || choice == store.AnswerLater):
+	default:
 		return HoldView{}, ErrChoice
 	}
+	return g.claimAndRelease(ctx, h, person, choice, nil)
+}
+
+// ownHold reads a hold of a step for its owner.
+func (g *Gate) ownHold(ctx context.Context, stepID, holdID, person string) (store.Hold, error) {
 	h, err := g.cfg.Store.Get(ctx, holdID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return HoldView{}, ErrNotFound
+			return store.Hold{}, ErrNotFound
 		}
-		return HoldView{}, err
+		return store.Hold{}, err
 	}
-	if h.StepID != stepID {
-		return HoldView{}, ErrNotFound
+	if h.StepID != stepID || h.Answer == "refused" {
+		return store.Hold{}, ErrNotFound
 	}
 	if person == "" || h.Owner != person {
 		g.log.Warn("answer refused: not the owner", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", person))
-		return HoldView{}, ErrNotOwner
+		return store.Hold{}, ErrNotOwner
 	}
-	claimed, err := g.cfg.Store.Claim(ctx, holdID, store.Answer{Choice: choice, By: person})
+	return h, nil
+}
+
+// claimAndRelease claims a hold once for the person's answer and, when it
+// completes the step, releases the step.
+func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, person, choice string, values json.RawMessage) (HoldView, error) {
+	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, By: person, Values: values})
 	if err != nil {
 		g.log.Info("answer refused", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", person), zap.String("answer", choice), zap.Error(err))
 		return HoldView{}, err
@@ -103,13 +149,11 @@ func (g *Gate) Answer(ctx context.Context, stepID, holdID, person, choice string
 	if claimed.Complete {
 		g.release(ctx, claimed.Step)
 	}
-	cur, err := g.cfg.Store.Get(ctx, holdID)
+	cur, err := g.cfg.Store.Get(ctx, h.ID)
 	if err != nil {
 		return HoldView{}, err
 	}
-	hv := HoldView{ID: cur.ID, Action: cur.Action, Kind: cur.Kind, State: cur.State, Answer: cur.Answer, Outcome: cur.Outcome, Expires: cur.Expires}
-	_ = json.Unmarshal(cur.Shown, &hv.Card)
-	return hv, nil
+	return g.holdView(ctx, cur, g.cfg.Now(), "")
 }
 
 // release runs the confirmed holds of a complete step and settles every
@@ -120,9 +164,16 @@ func (g *Gate) release(ctx context.Context, step []store.Hold) {
 		if h.State != store.Answered {
 			continue
 		}
-		outcome := OutcomeDeclined
-		if h.Answer == store.AnswerConfirm {
+		var outcome string
+		switch {
+		case h.Answer == store.AnswerConfirm:
 			outcome = g.run(ctx, h)
+		case h.Answer == store.AnswerSubmit:
+			outcome = g.runForm(ctx, h)
+		case h.Kind == store.KindForm:
+			outcome = formDeclined(h)
+		default:
+			outcome = OutcomeDeclined
 		}
 		if err := g.cfg.Store.Settle(ctx, h.ID, outcome); err != nil {
 			g.log.Error("settling hold", zap.String("hold_id", h.ID), zap.Error(err))
@@ -163,13 +214,20 @@ func (g *Gate) run(ctx context.Context, h store.Hold) string {
 		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
 		return OutcomeChanged
 	}
-	u, err := a.Run.URL.Expand(h.Arguments)
+	return "The person confirmed. " + g.release1(ctx, h, a, h.Arguments)
+}
+
+// release1 sends one call to the action's endpoint as the person who
+// answered, with the final arguments, and says what came of it.
+func (g *Gate) release1(ctx context.Context, h store.Hold, a *policies.Action, args []byte) string {
+	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
+	u, err := a.Run.URL.Expand(args)
 	if err != nil {
 		g.log.Error("policy error: expanding run url", zap.String("action", h.Action), zap.Error(err))
 		return "The gate's policy cannot name the action's endpoint; nothing ran."
 	}
 	start := g.cfg.Now()
-	resp, err := g.cfg.Actions.Run(ctx, a.Run.Method, u, a.Run.Headers, h.Arguments, who, h.ID)
+	resp, err := g.cfg.Actions.Run(ctx, a.Run.Method, u, a.Run.Headers, args, who, h.ID)
 	g.cfg.Observer.Ran(h.Action, resp.Status, g.cfg.Now().Sub(start))
 	if err != nil {
 		g.log.Error("running action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
@@ -182,29 +240,26 @@ func (g *Gate) run(ctx context.Context, h store.Hold) string {
 // a sentence, which could carry the person's value.
 var ruleWord = regexp.MustCompile(`^[a-z_]{1,30}(:[A-Za-z0-9_,.\-]{1,40})?$`)
 
-// runOutcome maps the endpoint's answer to what the model reads
-// (DESIGN.md, "Releasing the call").
+// runOutcome maps the endpoint's answer to what the model reads after the
+// person's part (DESIGN.md, "Releasing the call").
 func runOutcome(a *policies.Action, resp actions.Response, err error) string {
 	switch {
 	case err != nil:
-		return "The person confirmed, but the action failed: it did not answer in time. It may not have run."
+		return "The action failed: it did not answer in time. It may not have run."
 	case resp.Status >= 200 && resp.Status <= 299:
 		if a.Effect == policies.Read && len(resp.Body) > 0 {
-			return "The person confirmed. " + cards.Clean(string(resp.Body), 4000)
+			return cards.Clean(string(resp.Body), 4000)
 		}
-		reply := a.Reply
-		if reply == "" {
-			reply = "Done."
+		if a.Reply == "" {
+			return "Done."
 		}
-		return "The person confirmed. " + reply
+		return a.Reply
 	case resp.Status == 422:
-		return "The person confirmed, but the app refused the arguments" + refusedFields(resp.Body) + "; nothing ran."
-	case resp.Status == 403 || resp.Status == 404:
-		return fmt.Sprintf("The person confirmed, but the app refused the action (HTTP %d); nothing ran.", resp.Status)
+		return "The app refused the arguments" + refusedFields(resp.Body) + "; nothing ran."
 	case resp.Status >= 500:
-		return fmt.Sprintf("The person confirmed, but the action failed (HTTP %d).", resp.Status)
+		return fmt.Sprintf("The action failed (HTTP %d).", resp.Status)
 	default:
-		return fmt.Sprintf("The person confirmed, but the app refused the action (HTTP %d); nothing ran.", resp.Status)
+		return fmt.Sprintf("The app refused the action (HTTP %d); nothing ran.", resp.Status)
 	}
 }
 

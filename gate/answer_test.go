@@ -20,16 +20,16 @@ func TestRunOutcome(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"2xx reply", write, actions.Response{Status: 204}, nil, "The person confirmed. Removed."},
-		{"2xx no reply", &policies.Action{Effect: policies.External}, actions.Response{Status: 200}, nil, "The person confirmed. Done."},
-		{"2xx read body", read, actions.Response{Status: 200, Body: []byte("3 posts\nfound")}, nil, "The person confirmed. 3 posts found"},
+		{"2xx reply", write, actions.Response{Status: 204}, nil, "Removed."},
+		{"2xx no reply", &policies.Action{Effect: policies.External}, actions.Response{Status: 200}, nil, "Done."},
+		{"2xx read body", read, actions.Response{Status: 200, Body: []byte("3 posts\nfound")}, nil, "3 posts found"},
 		{"422 fields and rule words, never messages", write, actions.Response{Status: 422, Body: []byte(`{"message":"The title Secret Plan is taken.","errors":{"title":["unique","The title Secret Plan is taken."],"body":["max:5000"]}}`)}, nil,
-			"The person confirmed, but the app refused the arguments: body (max:5000); title (unique); nothing ran."},
-		{"422 no body", write, actions.Response{Status: 422}, nil, "The person confirmed, but the app refused the arguments; nothing ran."},
-		{"403", write, actions.Response{Status: 403}, nil, "The person confirmed, but the app refused the action (HTTP 403); nothing ran."},
-		{"404", write, actions.Response{Status: 404}, nil, "The person confirmed, but the app refused the action (HTTP 404); nothing ran."},
-		{"500", write, actions.Response{Status: 503}, nil, "The person confirmed, but the action failed (HTTP 503)."},
-		{"timeout", write, actions.Response{}, errors.New("deadline"), "The person confirmed, but the action failed: it did not answer in time. It may not have run."},
+			"The app refused the arguments: body (max:5000); title (unique); nothing ran."},
+		{"422 no body", write, actions.Response{Status: 422}, nil, "The app refused the arguments; nothing ran."},
+		{"403", write, actions.Response{Status: 403}, nil, "The app refused the action (HTTP 403); nothing ran."},
+		{"404", write, actions.Response{Status: 404}, nil, "The app refused the action (HTTP 404); nothing ran."},
+		{"500", write, actions.Response{Status: 503}, nil, "The action failed (HTTP 503)."},
+		{"timeout", write, actions.Response{}, errors.New("deadline"), "The action failed: it did not answer in time. It may not have run."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,14 +3,15 @@ package gate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/cards"
+	"github.com/toolgate/toolgate/forms"
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
@@ -28,6 +29,17 @@ type Front struct {
 	who       func() Person
 	once      sync.Once
 	person    Person
+
+	// toolSchema returns the parameters of a tool the request offers, for
+	// an action whose policy gives no schema; nil when none.
+	toolSchema func(name string) []byte
+}
+
+// WithToolSchemas tells the gate where to find the tools' schemas the
+// request offers the model.
+func (f *Front) WithToolSchemas(fn func(name string) []byte) *Front {
+	f.toolSchema = fn
+	return f
 }
 
 // Front returns the gate for one model request. who tells whose
@@ -49,37 +61,54 @@ var (
 	_ interceptor.Restorer = (*Front)(nil)
 )
 
-// Gated reports whether the policy holds calls of this tool for a person.
-// Read and write actions pass until forms exist for them.
+// Gated reports whether the policy declares this tool, so its calls are
+// inspected: a map read.
 func (f *Front) Gated(name string) bool {
-	a := f.policy.Action(name)
-	return a != nil && a.Effect.NeedsCard()
+	return f.policy.Action(name) != nil
 }
 
-// refusal is why one call cannot be held; Text is what the model reads.
+// refusal is why one call cannot be held; text is what the model reads.
 type refusal struct {
 	reason string // metric label: a fixed word
 	text   string
 }
 
-func (r *refusal) Error() string { return r.text }
+// plan is what becomes of one inspected call.
+type plan struct {
+	pass    bool
+	refusal *refusal
+	kind    store.Kind
+	shown   []byte // the card, or the form's decision (formShown)
+	print   string // the card's fingerprint
+	say     string // the card's sentence or the form's message, for the waiting text
+	args    []byte
+}
 
-// Hold builds a card for each call, stores the holds of the step and
-// returns the waiting text with the link. A call that cannot be held
-// properly is refused (fail closed): it is taken out all the same and the
-// text says why, so the app never runs it.
-func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []byte) string {
+// Hold decides each inspected call of one model response: a complete,
+// valid read or write call passes; an incomplete one gets a form when one
+// can hold what is missing; a destructive or external one gets a card
+// built from its record. A call that cannot be held properly is refused
+// (fail closed): the model reads why at once, in a continuation. Holds of
+// one response share a step and one link, stored before the app sees it.
+func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []byte) interceptor.Verdict {
 	g := f.g
 	now := g.cfg.Now()
 	f.Person()
+	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
 	stepID, err := store.NewID()
 	if err != nil {
 		return f.refuseAll(calls, "store", "the gate could not make a link")
 	}
 	var holds []store.Hold
-	var waiting []cards.Card
-	var refused []string
+	var says []string
+	cards := false
+	waiting := 0
 	for i, c := range calls {
+		p := f.plan(ctx, c, waiting)
+		if p.pass {
+			v.Pass[i] = true
+			continue
+		}
 		h := store.Hold{
 			StepID: stepID, Owner: f.person.Owner, Tenant: f.person.Tenant,
 			Policy: f.policyKey, Action: c.Name, Kind: store.KindCard, Protocol: f.protocol,
@@ -89,132 +118,182 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		if h.ID, err = store.NewID(); err != nil {
 			return f.refuseAll(calls, "store", "the gate could not make a link")
 		}
-		card, args, ref := f.card(ctx, c, i)
-		a := f.policy.Action(c.Name)
 		ttl := g.cfg.TTL
-		if a != nil && a.TTL > 0 {
+		if a := f.policy.Action(c.Name); a != nil && a.TTL > 0 {
 			ttl = a.TTL
 		}
 		h.Expires = now.Add(ttl)
-		if ref != nil {
-			// Kept, settled, so the restored history pairs this call with
+		if p.refusal != nil {
+			// Kept, settled, so a restored history pairs this call with
 			// its result too.
-			h.State, h.Answer, h.Outcome = store.Settled, "refused", ref.text
-			g.cfg.Observer.Refused(c.Name, ref.reason)
-			g.log.Warn("call refused", zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("reason", ref.reason), zap.String("why", ref.text))
-			refused = append(refused, ref.text)
+			h.State, h.Answer, h.Outcome = store.Settled, "refused", p.refusal.text
+			g.cfg.Observer.Refused(c.Name, p.refusal.reason)
+			g.log.Warn("call refused", zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("reason", p.refusal.reason), zap.String("why", p.refusal.text))
+			v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: p.refusal.text})
 		} else {
-			h.Arguments = args
-			h.Shown, _ = json.Marshal(card)
-			h.Fingerprint = card.Fingerprint()
-			waiting = append(waiting, card)
+			h.Kind, h.Shown, h.Fingerprint, h.Arguments = p.kind, p.shown, p.print, p.args
+			cards = cards || p.kind == store.KindCard
+			says = append(says, p.say)
+			waiting++
 		}
 		holds = append(holds, h)
 	}
-	if len(waiting) == 0 {
-		return strings.Join(refused, " ")
+	if waiting == 0 {
+		return v
 	}
 	if err := g.cfg.Store.Put(ctx, holds); err != nil {
 		g.log.Error("storing holds", zap.Error(err), zap.String("owner", f.person.Owner))
-		return f.refuseAll(calls, "store", "the gate could not store the confirmation")
+		return f.refuseAll(calls, "store", "the gate could not store the question for the person")
 	}
 	for _, h := range holds {
 		if h.State == store.Waiting {
 			g.cfg.Observer.Held(h.Action)
 			g.log.Info("call held",
 				zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", h.Action),
-				zap.String("owner", h.Owner), zap.String("tenant", h.Tenant), zap.Time("expires", h.Expires),
-				zap.Any("card", json.RawMessage(h.Shown)))
+				zap.String("kind", string(h.Kind)), zap.String("owner", h.Owner), zap.String("tenant", h.Tenant),
+				zap.Time("expires", h.Expires), zap.Any("card", json.RawMessage(h.Shown)))
 		}
 	}
-	return waitingText(waiting, g.Link(stepID), refused)
+	v.Text = waitingText(cards, says, g.Link(stepID))
+	return v
 }
 
-// card checks one call and builds its card from the record, read as the
-// person. Any failure is a refusal.
-func (f *Front) card(ctx context.Context, c interceptor.Call, i int) (cards.Card, []byte, *refusal) {
-	if i >= MaxHeld {
-		return cards.Card{}, nil, &refusal{"too_many", fmt.Sprintf("Toolgate refused %s: at most %d calls can wait for the person at once; nothing ran.", c.Name, MaxHeld)}
-	}
-	if f.person.Owner == "" {
-		return cards.Card{}, nil, &refusal{"no_owner", fmt.Sprintf("Toolgate refused %s: the gate could not tell whose conversation this is; nothing ran.", c.Name)}
+// plan checks one call and builds its card or form. waiting is how many
+// calls of the response already wait.
+func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan {
+	refuse := func(reason, format string, args ...any) plan {
+		return plan{refusal: &refusal{reason, fmt.Sprintf("Toolgate refused %s: "+format, append([]any{c.Name}, args...)...)}}
 	}
 	a := f.policy.Action(c.Name)
-	if a == nil || a.Card == nil {
-		return cards.Card{}, nil, &refusal{"policy", fmt.Sprintf("Toolgate refused %s: the policy gives it no card; nothing ran.", c.Name)}
+	if a == nil {
+		return refuse("policy", "the policy does not declare it; nothing ran.")
 	}
 	args := c.Arguments
 	if c.Type == "custom" {
 		args, _ = json.Marshal(map[string]string{"input": string(c.Arguments)})
 	}
-	if err := a.CheckArguments(args); err != nil {
-		var ae *policies.ArgumentError
-		if errors.As(err, &ae) {
-			return cards.Card{}, nil, &refusal{"arguments", fmt.Sprintf("Toolgate refused %s: %s. Nothing ran.", c.Name, describeFields(ae))}
+	schema := a.Schema
+	if schema == nil && f.toolSchema != nil {
+		schema = f.toolSchema(c.Name)
+	}
+	d := forms.Plan(a, schema, args)
+	if d.Outcome == forms.Refuse {
+		return refuse("arguments", "%s. Nothing ran; ask the person in words for what is missing, then call it again.", describeReasons(d))
+	}
+	if d.Outcome == forms.Pass && !a.Effect.NeedsCard() {
+		return plan{pass: true}
+	}
+	if waiting >= MaxHeld {
+		return refuse("too_many", "at most %d calls can wait for the person at once; nothing ran. Call it again after they answer.", MaxHeld)
+	}
+	if f.person.Owner == "" {
+		return refuse("no_owner", "the gate could not tell whose conversation this is; nothing ran.")
+	}
+	if d.Outcome == forms.Ask {
+		if err := a.CheckAsk(schema); err != nil {
+			f.g.log.Error("policy error: ask does not fit the tool's schema", zap.String("action", c.Name), zap.Error(err))
+			return refuse("policy", "the gate's policy cannot build its form (%s); nothing ran.", describeReasons(d))
 		}
-		return cards.Card{}, nil, &refusal{"arguments", fmt.Sprintf("Toolgate refused %s: its arguments are not a JSON object. Nothing ran.", c.Name)}
+		form, err := f.g.buildForm(ctx, a, schema, d, "", f.person)
+		if err != nil {
+			f.g.log.Error("building form", zap.String("action", c.Name), zap.Error(err))
+			return refuse("form", "the form for %s cannot be built; nothing ran.", describeReasons(d))
+		}
+		var kept json.RawMessage
+		if a.Schema == nil {
+			kept = schema
+		}
+		shown, _ := json.Marshal(formShown{Fields: d.Fields, Reasons: d.Reasons, Accepted: d.Accepted, Schema: kept, Message: form.Message})
+		return plan{kind: store.KindForm, shown: shown, say: form.Message, args: args}
+	}
+	card, ref := f.card(ctx, a, args)
+	if ref != nil {
+		return plan{refusal: ref}
+	}
+	shown, _ := json.Marshal(card)
+	return plan{kind: store.KindCard, shown: shown, print: card.Fingerprint(), say: card.Sentence, args: args}
+}
+
+// card builds a call's card from the record, read as the person. Any
+// failure is a refusal.
+func (f *Front) card(ctx context.Context, a *policies.Action, args []byte) (cards.Card, *refusal) {
+	refuse := func(reason, format string, v ...any) (cards.Card, *refusal) {
+		return cards.Card{}, &refusal{reason, fmt.Sprintf("Toolgate refused %s: "+format, append([]any{a.Name}, v...)...)}
+	}
+	if a.Card == nil {
+		return refuse("policy", "the policy gives it no card; nothing ran.")
 	}
 	var record []byte
 	if a.Card.Record != nil {
 		u, err := a.Card.Record.Expand(args)
 		if err != nil {
-			f.g.log.Error("policy error: expanding record url", zap.String("action", c.Name), zap.Error(err))
-			return cards.Card{}, nil, &refusal{"policy", fmt.Sprintf("Toolgate refused %s: the gate's policy cannot name its record; nothing ran.", c.Name)}
+			f.g.log.Error("policy error: expanding record url", zap.String("action", a.Name), zap.Error(err))
+			return refuse("policy", "the gate's policy cannot name its record; nothing ran.")
 		}
 		resp, err := f.g.cfg.Actions.Fetch(ctx, u, f.person.caller())
 		switch {
 		case err != nil:
-			f.g.log.Error("reading record", zap.String("action", c.Name), zap.Error(err))
-			return cards.Card{}, nil, &refusal{"record", fmt.Sprintf("Toolgate refused %s: the record could not be read; nothing ran.", c.Name)}
+			f.g.log.Error("reading record", zap.String("action", a.Name), zap.Error(err))
+			return refuse("record", "the record could not be read; nothing ran.")
 		case resp.Status == 403:
-			return cards.Card{}, nil, &refusal{"forbidden", fmt.Sprintf("Toolgate refused %s: the person may not do this; nothing ran.", c.Name)}
+			return refuse("forbidden", "the person may not do this; nothing ran.")
 		case resp.Status == 404 || resp.Status == 410:
-			return cards.Card{}, nil, &refusal{"not_found", fmt.Sprintf("Toolgate refused %s: the record was not found; nothing ran.", c.Name)}
+			return refuse("not_found", "the record was not found; nothing ran.")
 		case resp.Status < 200 || resp.Status > 299:
-			return cards.Card{}, nil, &refusal{"record", fmt.Sprintf("Toolgate refused %s: the record could not be read (HTTP %d); nothing ran.", c.Name, resp.Status)}
+			return refuse("record", "the record could not be read (HTTP %d); nothing ran.", resp.Status)
 		}
 		record = resp.Body
 	}
 	card, err := cards.Build(a.Card, record)
 	if err != nil {
-		return cards.Card{}, nil, &refusal{"record", fmt.Sprintf("Toolgate refused %s: the record is not JSON; nothing ran.", c.Name)}
+		return refuse("record", "the record is not JSON; nothing ran.")
 	}
-	return card, args, nil
+	return card, nil
 }
 
-func (f *Front) refuseAll(calls []interceptor.Call, reason, why string) string {
-	names := make([]string, len(calls))
-	for i, c := range calls {
-		names[i] = c.Name
+func (f *Front) refuseAll(calls []interceptor.Call, reason, why string) interceptor.Verdict {
+	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
+	for _, c := range calls {
 		f.g.cfg.Observer.Refused(c.Name, reason)
+		v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: fmt.Sprintf("Toolgate refused %s: %s; nothing ran.", c.Name, why)})
 	}
-	return fmt.Sprintf("Toolgate refused %s: %s; nothing ran.", strings.Join(names, ", "), why)
+	return v
 }
 
 // waitingText is what the app shows in place of the held calls.
-func waitingText(waiting []cards.Card, link string, refused []string) string {
+func waitingText(cards bool, says []string, link string) string {
 	var b strings.Builder
-	b.WriteString("Waiting for your confirmation: ")
-	for i, c := range waiting {
-		if i > 0 {
-			b.WriteString(" / ")
+	if cards {
+		b.WriteString("Waiting for your confirmation: ")
+	} else {
+		b.WriteString("Waiting for your answer: ")
+	}
+	var uniq []string
+	for _, s := range says {
+		if !slices.Contains(uniq, s) {
+			uniq = append(uniq, s)
 		}
-		b.WriteString(c.Sentence)
+	}
+	b.WriteString(strings.Join(uniq, " / "))
+	if len(says) > 1 {
+		fmt.Fprintf(&b, " (%d questions)", len(says))
 	}
 	b.WriteString(" Answer here: ")
 	b.WriteString(link)
-	for _, r := range refused {
-		b.WriteString("\n\n")
-		b.WriteString(r)
-	}
 	return b.String()
 }
 
-// describeFields names the fields and their rules, never their values.
-func describeFields(e *policies.ArgumentError) string {
-	parts := make([]string, len(e.Fields))
-	for i, f := range e.Fields {
-		parts[i] = f.Field + " (" + f.Rule + ")"
+// describeReasons names the failing fields and their rules, never values.
+func describeReasons(d forms.Decision) string {
+	var parts []string
+	for _, f := range d.Fields {
+		parts = append(parts, f+" ("+d.Reasons[f]+")")
+	}
+	if r, ok := d.Reasons[""]; ok {
+		parts = append(parts, "the arguments ("+r+")")
+	}
+	if len(parts) == 0 {
+		return "its arguments"
 	}
 	return "fields " + strings.Join(parts, ", ")
 }

@@ -28,30 +28,41 @@ var (
 	doneData     = []byte("[DONE]")
 )
 
-// RewriteJSON takes the gated calls out of a chat.completion body
-// (wire-formats.md §1.1).
+// RewriteJSON judges the inspected calls of a chat.completion body
+// (wire-formats.md §1.1) and takes out the held and refused ones; refusals
+// are shown in place (a Turn sends them back to the model instead).
 //
 // A body without the bytes "tool_calls" is returned as is, the same slice,
 // without any JSON work. Otherwise the body is validated once; invalid JSON is
 // an error, because a call in it could not be checked (fail closed). When no
-// choice holds a gated call the body is returned unchanged, the same slice.
+// choice holds an inspected call, or every one is passed and Hold gives no
+// text, the body is returned unchanged, the same slice.
 //
-// For each choice with gated calls, Hold gets them with the assistant message
-// {"role":"assistant","content":…,"tool_calls":[every call, raw]}; the calls
-// are removed (the key too when none is left), the returned text becomes the
-// content (after the model's own text and a blank line, if there was any),
-// and finish_reason "tool_calls" becomes "stop" when no call is left. Every
-// other byte is kept. The result is a new slice; body is never modified.
+// For each choice with inspected calls, Hold gets them with the assistant
+// message {"role":"assistant","content":…,"tool_calls":[every call, raw]}.
+// Passed calls stay where they are, byte for byte; the others are removed
+// (the key too when none is left), the text becomes the content (after the
+// model's own text and a blank line, if there was any), and finish_reason
+// "tool_calls" becomes "stop" when no call is left. Every other byte is kept.
+// The result is a new slice; body is never modified.
 func (Chat) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, error) {
+	out, _, err := rewriteChatJSON(ctx, body, h, false)
+	return out, err
+}
+
+// rewriteChatJSON is RewriteJSON. With cont, the refused calls of a body
+// with one choice are taken out without text and returned as a step, to
+// be sent back to the model.
+func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]byte, *chatStep, error) {
 	if !hasToolCalls(body) {
-		return body, nil
+		return body, nil, nil
 	}
 	if !gjson.ValidBytes(body) {
-		return nil, errors.New("chat response: invalid JSON around tool calls")
+		return nil, nil, errors.New("chat response: invalid JSON around tool calls")
 	}
 	choices := gjson.GetBytes(body, "choices")
 	if !choices.IsArray() {
-		return body, nil
+		return body, nil, nil
 	}
 	type heldChoice struct {
 		choice gjson.Result
@@ -93,26 +104,41 @@ func (Chat) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, err
 		return true
 	})
 	if len(held) == 0 {
-		return body, nil
+		return body, nil, nil
 	}
+	// Only a lone choice 0 continues: a follow-up request answers one
+	// assistant message.
+	cont = cont && pos == 1 && held[0].calls[0].Choice == 0
 	edits := make([]edit, 0, len(held))
+	var step *chatStep
 	for _, hc := range held {
-		repl, err := holdChoice(ctx, hc.choice, hc.calls, h)
+		repl, st, err := holdChoice(ctx, hc.choice, hc.calls, h, cont)
 		if err != nil {
-			return nil, fmt.Errorf("chat response: choice %d: %w", hc.calls[0].Choice, err)
+			return nil, nil, fmt.Errorf("chat response: choice %d: %w", hc.calls[0].Choice, err)
+		}
+		if st != nil {
+			step = st
+		}
+		if repl == "" {
+			continue // every call passed, no text: the choice stays as it is
 		}
 		e, err := editOf(body, hc.choice, repl)
 		if err != nil {
-			return nil, fmt.Errorf("chat response: %w", err)
+			return nil, nil, fmt.Errorf("chat response: %w", err)
 		}
 		edits = append(edits, e)
 	}
-	return applyEdits(body, edits), nil
+	if len(edits) == 0 {
+		return body, nil, nil
+	}
+	return applyEdits(body, edits), step, nil
 }
 
-// holdChoice hands one choice's gated calls to h and returns the choice
-// rewritten. calls are in message order (Position ascending).
-func holdChoice(ctx context.Context, choice gjson.Result, calls []Call, h Holder) (string, error) {
+// holdChoice hands one choice's inspected calls to h and returns the choice
+// rewritten ("" when it stays as it is). calls are in message order
+// (Position ascending). With cont, refused calls (all with ids) are taken
+// out without text and returned as a step.
+func holdChoice(ctx context.Context, choice gjson.Result, calls []Call, h Holder, cont bool) (string, *chatStep, error) {
 	msg := choice.Get("message")
 	content := msg.Get("content")
 	tcs := msg.Get("tool_calls")
@@ -127,44 +153,74 @@ func holdChoice(ctx context.Context, choice gjson.Result, calls []Call, h Holder
 	m = append(m, `,"tool_calls":`...)
 	m = append(m, tcs.Raw...)
 	m = append(m, '}')
-	text := h.Hold(ctx, calls, m)
+	v := h.Hold(ctx, calls, m)
+	fates, contents, anyRefused, ids := v.fates(calls)
+	cont = cont && anyRefused && ids
+	text := v.Text
+	if !cont {
+		text = inPlace(text, fates, contents)
+	}
 
 	var kept []byte
+	var step *chatStep
+	if cont {
+		step = &chatStep{fallback: inPlace("", fates, contents)}
+		if content.Type == gjson.String {
+			step.content = content.Str
+		}
+	}
+	removed := false
 	n, j := 0, 0
 	tcs.ForEach(func(_, tc gjson.Result) bool {
+		keep := true
 		if j < len(calls) && calls[j].Position == n {
+			keep = fates[j] == passed
+			if fates[j] == refused && step != nil {
+				step.calls = append(step.calls, []byte(tc.Raw))
+				step.results = append(step.results, Refusal{CallID: calls[j].ID, Content: contents[j]})
+			}
 			j++
-		} else {
+		}
+		if keep {
 			if len(kept) > 0 {
 				kept = append(kept, ',')
 			}
 			kept = append(kept, tc.Raw...)
+		} else {
+			removed = true
 		}
 		n++
 		return true
 	})
+	if !removed && text == "" {
+		return "", nil, nil
+	}
 
 	var err error
 	out := msg.Raw
-	if kept == nil {
+	switch {
+	case !removed:
+	case kept == nil:
 		out, err = sjson.Delete(out, "tool_calls")
-	} else {
+	default:
 		out, err = sjson.SetRaw(out, "tool_calls", "["+string(kept)+"]")
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if out, err = sjson.SetRaw(out, "content", string(appendText(nil, content, text))); err != nil {
-		return "", err
+	if text != "" {
+		if out, err = sjson.SetRaw(out, "content", string(appendText(nil, content, text))); err != nil {
+			return "", nil, err
+		}
 	}
 	repl, err := sjson.SetRaw(choice.Raw, "message", out)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if kept == nil && choice.Get("finish_reason").Str == "tool_calls" {
 		repl, err = sjson.SetRaw(repl, "finish_reason", `"stop"`)
 	}
-	return repl, err
+	return repl, step, err
 }
 
 // appendText appends the JSON string of the new content: the model's own
@@ -243,14 +299,17 @@ const foldAt = 256 << 10
 // Events are passed on whole, as soon as their closing blank line arrives;
 // flush (may be nil) is called once after each Write that wrote any. An event
 // whose bytes hold no "tool_calls" is written as it came, by a byte search:
-// no JSON work, no copy unless it spans two Writes. Only a gated call's own
-// fragments are held back: they are dropped, and the calls are handed to Hold
-// when their choice's finish chunk arrives; the text Hold returns is written
-// as one content chunk just before that finish chunk (§0.2), whose
-// finish_reason becomes "stop" if no call of the choice was let through
-// (§0.3). Calls let through are renumbered densely (§0.1). The chunk envelope
-// (id, object, created, model, system_fingerprint, service_tier) is copied,
-// never changed (§0.4).
+// no JSON work, no copy unless it spans two Writes. Only an inspected call's
+// own fragments are held back: they are dropped, and the calls are handed to
+// Hold when their choice's finish chunk arrives. Just before that finish
+// chunk come the text Hold returns, as one content chunk (§0.2), then each
+// passed call, whole, as one delta chunk (index, id, type, name, complete
+// arguments, as a first delta); the finish_reason becomes "stop" if no call
+// of the choice was let through (§0.3). Calls let through are numbered
+// densely (§0.1), inspected ones after those that passed unread. The chunk
+// envelope (id, object, created, model, system_fingerprint, service_tier) is
+// copied, never changed (§0.4). Refusals are shown in place, after the text
+// (a Turn sends them back to the model instead).
 //
 // A held call's message needs the text the model wrote before it, which went
 // out before any call was seen. So events that pass and hold "content" are
@@ -272,6 +331,7 @@ type chatStream struct {
 	dst   io.Writer
 	flush func() error
 	h     Holder
+	t     *chatTurn // the turn it belongs to; nil: no continuation
 
 	pend      *bytes.Buffer // the event begun in an earlier Write, not yet complete (pooled)
 	lineStart int           // where the current, unfinished line starts in pend
@@ -282,6 +342,17 @@ type chatStream struct {
 	closed    bool
 	err       error // sticky: once set, nothing more is written
 
+	// Continuation state (a Turn's stream only).
+	slowAll   bool   // read every event: the response continues an earlier one, or its end is withheld
+	inCont    bool   // the response continues an earlier one: ids rewritten, role dropped
+	ending    bool   // the response's end is withheld: a continuation may follow
+	finished  bool   // the response finished choice 0
+	idRaw     string // the turn's chunk id (raw JSON), set when a continuation is first pending
+	endEnv    []byte // the envelope of the withheld end's chunks: `"id":…,"object":…,`
+	endReason string // the upstream finish_reason of the withheld end
+	doneSeen  bool   // a [DONE] was withheld
+	carry     string // the usage (raw JSON, summed) of responses whose usage was withheld
+
 	joined []byte // scratch: an event's data lines joined
 	out    []byte // scratch: a rewritten event
 	edits  []edit // scratch: edits of one chunk
@@ -289,16 +360,18 @@ type chatStream struct {
 
 type chatChoice struct {
 	index   int
-	content []byte      // the text of every content delta so far
-	calls   []*chatCall // in order of first appearance
-	passed  int         // calls let through
+	content []byte      // the text of every content delta so far (this response)
+	calls   []*chatCall // in order of first appearance (this response)
+	passed  int         // calls let through (the whole turn: the next dense index)
 	held    int         // held calls not yet handed to Hold
+	shown   bool        // text reached the app before this response, or the gate wrote some
+	sep     bool        // the response's first content delta needs a blank line before it
 }
 
 type chatCall struct {
-	index int // the provider's tool_calls[].index
-	dense int // the index it is written with, if passed
-	held  bool
+	index int  // the provider's tool_calls[].index
+	dense int  // the index it is written with, if passed
+	held  bool // inspected: its fragments wait for Hold
 	done  bool // handed to Hold
 	id    string
 	typ   string
@@ -471,7 +544,7 @@ func (s *chatStream) handle(ev []byte) {
 // tool call turns up (fold). Copying every event costs less than searching
 // each for "content".
 func (s *chatStream) passes(ev []byte) bool {
-	if s.waiting > 0 || hasToolCalls(ev) {
+	if s.waiting > 0 || s.slowAll || hasToolCalls(ev) {
 		return false
 	}
 	if s.log == nil {
@@ -563,13 +636,22 @@ func field(line []byte) (name, value []byte) {
 }
 
 // slow handles an event that names a tool call, or any event while a held
-// call waits for its finish chunk.
+// call waits for its finish chunk or a continuation is under way.
 func (s *chatStream) slow(ev []byte) {
 	if s.log != nil && s.log.Len() > 0 {
 		s.fold() // keep the text in order: logged deltas came first
 	}
 	data, ok := s.data(ev)
-	if !ok || bytes.Equal(data, doneData) {
+	if s.ending {
+		s.withhold(data, ok)
+		return
+	}
+	if !ok {
+		s.write(ev)
+		return
+	}
+	if bytes.Equal(data, doneData) {
+		s.writeCarry()
 		s.write(ev)
 		return
 	}
@@ -594,75 +676,207 @@ func (s *chatStream) slow(ev []byte) {
 	}
 }
 
+// withhold takes an event that comes after the finish chunk of a response
+// whose end is withheld: nothing of it is written; its usage is carried to
+// the turn's last usage chunk, and a [DONE] is remembered.
+func (s *chatStream) withhold(data []byte, ok bool) {
+	switch {
+	case !ok:
+	case bytes.Equal(data, doneData):
+		s.doneSeen = true
+	case gjson.ValidBytes(data):
+		if u := gjson.GetBytes(data, "usage"); !isNull(u) {
+			s.carry = sumUsage(s.carry, u.Raw)
+		}
+	}
+}
+
 // chunk reads one chunk into the stream state and says what to write in its
 // place: repl is the new data ("" to keep the event as it is), or drop is
-// true when the chunk carried nothing but held fragments. Content chunks for
-// choices whose held calls it finishes are written before it returns.
+// true when the chunk carried nothing but held fragments (or, in a
+// continuation, nothing the app needs). Content and call chunks for choices
+// whose held calls it finishes are written before it returns.
 func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 	root := gjson.ParseBytes(data)
 	if !root.IsObject() {
 		return "", false, nil
+	}
+	s.edits = s.edits[:0]
+	if s.inCont {
+		// One message: every chunk carries the first response's id, which
+		// openai-go checks (wire-formats.md §1.3).
+		if id := root.Get("id"); s.idRaw != "" && id.Exists() && id.Raw != s.idRaw {
+			ed, e := editOf(data, id, s.idRaw)
+			if e != nil {
+				return "", false, e
+			}
+			s.edits = append(s.edits, ed)
+		}
 	}
 	// An event without choices (the usage chunk, an {"error":…} event that
 	// ends the stream for openai-go, wire-formats.md §1.2) goes out as it is.
 	// An error event that does carry choices is read like any chunk, so no
 	// client that reads past the error sees a held fragment.
 	choices := root.Get("choices")
-	if !choices.IsArray() {
-		return "", false, nil
-	}
-	s.edits = s.edits[:0]
 	droppable, seen := true, false
-	pos := 0
-	choices.ForEach(func(_, ch gjson.Result) bool {
-		seen = true
-		ci := choiceIndex(ch, pos)
-		pos++
-		st := s.choice(ci)
-		delta := ch.Get("delta")
-		if c := delta.Get("content"); c.Type == gjson.String {
-			st.content = append(st.content, c.Str...)
-		}
-		removed, newDelta, e := s.toolDeltas(st, ci, delta)
-		if e != nil {
-			err = e
-			return false
-		}
-		if newDelta != "" {
-			ed, e := editOf(data, delta, newDelta)
+	if choices.IsArray() {
+		pos := 0
+		choices.ForEach(func(_, ch gjson.Result) bool {
+			seen = true
+			ci := choiceIndex(ch, pos)
+			pos++
+			keep, e := s.choiceDelta(data, root, ch, ci)
 			if e != nil {
 				err = e
 				return false
 			}
-			s.edits = append(s.edits, ed)
+			droppable = droppable && !keep
+			return s.err == nil
+		})
+		if err != nil || s.err != nil {
+			return "", false, err
 		}
-		fr := ch.Get("finish_reason")
-		if fr.Type == gjson.String && st.held > 0 {
-			s.settle(root, st)
-			if st.passed == 0 && fr.Str == "tool_calls" {
-				ed, e := editOf(data, fr, `"stop"`)
-				if e != nil {
-					err = e
-					return false
-				}
-				s.edits = append(s.edits, ed)
-			}
-		}
-		if !removed || !isNull(fr) || !isNull(ch.Get("logprobs")) || hasMembers(newDelta) {
-			droppable = false
-		}
-		return s.err == nil
-	})
-	if err != nil || s.err != nil {
-		return "", false, err
 	}
-	if seen && droppable && isNull(root.Get("usage")) {
+	var usage gjson.Result // read only when it matters: most chunks are not dropped
+	if s.ending || s.carry != "" || seen && droppable {
+		usage = root.Get("usage")
+	}
+	usageGone := false
+	if !isNull(usage) && (s.ending || s.carry != "") {
+		// The usage of a response whose end is withheld waits for the
+		// turn's last usage chunk, which carries the sum.
+		sum := "null"
+		if s.ending {
+			s.carry = sumUsage(s.carry, usage.Raw)
+			usageGone = true
+		} else {
+			sum, s.carry = sumUsage(s.carry, usage.Raw), ""
+		}
+		ed, e := editOf(data, usage, sum)
+		if e != nil {
+			return "", false, e
+		}
+		s.edits = append(s.edits, ed)
+	}
+	if seen && droppable && (isNull(usage) || usageGone) || !seen && usageGone {
 		return "", true, nil
 	}
 	if len(s.edits) == 0 {
 		return "", false, nil
 	}
 	return string(applyEdits(data, s.edits)), false, nil
+}
+
+// choiceDelta reads one choice of a chunk: its content, its tool call
+// fragments, its finish. It adds the edits the choice needs to s.edits and
+// reports whether the choice must be written (keep false: it carried only
+// what was taken out).
+func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (keep bool, err error) {
+	st := s.choice(ci)
+	delta := ch.Get("delta")
+	c := delta.Get("content")
+	if c.Type == gjson.String {
+		st.content = append(st.content, c.Str...)
+	}
+	removed, newDelta, err := s.toolDeltas(st, ci, delta)
+	if err != nil {
+		return false, err
+	}
+	if s.inCont {
+		// The app reads one message: no second role, and a blank line
+		// between the first response's text and the follow-up's.
+		d, changed := newDelta, newDelta != ""
+		if !changed {
+			d = delta.Raw
+		}
+		if delta.Get("role").Exists() {
+			if d, err = sjson.Delete(d, "role"); err != nil {
+				return false, err
+			}
+			removed, changed = true, true
+		}
+		if st.sep && c.Type == gjson.String && c.Str != "" {
+			if d, err = sjson.SetRaw(d, "content", `"\n\n`+c.Raw[1:]); err != nil {
+				return false, err
+			}
+			st.sep, changed = false, true
+		}
+		if changed {
+			newDelta = d
+		}
+	}
+	if newDelta != "" {
+		ed, e := editOf(data, delta, newDelta)
+		if e != nil {
+			return false, e
+		}
+		s.edits = append(s.edits, ed)
+	}
+	fr := ch.Get("finish_reason")
+	finishNull := isNull(fr)
+	if fr.Type == gjson.String {
+		if st.index == 0 {
+			s.finished = true
+		}
+		settled := st.held > 0
+		if settled {
+			s.settle(root, st)
+			if s.err != nil {
+				return false, nil
+			}
+		}
+		reason := fr.Str
+		if settled || s.inCont {
+			reason = finishReason(reason, st.passed > 0, s.inCont)
+		}
+		if s.t != nil && s.t.pending != nil && !s.ending {
+			// Refused calls go back to the model: this response's end is
+			// withheld, for the follow-up's (or Finish's) to take its place.
+			s.ending, s.slowAll = true, true
+			s.endReason = fr.Str
+			s.endEnv = s.envelope(s.endEnv[:0], root)
+			reason, finishNull, removed = "", true, true
+		}
+		if reason != fr.Str {
+			repl := "null"
+			if reason != "" {
+				repl = strconv.Quote(reason)
+			}
+			ed, e := editOf(data, fr, repl)
+			if e != nil {
+				return false, e
+			}
+			s.edits = append(s.edits, ed)
+		}
+	}
+	if newDelta == "" {
+		newDelta = delta.Raw
+	}
+	return !removed || !finishNull || !isNull(ch.Get("logprobs")) || meaningful(newDelta), nil
+}
+
+// finishReason is the finish_reason the app reads: "tool_calls" only when a
+// call reached it. A "stop" becomes "tool_calls" only in a continuation
+// (the first response passed a call); other reasons stay.
+func finishReason(reason string, called, inCont bool) string {
+	switch {
+	case reason == "tool_calls" && !called:
+		return "stop"
+	case reason == "stop" && called && inCont:
+		return "tool_calls"
+	}
+	return reason
+}
+
+// meaningful reports whether a delta object carries anything for the app:
+// a member that is neither null nor "".
+func meaningful(delta string) bool {
+	found := false
+	gjson.Parse(delta).ForEach(func(_, v gjson.Result) bool {
+		found = v.Type != gjson.Null && !(v.Type == gjson.String && v.Str == "")
+		return !found
+	})
+	return found
 }
 
 // toolDeltas reads a delta's tool_calls into the choice's calls. It returns
@@ -779,9 +993,11 @@ func (s *chatStream) addCall(st *chatChoice, index int, typ, name, id string) *c
 	return c
 }
 
-// settle hands a finished choice's held calls to Hold and writes the text it
-// returns as one content chunk, in the envelope of the chunk that finished
-// the choice (wire-formats.md §1.2).
+// settle hands a finished choice's inspected calls to Hold and writes, in
+// the envelope of the chunk that finished the choice (wire-formats.md
+// §1.2), the text it returns as one content chunk, then each passed call as
+// one delta chunk. Refused calls that can go back to the model become the
+// turn's pending step; the others' refusals are shown in the text.
 func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 	calls := slices.Clone(st.calls)
 	slices.SortStableFunc(calls, func(a, b *chatCall) int { return a.index - b.index })
@@ -793,6 +1009,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 	}
 	msg = append(msg, `,"tool_calls":[`...)
 	var held []Call
+	var judged []*chatCall
 	for i, c := range calls {
 		if i > 0 {
 			msg = append(msg, ',')
@@ -810,6 +1027,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 				Arguments: slices.Clone(c.args),
 				Raw:       slices.Clone(msg[start:]),
 			})
+			judged = append(judged, c)
 		}
 	}
 	msg = append(msg, "]}"...)
@@ -820,27 +1038,131 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 	if s.err != nil {
 		return
 	}
-	text := s.h.Hold(s.ctx, held, msg)
-	if len(st.content) > 0 {
-		text = "\n\n" + text
+	v := s.h.Hold(s.ctx, held, msg)
+	fates, contents, anyRefused, ids := v.fates(held)
+	cont := anyRefused && ids && s.t != nil && len(s.choices) == 1 && st.index == 0 && s.t.allowed()
+	text := v.Text
+	if !cont {
+		text = inPlace(text, fates, contents)
 	}
-
-	ev := append(s.out[:0], "data: {"...)
-	for _, k := range [...]string{"id", "object", "created", "model", "system_fingerprint", "service_tier"} {
-		if v := root.Get(k); v.Exists() {
-			ev = strconv.AppendQuote(ev, k)
-			ev = append(ev, ':')
-			ev = append(ev, v.Raw...)
-			ev = append(ev, ',')
+	if cont {
+		step := &chatStep{content: string(st.content), fallback: inPlace("", fates, contents)}
+		for i, c := range judged {
+			if fates[i] == refused {
+				step.calls = append(step.calls, held[i].Raw)
+				step.results = append(step.results, Refusal{CallID: c.id, Content: contents[i]})
+			}
+		}
+		s.t.pending = step
+		if s.idRaw == "" {
+			s.idRaw = root.Get("id").Raw
 		}
 	}
+
+	env := s.envelope(nil, root)
+	if text != "" {
+		if len(st.content) > 0 || st.shown {
+			text = "\n\n" + text
+		}
+		s.writeText(env, st.index, text)
+		st.shown = true
+	}
+	for i, c := range judged {
+		if fates[i] != passed {
+			continue
+		}
+		c.dense = st.passed
+		st.passed++
+		ev := append(s.out[:0], "data: {"...)
+		ev = append(ev, env...)
+		ev = append(ev, `"choices":[{"index":`...)
+		ev = strconv.AppendInt(ev, int64(st.index), 10)
+		ev = append(ev, `,"delta":{"tool_calls":[`...)
+		ev = c.appendDelta(ev)
+		ev = append(ev, "]},\"logprobs\":null,\"finish_reason\":null}]}\n\n"...)
+		s.out = ev
+		s.write(ev)
+	}
+}
+
+// envelope appends a chunk's envelope members, each followed by a comma:
+// id (the turn's, in a continuation), object, created, model,
+// system_fingerprint, service_tier.
+func (s *chatStream) envelope(dst []byte, root gjson.Result) []byte {
+	for _, k := range [...]string{"id", "object", "created", "model", "system_fingerprint", "service_tier"} {
+		v := root.Get(k)
+		raw := v.Raw
+		if k == "id" && s.idRaw != "" {
+			raw = s.idRaw
+		} else if !v.Exists() {
+			continue
+		}
+		dst = strconv.AppendQuote(dst, k)
+		dst = append(dst, ':')
+		dst = append(dst, raw...)
+		dst = append(dst, ',')
+	}
+	return dst
+}
+
+// writeText writes one content chunk for choice ci.
+func (s *chatStream) writeText(env []byte, ci int, text string) {
+	ev := append(s.out[:0], "data: {"...)
+	ev = append(ev, env...)
 	ev = append(ev, `"choices":[{"index":`...)
-	ev = strconv.AppendInt(ev, int64(st.index), 10)
+	ev = strconv.AppendInt(ev, int64(ci), 10)
 	ev = append(ev, `,"delta":{"content":`...)
 	ev = gjson.AppendJSONString(ev, text)
 	ev = append(ev, "},\"logprobs\":null,\"finish_reason\":null}]}\n\n"...)
 	s.out = ev
 	s.write(ev)
+}
+
+// writeCarry writes the usage still carried from withheld responses as
+// one usage chunk, before the turn's [DONE].
+func (s *chatStream) writeCarry() {
+	if s.carry == "" {
+		return
+	}
+	ev := append(s.out[:0], "data: {"...)
+	ev = append(ev, s.endEnv...)
+	ev = append(ev, `"choices":[],"usage":`...)
+	ev = append(ev, s.carry...)
+	ev = append(ev, "}\n\n"...)
+	s.carry = ""
+	s.out = ev
+	s.write(ev)
+}
+
+// writeEnd writes the end of the turn that a continuation withheld: text
+// (if any) as a content chunk for choice 0, the finish chunk, the carried
+// usage and [DONE] if the upstream sent one.
+func (s *chatStream) writeEnd(text string) {
+	st := s.choice(0)
+	if text != "" {
+		if len(st.content) > 0 || st.shown {
+			text = "\n\n" + text
+		}
+		s.writeText(s.endEnv, 0, text)
+		st.shown = true
+	}
+	reason := finishReason(s.endReason, st.passed > 0, true)
+	if reason == "" {
+		reason = "stop"
+	}
+	ev := append(s.out[:0], "data: {"...)
+	ev = append(ev, s.endEnv...)
+	ev = append(ev, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
+	ev = strconv.AppendQuote(ev, reason)
+	ev = append(ev, "}]}\n\n"...)
+	s.out = ev
+	s.write(ev)
+	s.writeCarry()
+	if s.doneSeen {
+		s.write([]byte("data: [DONE]\n\n"))
+	}
+	s.ending = false
+	s.flushNow()
 }
 
 // appendJSON appends the call as it appears in a complete message.
@@ -865,6 +1187,15 @@ func (c *chatCall) appendJSON(b []byte) []byte {
 	b = append(b, `":`...)
 	b = gjson.AppendJSONString(b, string(c.args))
 	return append(b, "}}"...)
+}
+
+// appendDelta appends the call as the first delta of a stream carrying it
+// whole: index (dense), id, type, name and the complete arguments.
+func (c *chatCall) appendDelta(b []byte) []byte {
+	start := len(b)
+	b = c.appendJSON(b) // {"id":…}
+	index := strconv.AppendInt([]byte(`"index":`), int64(c.dense), 10)
+	return slices.Insert(b, start+1, append(index, ',')...)
 }
 
 // writeEvent writes ev with its data replaced by one "data: " line holding

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,10 +27,14 @@ const (
 	waitText = "Waiting for your confirmation: Delete this post? Answer here: " + testLink + testStep
 )
 
-// fakeHolder gates the tools named in gated and answers every hold with text.
+// fakeHolder inspects the tools named in gated. It passes the calls named
+// in pass, refuses those named in refuse (with that content), and holds the
+// others, answering with text when it holds any.
 type fakeHolder struct {
-	gated map[string]bool
-	text  string
+	gated  map[string]bool
+	pass   map[string]bool
+	refuse map[string]string
+	text   string
 
 	mu    sync.Mutex
 	holds []holdRecord
@@ -41,20 +46,49 @@ type holdRecord struct {
 }
 
 func newHolder(names ...string) *fakeHolder {
-	h := &fakeHolder{gated: make(map[string]bool), text: waitText}
+	h := &fakeHolder{gated: make(map[string]bool), pass: make(map[string]bool), refuse: make(map[string]string), text: waitText}
 	for _, n := range names {
 		h.gated[n] = true
 	}
 	return h
 }
 
+// passing marks names as inspected and passed.
+func (h *fakeHolder) passing(names ...string) *fakeHolder {
+	for _, n := range names {
+		h.gated[n], h.pass[n] = true, true
+	}
+	return h
+}
+
+// refusing marks name as inspected and refused with content.
+func (h *fakeHolder) refusing(name, content string) *fakeHolder {
+	h.gated[name], h.refuse[name] = true, content
+	return h
+}
+
 func (h *fakeHolder) Gated(name string) bool { return h.gated[name] }
 
-func (h *fakeHolder) Hold(_ context.Context, calls []Call, message []byte) string {
+func (h *fakeHolder) Hold(_ context.Context, calls []Call, message []byte) Verdict {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.holds = append(h.holds, holdRecord{slices.Clone(calls), slices.Clone(message)})
-	return h.text
+	v := Verdict{Pass: make([]bool, len(calls))}
+	held := false
+	for i, c := range calls {
+		switch {
+		case h.pass[c.Name]:
+			v.Pass[i] = true
+		case h.refuse[c.Name] != "":
+			v.Refusals = append(v.Refusals, Refusal{CallID: c.ID, Content: h.refuse[c.Name]})
+		default:
+			held = true
+		}
+	}
+	if held {
+		v.Text = h.text
+	}
+	return v
 }
 
 func fixture(t testing.TB, name string) []byte {
@@ -878,9 +912,19 @@ func TestChatJSONInvalid(t *testing.T) {
 	}
 }
 
-// gatedInOutput reports whether any tool call left in a rewritten JSON body
-// or stream is gated by h.
-func gatedInStream(h Holder, out []byte) bool {
+// blocks reports whether h keeps calls of this tool from the app (held or
+// refused).
+func (h *fakeHolder) blocks(name string) bool { return h.gated[name] && !h.pass[name] }
+
+// fuzzHolder holds GetWeatherArgs and delete_post, passes get_weather after
+// inspection and refuses get_stock_price.
+func fuzzHolder() *fakeHolder {
+	return newHolder("GetWeatherArgs", "delete_post").passing("get_weather").refusing("get_stock_price", "refused: ticker (a string)")
+}
+
+// blockedInStream reports whether any tool call written in a rewritten
+// stream is one h blocks.
+func blockedInStream(h *fakeHolder, out []byte) bool {
 	found := false
 	for line := range strings.SplitSeq(string(out), "\n") {
 		_, data, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "data:")
@@ -889,7 +933,7 @@ func gatedInStream(h Holder, out []byte) bool {
 		}
 		gjson.Get(data, "choices").ForEach(func(_, ch gjson.Result) bool {
 			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				found = found || h.Gated(tc.Get("function.name").Str) || h.Gated(tc.Get("custom.name").Str)
+				found = found || h.blocks(tc.Get("function.name").Str) || h.blocks(tc.Get("custom.name").Str)
 				return true
 			})
 			return true
@@ -908,17 +952,17 @@ func FuzzChatStream(f *testing.F) {
 		for i, b := range splits {
 			sizes[i] = int(b) + 1
 		}
-		h := newHolder("GetWeatherArgs", "get_weather", "delete_post")
+		h := fuzzHolder()
 		whole, _, werr := rewriteStream(in, h)
-		split, _, serr := rewriteStream(in, newHolder("GetWeatherArgs", "get_weather", "delete_post"), sizes...)
+		split, _, serr := rewriteStream(in, fuzzHolder(), sizes...)
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
 		if !bytes.Contains(in, toolCallsKey) && !bytes.Equal(whole, in) {
 			t.Fatalf("a stream without tool calls changed:\n%q\n%q", in, whole)
 		}
-		if gatedInStream(h, whole) {
-			t.Fatalf("a gated call got through:\n%q", whole)
+		if blockedInStream(h, whole) {
+			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 	})
 }
@@ -927,8 +971,9 @@ func FuzzChatJSON(f *testing.F) {
 	f.Add(fixture(f, "json-one-tool.json"))
 	f.Add(fixture(f, "json-parallel-tools.json"))
 	f.Add([]byte(`{"choices":[{"index":0,"message":{"content":"a","tool_calls":[{"id":"c","type":"custom","custom":{"name":"delete_post","input":"x"}}]},"finish_reason":"tool_calls"}]}`))
+	f.Add([]byte(`{"choices":[{"index":0,"message":{"content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"get_weather","arguments":"{}"}},{"id":"d","type":"function","function":{"name":"get_stock_price","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		h := newHolder("GetWeatherArgs", "delete_post")
+		h := fuzzHolder()
 		out, err := Chat{}.RewriteJSON(context.Background(), body, h)
 		if err != nil {
 			return
@@ -945,13 +990,121 @@ func FuzzChatJSON(f *testing.F) {
 		gjson.GetBytes(out, "choices.#.message.tool_calls").ForEach(func(_, tcs gjson.Result) bool {
 			tcs.ForEach(func(_, tc gjson.Result) bool {
 				_, fn := callBody(tc, "")
-				if tc.IsObject() && h.Gated(fn.Get("name").Str) {
-					t.Fatalf("a gated call got through: %s", out)
+				if tc.IsObject() && h.blocks(fn.Get("name").Str) {
+					t.Fatalf("a held or refused call got through: %s", out)
 				}
 				return true
 			})
 			return true
 		})
+	})
+}
+
+// FuzzChatContinuation fuzzes the follow-up stream of a turn whose first
+// response refused a call: no held or refused call reaches the app, every
+// chunk carries the first response's id, and splits change nothing.
+func FuzzChatContinuation(f *testing.F) {
+	f.Add([]byte(followUp("Who should receive it?", "stop")), []byte{0})
+	f.Add([]byte(followUp("I'll ask.", "tool_calls",
+		chunkU(deltaChoice(0, toolDelta(toolHeader(0, "c1", "delete_post")))),
+		chunkU(deltaChoice(0, toolDelta(toolHeader(1, "c2", "get_weather")))),
+		chunkU(deltaChoice(0, toolDelta(toolHeader(2, "c3", "get_stock_price")))),
+		chunkU(deltaChoice(0, toolDelta(toolArgs(2, "{}"), toolArgs(1, "{}")))),
+	)), []byte{5, 1})
+	f.Add(fixture(f, "stream-parallel-tools.sse"), []byte{40})
+	f.Add(fixture(f, "json-parallel-tools.json"), []byte{1})
+	first := []byte(refusingStream())
+	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *fakeHolder, error) {
+		h := fuzzHolder().refusing("send_email", refusal)
+		rec := newRecorder()
+		rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+		rw.SetRequest([]byte(testRequest))
+		rw.Header().Set("Content-Type", "text/event-stream")
+		if _, err := rw.Write(first); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rw.Continuation(); !ok {
+			t.Fatal("no continuation")
+		}
+		rw.Continue()
+		rw.Header().Set("Content-Type", "text/event-stream")
+		rw.WriteHeader(http.StatusOK)
+		for i := 0; len(follow) > 0; i++ {
+			n := len(follow)
+			if len(sizes) > 0 {
+				n = min(sizes[i%len(sizes)], n)
+			}
+			if _, err := rw.Write(follow[:n]); err != nil {
+				break
+			}
+			follow = follow[n:]
+		}
+		err := rw.Close()
+		return rec.Body.Bytes(), h, err
+	}
+	f.Fuzz(func(t *testing.T, follow []byte, splits []byte) {
+		sizes := make([]int, len(splits))
+		for i, b := range splits {
+			sizes[i] = int(b) + 1
+		}
+		whole, h, werr := run(t, follow, nil)
+		split, _, serr := run(t, follow, sizes)
+		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
+			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
+		}
+		if blockedInStream(h, whole) || bytes.Contains(whole, []byte(refusedID)) {
+			t.Fatalf("a held or refused call got through:\n%q", whole)
+		}
+		checkJSONContinuation(t, follow)
+		var s chatStream
+		for _, ev := range events(whole) {
+			data, ok := s.data(ev)
+			if !ok || !gjson.ValidBytes(data) {
+				continue
+			}
+			if id := gjson.GetBytes(data, "id"); gjson.ParseBytes(data).IsObject() && id.Exists() && id.Raw != `"chatcmpl-T"` {
+				t.Fatalf("a chunk with id %s reached the app:\n%q", id.Raw, whole)
+			}
+		}
+	})
+}
+
+// checkJSONContinuation runs body as the JSON follow-up of a turn whose
+// first response refused a call: the answer is valid JSON, with the right
+// Content-Length, and no held or refused call.
+func checkJSONContinuation(t *testing.T, body []byte) {
+	h := fuzzHolder().refusing("send_email", refusal)
+	rec := newRecorder()
+	rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+	rw.SetRequest([]byte(testRequest))
+	rw.Header().Set("Content-Type", "application/json")
+	first := jsonCompletion("chatcmpl-A", `{"role":"assistant","content":"Sure.","tool_calls":[`+refusedCallJSON+`,`+getCallJSON+`]}`, "tool_calls", 10)
+	if _, err := rw.Write([]byte(first)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rw.Continuation(); !ok {
+		t.Fatal("no continuation")
+	}
+	rw.Continue()
+	rw.Header().Set("Content-Type", "application/json")
+	if _, err := rw.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatalf("Close: %v", err) // the first response was fine: a bad follow-up is text, not an error
+	}
+	out := rec.Body.Bytes()
+	if !gjson.ValidBytes(out) || rec.Header().Get("Content-Length") != strconv.Itoa(len(out)) {
+		t.Fatalf("invalid answer (Content-Length %s): %q", rec.Header().Get("Content-Length"), out)
+	}
+	if bytes.Contains(out, []byte(refusedID)) {
+		t.Fatalf("the refused call got through: %s", out)
+	}
+	gjson.GetBytes(out, "choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		if _, fn := callBody(tc, ""); tc.IsObject() && h.blocks(fn.Get("name").Str) {
+			t.Fatalf("a held or refused call got through: %s", out)
+		}
+		return true
 	})
 }
 

@@ -227,6 +227,7 @@ func FuzzChatRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":` + waiting + `},{"role":"tool","tool_call_id":"x","content":"1"},{"role":"user","content":"ok"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"text","text":"` + waitText + `"}],"tool_calls":[{"id":"call_app"}]}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":"` + strings.ReplaceAll(waitText, "/", `\/`) + `"}]}`))
+	f.Add([]byte(toolsRequest))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
 		if err != nil {
@@ -237,6 +238,19 @@ func FuzzChatRequest(f *testing.F) {
 		}
 		if !bytes.Equal(out, body) && !gjson.ValidBytes(out) {
 			t.Fatalf("invalid output %q", out)
+		}
+
+		// The same body's tools, on their way to the provider.
+		a := &askRewrite{}
+		out, err = Chat{}.RewriteTools(body, a.rewrite)
+		if err != nil {
+			return
+		}
+		if !bytes.Contains(body, toolsKey) && !bytes.Equal(out, body) {
+			t.Fatal("a body without tools changed")
+		}
+		if !bytes.Equal(out, body) && !gjson.ValidBytes(out) {
+			t.Fatalf("invalid tools output %q", out)
 		}
 	})
 }

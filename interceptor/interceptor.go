@@ -22,16 +22,41 @@ type Call struct {
 
 // Holder is what an adapter asks about calls. The gate implements it.
 type Holder interface {
-	// Gated reports whether the policy declares this tool. It is a map
-	// read, called for every call seen.
+	// Gated reports whether the policy declares this tool, so its calls
+	// are inspected. It is a map read, called for every call seen. An
+	// inspected call never reaches the app before Hold has judged it (a
+	// stream buffers its fragments until its choice finishes).
 	Gated(name string) bool
-	// Hold takes the gated calls of one choice, complete, and the
+	// Hold takes the inspected calls of one choice, complete, and the
 	// assistant message they came from as it would be sent back in a
-	// request (role, content, every tool call, raw JSON). It returns the
-	// text the app reads in their place. Hold never lets a call through:
-	// if it cannot hold them it returns the refusal text.
-	Hold(ctx context.Context, calls []Call, message []byte) string
+	// request (role, content, every tool call, raw JSON), and judges each
+	// call. A call it does not explicitly pass or refuse is held: removed,
+	// with Verdict.Text shown in its place (fail closed).
+	Hold(ctx context.Context, calls []Call, message []byte) Verdict
 }
+
+// Verdict is the Holder's judgement on the inspected calls of one choice.
+// Each call is passed (it reaches the app untouched), refused (removed; the
+// model gets the Refusal as its tool result at once, in a continuation, and
+// the app reads the model's follow-up), or held (removed; Text is shown in
+// its place). A call named by a Refusal is refused even if Pass says true.
+type Verdict struct {
+	// Text is what the app reads in place of the held calls ("" when none
+	// is held). It follows the model's own text after a blank line.
+	Text string
+	// Pass says, per call (same order as the calls given to Hold), whether
+	// it goes to the app untouched. Missing entries are false.
+	Pass []bool
+	// Refusals are the refused calls, by call id, with the tool result the
+	// model reads (the fields and their rules, never the values). When no
+	// continuation can be made (no request body known, more than one
+	// choice, a call without an id, or MaxContinuations reached) the
+	// contents are shown in place instead, after Text.
+	Refusals []Refusal
+}
+
+// Refusal is one refused call and the tool result the model reads for it.
+type Refusal struct{ CallID, Content string }
 
 // Restored is what the gate gives back for one link found in history.
 type Restored struct {
@@ -59,19 +84,71 @@ type Restorer interface {
 	Restore(ctx context.Context, stepID string, userFollows bool) (r Restored, ok bool)
 }
 
+// MaxContinuations bounds the continuations of one request: after that many
+// follow-up responses, refusals are shown in place as text.
+const MaxContinuations = 3
+
+// ToolRewrite is asked about each function tool of a request: name and its
+// raw JSON Schema "parameters" (nil when absent). When ok it returns the
+// schema to send instead (nil: keep it) and text to append to the tool's
+// description ("": none), as given, so it should start with its own
+// separator (a space or a newline).
+type ToolRewrite func(name string, parameters []byte) (newParameters []byte, descriptionSuffix string, ok bool)
+
 // Adapter is one wire protocol's rewriter. Every method takes the body as
 // bytes and returns it unchanged (the same slice) when there is nothing to do.
 // An error means the body could not be checked: the caller fails closed (502
 // for a response, a refused request for a request body).
 type Adapter interface {
-	// RewriteJSON takes held calls out of a complete response body.
-	RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, error)
-	// NewStream returns a Stream that rewrites an SSE response body on its
-	// way to dst, calling flush whenever complete events have been written.
-	NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream
+	// NewTurn starts rewriting the answer to one request, which may take
+	// several upstream responses: when one ends with refused calls, the
+	// turn gives the body of a follow-up request that sends them back to
+	// the provider with their tool results, and the app receives the
+	// model's follow-up as the continuation of the same message. request
+	// is the body sent upstream (nil: no continuation); continuations
+	// bounds the follow-ups (0: refusals are shown in place).
+	NewTurn(ctx context.Context, h Holder, request []byte, continuations int) Turn
 	// RewriteRequest restores the history behind this gate's links in the
 	// next request's body.
 	RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r Restorer) ([]byte, error)
+	// RewriteTools rewrites the tool definitions of a request body on its
+	// way to the provider, asking rewrite about each one.
+	RewriteTools(body []byte, rewrite ToolRewrite) ([]byte, error)
+}
+
+// Turn rewrites the upstream responses that answer one request into one
+// answer for the app. It is used by one goroutine, in this order: for each
+// response, Stream (then the body through its Write and Close) or JSON;
+// then Continuation; if it reports a follow-up and the caller sends it,
+// Continue and the next response (or Fail when it brings no usable
+// answer); finally Finish, once.
+type Turn interface {
+	// Stream returns the rewriter of the current response's SSE body,
+	// writing to dst (flush as in Chat.NewStream). Every response of a turn
+	// goes to the same dst. Its Close ends the response, not the turn.
+	Stream(dst io.Writer, flush func() error) Stream
+	// JSON takes the current response's complete body. An error means it
+	// could not be checked; nothing of it will be written.
+	JSON(body []byte) error
+	// Continuation reports, once the current response has ended, whether
+	// its refused calls go back to the provider, and the body of that
+	// follow-up request: the last request body with the assistant message
+	// holding the refused calls and one tool result each appended to its
+	// messages. While it is true, the end of a stream (finish chunk, usage,
+	// [DONE]) is withheld.
+	Continuation() (body []byte, ok bool)
+	// Continue tells the turn the follow-up was sent: the next response
+	// continues the same message. It does nothing unless Continuation
+	// reported one.
+	Continue()
+	// Fail ends a follow-up that brought no usable answer: the app reads
+	// "Toolgate could not continue: " + reason, and the withheld end.
+	Fail(reason string)
+	// Finish ends the turn and returns the JSON body to write (nil for a
+	// stream). A stream whose end is still withheld gets it now, after
+	// the refusals' contents as text (no follow-up was sent), or after
+	// the Fail text.
+	Finish() ([]byte, error)
 }
 
 // Stream is an SSE rewriter. Write takes the upstream body in any split;

@@ -46,13 +46,3 @@ func applyEdits(src []byte, edits []edit) []byte {
 
 // isNull reports whether r is absent or JSON null.
 func isNull(r gjson.Result) bool { return r.Type == gjson.Null }
-
-// hasMembers reports whether the JSON object obj has at least one member.
-func hasMembers(obj string) bool {
-	found := false
-	gjson.Parse(obj).ForEach(func(_, _ gjson.Result) bool {
-		found = true
-		return false
-	})
-	return found
-}

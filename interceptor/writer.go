@@ -27,8 +27,9 @@ var (
 const DefaultMaxJSON = 8 << 20
 
 // ResponseWriter rewrites a provider's response on its way to the app with
-// one Adapter. Make it with Wrap, pass it to the next handler, then call
-// Close.
+// one Adapter. Make it with Wrap, give it the request body sent upstream
+// with SetRequest, pass it to the next handler, then call Close; in between,
+// Continuation and Continue drive follow-up requests (see Continuation).
 //
 // The decision is taken at WriteHeader, on the final status and headers:
 //
@@ -39,7 +40,7 @@ const DefaultMaxJSON = 8 << 20
 //     uninspectable: nothing of it is written and Close returns ErrEncoded.
 //   - text/event-stream: Content-Length is dropped, the header is written at
 //     once (caddyserver/caddy#6293), and the body goes through the adapter's
-//     Stream as it comes.
+//     Turn as it comes.
 //   - application/json: the header and body are held (up to maxJSON bytes,
 //     else Close returns ErrTooLarge), and Close rewrites the body, sets
 //     Content-Length and writes both.
@@ -60,15 +61,27 @@ type ResponseWriter struct {
 	ctx     context.Context
 	holder  Holder
 	maxJSON int64
+	request []byte // SetRequest; nil: no continuation
 
 	mode     writerMode
+	kind     bodyType      // the first response's: sseBody or jsonBody, once inspected
 	status   int           // the held status (buffer mode)
-	stream   Stream        // stream mode
+	turn     Turn          // streaming and buffering modes
+	stream   Stream        // the current response's (stream mode)
+	flushFn  func() error  // stream mode
 	buf      *bytes.Buffer // buffer mode, pooled
 	body     bool          // a body byte arrived (buffer mode)
 	tooLarge bool          // buffer mode went over maxJSON
 	closed   bool
 	closeErr error
+
+	// Continuations.
+	round   int         // 0: the first response; n: the n-th follow-up
+	ended   bool        // the current response was ended by Continuation
+	endErr  error       // why the first response could not be checked
+	next    []byte      // the follow-up body Continuation reported
+	saved   http.Header // the app's header, set aside while a follow-up's headers arrive
+	failure string      // why the follow-up is unusable (discarding mode)
 }
 
 type writerMode uint8
@@ -79,11 +92,13 @@ const (
 	streaming
 	buffering
 	uninspectable
+	discarding // a follow-up that cannot continue the answer
 )
 
 // Wrap returns w wrapped to rewrite JSON and SSE responses with a, asking h
 // about calls. ctx is handed to the adapter (and so to h). JSON bodies are
-// held up to maxJSON bytes (DefaultMaxJSON if maxJSON <= 0).
+// held up to maxJSON bytes (DefaultMaxJSON if maxJSON <= 0). Refusals are
+// shown in place unless SetRequest is called.
 func Wrap(w http.ResponseWriter, a Adapter, ctx context.Context, h Holder, maxJSON int64) *ResponseWriter {
 	if maxJSON <= 0 {
 		maxJSON = DefaultMaxJSON
@@ -97,9 +112,19 @@ func Wrap(w http.ResponseWriter, a Adapter, ctx context.Context, h Holder, maxJS
 	}
 }
 
+// SetRequest gives the writer the request body sent upstream (after every
+// rewrite), which enables continuations: up to MaxContinuations follow-ups
+// that send refused calls back to the provider. Call it before the next
+// handler runs; body must stay unchanged until Close.
+func (rw *ResponseWriter) SetRequest(body []byte) { rw.request = body }
+
 // WriteHeader decides how the response is handled; see ResponseWriter.
 func (rw *ResponseWriter) WriteHeader(status int) {
 	if rw.mode != undecided || rw.closed {
+		return
+	}
+	if rw.round > 0 {
+		rw.followUpHeader(status)
 		return
 	}
 	if status >= 100 && status < 200 && status != http.StatusSwitchingProtocols {
@@ -116,38 +141,87 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 	case encoded(h):
 		rw.mode = uninspectable
 	case kind == sseBody:
-		rw.mode = streaming
+		rw.mode, rw.kind = streaming, sseBody
 		h.Del("Content-Length")
 		rw.ResponseWriter.WriteHeader(status)
 		rc := http.NewResponseController(rw.ResponseWriter)
-		flush := func() error {
+		rw.flushFn = func() error {
 			// A writer that cannot flush still gets every byte, later.
 			if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 				return err
 			}
 			return nil
 		}
-		rw.stream = rw.adapter.NewStream(rw.ctx, rw.ResponseWriter, flush, rw.holder)
+		rw.turn = rw.newTurn()
+		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
 	default:
-		rw.mode = buffering
+		rw.mode, rw.kind = buffering, jsonBody
 		rw.status = status
 		rw.buf = getBuf()
 	}
 }
 
+func (rw *ResponseWriter) newTurn() Turn {
+	n := 0
+	if rw.request != nil {
+		n = MaxContinuations
+	}
+	return rw.adapter.NewTurn(rw.ctx, rw.holder, rw.request, n)
+}
+
+// followUpHeader decides how a follow-up response is handled. Its status is
+// never written (the first response's stands); its headers, which arrived
+// in a cleared map, are read and then replaced by the app's.
+func (rw *ResponseWriter) followUpHeader(status int) {
+	if status >= 100 && status < 200 && status != http.StatusSwitchingProtocols {
+		return // informational: swallowed, the follow-up is still to come
+	}
+	h := rw.Header()
+	kind, enc := bodyKind(h.Get("Content-Type")), encoded(h)
+	rw.restoreHeader()
+	switch {
+	case status < 200 || status > 299 || status == http.StatusNoContent || status == http.StatusResetContent:
+		rw.mode, rw.failure = discarding, "the provider answered HTTP "+strconv.Itoa(status)+"."
+	case enc || kind != rw.kind:
+		rw.mode, rw.failure = discarding, "the provider's answer could not be read."
+	case kind == sseBody:
+		rw.mode = streaming
+		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
+	default:
+		rw.mode = buffering
+		rw.buf, rw.body, rw.tooLarge = getBuf(), false, false
+	}
+}
+
+// restoreHeader puts back the app's header map set aside by Continue.
+func (rw *ResponseWriter) restoreHeader() {
+	if rw.saved == nil {
+		return
+	}
+	h := rw.Header()
+	clear(h)
+	for k, v := range rw.saved {
+		h[k] = v
+	}
+	rw.saved = nil
+}
+
 // Write takes body bytes: passed on, streamed through the adapter, or held.
 func (rw *ResponseWriter) Write(p []byte) (int, error) {
-	if rw.mode == undecided {
+	if rw.mode == undecided && !rw.closed {
 		rw.WriteHeader(http.StatusOK)
 	}
 	switch rw.mode {
 	case streaming:
+		if rw.ended {
+			return 0, errors.New("interceptor: write after the response ended")
+		}
 		if _, err := rw.stream.Write(p); err != nil {
 			return 0, err
 		}
 		return len(p), nil
 	case buffering:
-		if rw.tooLarge {
+		if rw.tooLarge || rw.ended {
 			return len(p), nil
 		}
 		if int64(rw.buf.Len())+int64(len(p)) > rw.maxJSON {
@@ -158,7 +232,7 @@ func (rw *ResponseWriter) Write(p []byte) (int, error) {
 		}
 		rw.body = rw.body || len(p) > 0
 		return rw.buf.Write(p)
-	case uninspectable:
+	case uninspectable, discarding:
 		return len(p), nil
 	case passing:
 		return rw.ResponseWriter.Write(p)
@@ -170,7 +244,7 @@ func (rw *ResponseWriter) Write(p []byte) (int, error) {
 // ResponseWriterWrapper.ReadFrom would copy straight to the inner writer and
 // skip the rewrite (caddy-badger-notes.md §2(a), the file_server path).
 func (rw *ResponseWriter) ReadFrom(r io.Reader) (int64, error) {
-	if rw.mode == undecided {
+	if rw.mode == undecided && !rw.closed {
 		rw.WriteHeader(http.StatusOK)
 	}
 	if rw.mode == passing {
@@ -186,7 +260,7 @@ func (rw *ResponseWriter) ReadFrom(r io.Reader) (int64, error) {
 // from the proxy would only repeat it; bytes of an unfinished event stay
 // back either way.
 func (rw *ResponseWriter) FlushError() error {
-	if rw.mode == undecided {
+	if rw.mode == undecided && rw.round == 0 && !rw.closed {
 		rw.WriteHeader(http.StatusOK)
 	}
 	if rw.mode == passing {
@@ -198,37 +272,133 @@ func (rw *ResponseWriter) FlushError() error {
 // Unwrap returns the inner writer, for http.ResponseController.
 func (rw *ResponseWriter) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
-// Close finishes the response: it closes the Stream, or rewrites and writes
-// the held JSON body. It returns ErrEncoded, ErrTooLarge or the adapter's
-// error when the response could not be checked; see ResponseWriter for what
-// was written then. Close after Close returns the first result.
+// Continuation is called after the next handler returned. It ends the
+// current response (its stream, or its held JSON body, is judged) and
+// reports whether refused calls wait to go back to the provider; body is
+// then the follow-up request body. To send it, call Continue, then the next
+// handler again with the same writer and a request carrying body; the
+// follow-up's status and headers are swallowed and its body continues the
+// same answer (see Turn and Chat.NewTurn). Not sending it is fine too:
+// Close then shows the refusals in place. Calling it again returns the same.
+func (rw *ResponseWriter) Continuation() (body []byte, ok bool) {
+	if rw.closed {
+		return nil, false
+	}
+	if rw.ended {
+		return rw.next, rw.next != nil
+	}
+	rw.ended = true
+	switch rw.mode {
+	case streaming:
+		if err := rw.stream.Close(); err != nil {
+			rw.endErr = err
+			return nil, false
+		}
+	case buffering:
+		if !rw.judgeJSON() {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	rw.next, ok = rw.turn.Continuation()
+	if !ok {
+		rw.next = nil
+	}
+	return rw.next, ok
+}
+
+// judgeJSON hands the held JSON body to the turn. For the first response a
+// failure is Close's error (fail closed); for a follow-up it ends the
+// continuation with the text that it could not be read.
+func (rw *ResponseWriter) judgeJSON() bool {
+	if rw.round == 0 {
+		switch {
+		case rw.tooLarge:
+			rw.endErr = ErrTooLarge
+			return false
+		case !rw.body:
+			return false // no body (a HEAD, say): Close writes the header
+		}
+		rw.turn = rw.newTurn()
+		if err := rw.turn.JSON(rw.buf.Bytes()); err != nil {
+			rw.endErr = err
+			return false
+		}
+		return true
+	}
+	if rw.tooLarge || !rw.body || rw.turn.JSON(rw.buf.Bytes()) != nil {
+		rw.mode, rw.failure = discarding, "the provider's answer could not be read."
+		return false
+	}
+	return true
+}
+
+// Continue readies the writer for the follow-up response that Continuation
+// reported: call it just before sending the follow-up request. It does
+// nothing when no follow-up is pending. Until the follow-up's WriteHeader the
+// header map is empty, so that its headers do not mix with the app's.
+func (rw *ResponseWriter) Continue() {
+	if rw.closed || rw.next == nil {
+		return
+	}
+	rw.turn.Continue()
+	rw.round++
+	rw.mode, rw.ended, rw.next, rw.stream = undecided, false, nil, nil
+	rw.buf = nil // not pooled: the turn may still refer to its bytes
+	h := rw.Header()
+	rw.saved = h.Clone()
+	clear(h)
+}
+
+// Close finishes the response: it ends the current response if Continuation
+// did not, and writes what the turn still holds (the JSON answer; a
+// stream's withheld end). It returns ErrEncoded, ErrTooLarge or the
+// adapter's error when the first response could not be checked; see
+// ResponseWriter for what was written then. A follow-up that brought no
+// usable answer (no response, a non-2xx status, another type, an unreadable
+// body) is no error: the app reads "Toolgate could not continue: …". Close
+// after Close returns the first result.
 func (rw *ResponseWriter) Close() error {
 	if rw.closed {
 		return rw.closeErr
 	}
-	rw.closed = true
 	rw.closeErr = rw.finish()
+	rw.closed = true
 	putBuf(rw.buf)
 	rw.buf = nil
 	return rw.closeErr
 }
 
 func (rw *ResponseWriter) finish() error {
-	switch rw.mode {
-	case streaming:
-		return rw.stream.Close()
-	case uninspectable:
-		return ErrEncoded
-	case buffering:
-		if rw.tooLarge {
-			return ErrTooLarge
+	if !rw.ended {
+		rw.Continuation()
+	}
+	if rw.round > 0 {
+		rw.restoreHeader()
+		switch rw.mode {
+		case undecided:
+			rw.turn.Fail("the provider did not answer.")
+		case discarding:
+			rw.turn.Fail(rw.failure)
 		}
-		if !rw.body {
+	}
+	if rw.endErr != nil {
+		return rw.endErr
+	}
+	switch {
+	case rw.mode == uninspectable:
+		return ErrEncoded
+	case rw.kind == sseBody:
+		_, err := rw.turn.Finish()
+		return err
+	case rw.kind == jsonBody:
+		if rw.turn == nil {
 			// No body (a HEAD, say): the upstream's headers stand.
 			rw.ResponseWriter.WriteHeader(rw.status)
 			return nil
 		}
-		out, err := rw.adapter.RewriteJSON(rw.ctx, rw.buf.Bytes(), rw.holder)
+		out, err := rw.turn.Finish()
 		if err != nil {
 			return err
 		}
@@ -304,4 +474,5 @@ var (
 	_ interface{ FlushError() error }           = (*ResponseWriter)(nil)
 	_ interface{ Unwrap() http.ResponseWriter } = (*ResponseWriter)(nil)
 	_ Adapter                                   = Chat{}
+	_ Stream                                    = (*chatStream)(nil)
 )

@@ -7,6 +7,7 @@ package pages
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -31,9 +32,12 @@ type Pages struct {
 
 // answer is a person's answer as posted (form or JSON).
 type answer struct {
-	Hold   string `json:"hold"`
-	Answer string `json:"answer"`
-	Token  string `json:"token"`
+	Hold   string          `json:"hold"`
+	Answer string          `json:"answer"` // confirm, decline (cards); submit, decline, later (forms)
+	Token  string          `json:"token"`
+	Values json.RawMessage `json:"values,omitempty"` // a form's answer, as JSON
+
+	form url.Values // a form's answer, form-encoded (without hold, answer, token)
 }
 
 // Token is the per-hold CSRF token: an HMAC of the hold id and its owner,
@@ -58,7 +62,6 @@ func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, person string) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
 	stepID, ok := stepFromPath(r.URL.Path)
 	if !ok {
@@ -117,7 +120,14 @@ type stepJSON struct {
 }
 
 func (p *Pages) show(w http.ResponseWriter, r *http.Request, stepID, person string, status int, notice string) {
-	v, err := p.Gate.View(r.Context(), stepID, person)
+	p.render(w, r, stepID, person, status, notice, nil)
+}
+
+// render writes the step's page; errs, when set, are a refused form
+// answer's errors, shown under their fields with the values the person
+// typed.
+func (p *Pages) render(w http.ResponseWriter, r *http.Request, stepID, person string, status int, notice string, refused *refusedAnswer) {
+	v, err := p.Gate.View(r.Context(), stepID, person, r.Header.Get("Accept-Language"))
 	if err != nil {
 		p.viewError(w, r, err)
 		return
@@ -130,12 +140,16 @@ func (p *Pages) show(w http.ResponseWriter, r *http.Request, stepID, person stri
 		writeJSON(w, status, stepJSON{StepView: v, Tokens: tokens})
 		return
 	}
+	nonce := p.nonce()
+	// The page's one script (checking a form before it is sent) runs by
+	// its nonce; nothing else may run, load or frame the page.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+nonce+"'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
 		return
 	}
-	if err := pageTemplate.Execute(w, newPage(v, tokens, notice)); err != nil {
+	if err := pageTemplate.Execute(w, newPage(v, tokens, notice, refused, nonce)); err != nil {
 		p.log().Error("rendering page", zap.Error(err))
 	}
 }
@@ -168,7 +182,32 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID, person st
 		p.fail(w, r, http.StatusConflict, "This answer was not accepted. Nothing ran.")
 		return
 	}
-	hv, err := p.Gate.Answer(r.Context(), stepID, a.Hold, person, a.Answer)
+	var hv gate.HoldView
+	if a.Answer == "submit" {
+		check := r.Header.Get("Precognition") == "true"
+		hv, err = p.Gate.Submit(r.Context(), stepID, a.Hold, person, r.Header.Get("Accept-Language"), a.form, a.Values, check)
+		var fe gate.FieldErrors
+		if errors.As(err, &fe) {
+			// Laravel Precognition's shape: {"errors": {field: [rules]}}.
+			if check || wantsJSON(r) || isJSON(r) {
+				if check {
+					w.Header().Set("Precognition", "true")
+				}
+				writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "The answer has errors.", "errors": fe})
+				return
+			}
+			p.render(w, r, stepID, person, http.StatusUnprocessableEntity, "Please fix the fields marked below.", &refusedAnswer{hold: a.Hold, errs: fe, values: a.form})
+			return
+		}
+		if err == nil && check {
+			w.Header().Set("Precognition", "true")
+			w.Header().Set("Precognition-Success", "true")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	} else {
+		hv, err = p.Gate.Answer(r.Context(), stepID, a.Hold, person, a.Answer)
+	}
 	if err != nil {
 		status := gate.Status(err)
 		msg := "This answer was not accepted: the confirmation was already answered, has expired, or is not yours. Nothing ran."
@@ -193,7 +232,7 @@ func isJSON(r *http.Request) bool {
 }
 
 func readAnswer(r *http.Request) (answer, error) {
-	r.Body = http.MaxBytesReader(nil, r.Body, 16<<10)
+	r.Body = http.MaxBytesReader(nil, r.Body, 256<<10)
 	var a answer
 	if isJSON(r) {
 		dec := json.NewDecoder(r.Body)
@@ -205,6 +244,14 @@ func readAnswer(r *http.Request) (answer, error) {
 		return a, err
 	}
 	a.Hold, a.Answer, a.Token = r.PostForm.Get("hold"), r.PostForm.Get("answer"), r.PostForm.Get("token")
+	a.form = url.Values{}
+	for k, v := range r.PostForm {
+		switch k {
+		case "hold", "answer", "token":
+		default:
+			a.form[k] = v
+		}
+	}
 	return a, nil
 }
 
@@ -242,9 +289,24 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, status int, msg str
 		writeJSON(w, status, map[string]string{"error": msg})
 		return
 	}
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_ = errorTemplate.Execute(w, msg)
+}
+
+// refusedAnswer is a form answer sent back with its errors.
+type refusedAnswer struct {
+	hold   string
+	errs   gate.FieldErrors
+	values url.Values
+}
+
+// nonce is a fresh CSP nonce for the page's script.
+func (p *Pages) nonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawStdEncoding.EncodeToString(b[:])
 }
 
 func (p *Pages) log() *zap.Logger {

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -52,18 +54,98 @@ func (e *ArgumentError) Error() string {
 // any depth (parsers disagree on which copy wins, so the value checked here
 // could differ from the one the endpoint reads), and valid against the
 // action's schema when it has one. The error is an *ArgumentError.
+//
+// The schema is the one offered to agents (see AgentSchema): the fields of
+// required_for_agents must be given, and not as null.
 func (a *Action) CheckArguments(args []byte) error {
+	s := a.agent
+	if s == nil {
+		s = a.schema
+	}
+	return validate(s, args)
+}
+
+// ErrSchema is CheckArgumentsWith's error for a tool schema that is not a
+// JSON object schema or does not compile.
+var ErrSchema = errors.New("the tool's schema cannot be used")
+
+// maxCachedSchemas bounds the request schemas kept compiled per action: a
+// tool usually has one schema, and a client sending a new one with every
+// request must not grow memory.
+const maxCachedSchemas = 8
+
+// schemaCache keeps request schemas compiled, keyed by the sha256 of their
+// bytes.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]*jsonschema.Schema
+}
+
+// CheckArgumentsWith is CheckArguments against schema, a tool's full JSON
+// Schema as the request's tools give it, offered to agents as AgentSchema
+// makes it. A nil schema, or the policy's own, uses the schema compiled at
+// load; others are compiled once and kept (a few per action). A schema that
+// is not a JSON object schema, or does not compile, gives an error wrapping
+// ErrSchema; the call then cannot be checked and must not pass.
+func (a *Action) CheckArgumentsWith(schema json.RawMessage, args []byte) error {
+	if schema == nil || bytes.Equal(schema, a.Schema) {
+		return a.CheckArguments(args)
+	}
+	s, err := a.compiled(schema)
+	if err != nil {
+		return err
+	}
+	return validate(s, args)
+}
+
+// compiled returns schema as agents are offered it, compiled.
+func (a *Action) compiled(schema json.RawMessage) (*jsonschema.Schema, error) {
+	key := sha256.Sum256(schema)
+	if c := a.cache; c != nil {
+		c.mu.Lock()
+		s := c.m[key]
+		c.mu.Unlock()
+		if s != nil {
+			return s, nil
+		}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(a.AgentSchema(schema)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	if _, err := schemaProperties(doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	s, err := compileSchema(a.Name, doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	if c := a.cache; c != nil {
+		c.mu.Lock()
+		if c.m == nil {
+			c.m = make(map[[32]byte]*jsonschema.Schema)
+		}
+		if len(c.m) < maxCachedSchemas {
+			c.m[key] = s
+		}
+		c.mu.Unlock()
+	}
+	return s, nil
+}
+
+// validate checks args against s (nil: any JSON object).
+func validate(s *jsonschema.Schema, args []byte) error {
 	if err := checkJSONObject(args); err != nil {
 		return err
 	}
-	if a.schema == nil {
+	if s == nil {
 		return nil
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return &ArgumentError{Fields: []FieldError{{Rule: "must be a JSON object"}}}
 	}
-	err = a.schema.Validate(v)
+	err = s.Validate(v)
 	if err == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 // Package policies loads and checks Toolgate's policy files: the list of
 // actions (tools) the gate watches, what each one does, what a person is
-// asked before a risky one runs, and where it runs once released.
+// asked before a risky one runs or when a call leaves fields out, and
+// where it runs once released.
 //
 // Every mistake in a policy file is found when the file is loaded (by
 // `caddy validate` or `caddy run`), never while a person is waiting, and the
@@ -16,6 +17,8 @@
 // A policy file is YAML (JSON is accepted, since JSON is YAML):
 //
 //	app: Blog                    # optional: the app's name on the person's pages
+//	forbidden_keys: [tenant_id]  # optional: keys no form ever asks for, in any
+//	                             # spelling (tenantId), in every action
 //	actions:
 //	  delete_post:               # the tool name, exactly as the model calls it
 //	    effect: destructive      # read | write | destructive | external (required)
@@ -40,6 +43,41 @@
 //	    reply: Removed.          # what the model reads after a successful run
 //	    ttl: 30m                 # how long the person has to answer: whole seconds or
 //	                             # a Go duration, 1s to 24h; absent or 0: the gate's default
+//
+// A read or write action may ask the person for what the model left out
+// (see package forms for what a form can hold):
+//
+//	draft_post:
+//	  effect: write
+//	  ask_for_missing: true      # an incomplete call becomes a form, not a refusal
+//	  required_for_agents: [publish_on]  # agents must give these (required, not
+//	                             # nullable); calls are checked that way
+//	  titles:                    # field labels by BCP 47 locale; the schema's
+//	    body: {en: Body, de: Inhalt}     # title stands in for other locales
+//	  ask:                       # optional; needs ask_for_missing: true
+//	    message: A few details for your post.   # plain text, no URL
+//	    confirm: [title]         # always shown for review; never makes a complete
+//	                             # call wait
+//	    textarea: [body]         # text fields shown as several lines
+//	    choices:                 # value: label, in order (or a list of one-key
+//	      status: {draft: Draft, published: Published}  # mappings, or of values)
+//	    default: {status: draft} # what a field opens on without the model's value
+//	    choices_from: {owner: "http://app.internal/members"}  # GET as the person:
+//	                             # [{"value": ..., "label": ...}]
+//	    default_from: {city: "http://app.internal/me/city"}   # GET: {"value": ...}
+//	  forbidden_keys: [internal_ref]     # added to the file's
+//	  run: {url: http://app.internal/posts}
+//
+// Destructive and external actions never ask: ask_for_missing and ask are
+// refused on them. When the action has a schema, the loader checks that
+// every field ask, titles and required_for_agents name is one of its
+// properties and one a form can hold (no objects, free lists, unions,
+// files or secrets), that textarea names text fields, that choices are of
+// the field's type and inside its enum, and that defaults fit their fields.
+// The URLs of choices_from and default_from may not name fields: they are
+// read as the person, never from the model's call. Without a schema, the
+// gate runs the same checks (Action.CheckAsk) on the schema the request's
+// tools give, and refuses the call when they fail.
 //
 // A schema's $ref may point only inside that schema; nothing is loaded from
 // files or the network.

@@ -11,7 +11,7 @@ import (
 //
 //	policy /etc/toolgate/blog.yaml: action "delete_post": card.rows: a row needs card.record
 type Error struct {
-	File   string // the policy file
+	File   string // the policy file; "" for a check at run time
 	Line   int    // line of the offending key or value, 1-based; 0 when unknown
 	Action string // the action's tool name; "" outside an action
 	Key    string // the key path inside the action or file, e.g. "card.rows"; "" for the whole
@@ -20,9 +20,14 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("policy ")
-	b.WriteString(e.File)
-	b.WriteString(": ")
+	// A check at run time (Action.CheckAsk) knows no file.
+	if e.File != "" {
+		b.WriteString("policy ")
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	} else {
+		b.WriteString("policy: ")
+	}
 	if e.Action != "" {
 		fmt.Fprintf(&b, "action %q: ", e.Action)
 	}

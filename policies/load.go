@@ -57,12 +57,16 @@ func parse(file string, data []byte) (*Policy, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, l.errf(root, "", "the file must be a mapping with app and actions")
 	}
-	top, err := l.fields(root, "", "app", "actions")
+	top, err := l.fields(root, "", "app", "actions", "forbidden_keys")
 	if err != nil {
 		return nil, err
 	}
 	p := &Policy{File: file}
 	if p.App, err = l.str(top["app"], "app"); err != nil {
+		return nil, err
+	}
+	forbidden, err := l.strList(top["forbidden_keys"], "forbidden_keys")
+	if err != nil {
 		return nil, err
 	}
 	acts := top["actions"]
@@ -76,7 +80,7 @@ func parse(file string, data []byte) (*Policy, error) {
 	p.Actions = make(map[string]*Action, len(pairs))
 	for _, kv := range pairs {
 		al := &loader{file: file, action: kv.key.Value}
-		a, err := al.readAction(kv.key, kv.value)
+		a, err := al.readAction(kv.key, kv.value, forbidden)
 		if err != nil {
 			return nil, err
 		}
@@ -85,16 +89,18 @@ func parse(file string, data []byte) (*Policy, error) {
 	return p, nil
 }
 
-// readAction reads one action; key is its tool name's node, n its mapping.
-func (l *loader) readAction(key, n *yaml.Node) (*Action, error) {
+// readAction reads one action; key is its tool name's node, n its mapping,
+// forbidden the file's forbidden_keys.
+func (l *loader) readAction(key, n *yaml.Node, forbidden []string) (*Action, error) {
 	if err := checkToolName(l.action); err != nil {
 		return nil, l.errf(key, "", "%w", err)
 	}
-	f, err := l.fields(n, "", "effect", "description", "schema", "card", "run", "reply", "ttl")
+	f, err := l.fields(n, "", "effect", "description", "schema", "card", "run", "reply", "ttl",
+		"ask_for_missing", "required_for_agents", "titles", "ask", "forbidden_keys")
 	if err != nil {
 		return nil, err
 	}
-	a := &Action{Name: l.action}
+	a := &Action{Name: l.action, cache: &schemaCache{}}
 	effect, err := l.str(f["effect"], "effect")
 	if err != nil {
 		return nil, err
@@ -133,6 +139,26 @@ func (l *loader) readAction(key, n *yaml.Node) (*Action, error) {
 	}
 	if a.TTL, err = l.ttl(f["ttl"]); err != nil {
 		return nil, err
+	}
+	nodes, err := l.askKeys(a, f, forbidden)
+	if err != nil {
+		return nil, err
+	}
+	if a.Schema != nil {
+		// Mistakes that need the schema; without one the gate runs CheckAsk
+		// on the schema the request's tools give.
+		if err := l.checkAskAtLoad(a, nodes); err != nil {
+			return nil, err
+		}
+		if len(a.RequiredForAgents) > 0 {
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(a.AgentSchema(a.Schema)))
+			if err != nil {
+				return nil, l.errf(f["required_for_agents"], "required_for_agents", "%w", err)
+			}
+			if a.agent, err = compileSchema(a.Name, doc); err != nil {
+				return nil, l.errf(f["required_for_agents"], "required_for_agents", "the schema offered to agents does not compile: %w", err)
+			}
+		}
 	}
 	return a, nil
 }

@@ -104,7 +104,28 @@ type Action struct {
 	// default.
 	TTL time.Duration
 
+	// AskForMissing turns a read or write call that leaves out required
+	// fields, or gives values the schema refuses, into a form for the
+	// person instead of a refusal, when a form can hold every such field.
+	// Never set on destructive and external actions.
+	AskForMissing bool
+	// RequiredForAgents are fields agents must give although the schema
+	// leaves them optional: AgentSchema makes them required and not
+	// nullable, and calls are checked against that.
+	RequiredForAgents []string
+	// Titles are field labels by locale: field → BCP 47 tag → title. The
+	// schema's own title stands in for any other locale.
+	Titles map[string]map[string]string
+	// Ask shapes the forms of an AskForMissing action; nil when the file
+	// gives none (every form then uses the defaults).
+	Ask *Ask
+	// ForbiddenKeys are keys no form ever asks for, like secrets: the
+	// action's forbidden_keys and then the file's, each once.
+	ForbiddenKeys []string
+
 	schema *jsonschema.Schema // Schema compiled once at load; nil without one
+	agent  *jsonschema.Schema // AgentSchema(Schema) compiled at load; nil when it is Schema
+	cache  *schemaCache       // schemas from requests, compiled once each
 }
 
 // Endpoint is where a released call goes. The gate sends the final arguments

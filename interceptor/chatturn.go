@@ -1,0 +1,415 @@
+package interceptor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// NewTurn returns the rewriter of the answer to one Chat Completions request
+// (see Turn). Each response is rewritten as by NewStream or RewriteJSON, and:
+//
+// When Hold refuses calls of the only choice (index 0) of a response, all
+// with ids, and the request asked for one choice (n absent or 1) and fewer
+// than continuations follow-ups were made, the refused calls are taken out
+// without text and Continuation gives the follow-up request: the last request
+// body with two kinds of messages appended to "messages" (every other byte
+// kept, stream_options included): {"role":"assistant","content":<the
+// model's own text of that response, or null>,"tool_calls":[<the refused
+// calls, raw>]} and one {"role":"tool","tool_call_id":…,"content":<the
+// refusal's content>} per refused call.
+//
+// Streams. The response's finish chunk (its finish_reason set to null, or
+// dropped if it carried nothing else), its usage and [DONE] are withheld.
+// The follow-up's chunks then continue the same message: rewritten to the
+// first response's id (openai-go rejects another), role removed from deltas
+// (chunks left with nothing are dropped), a blank line put before its first
+// text when text was shown before, tool call indices dense after the calls
+// already written, its calls judged again (same rules, recursively), and
+// finish_reason "tool_calls" if any call of the turn reached the app, else
+// "stop". Usage is summed: one usage chunk, the last response's, carries the
+// sum of every response's usage. Exactly one finish chunk and one [DONE]
+// end the stream. Text deltas flow as they arrive. If the turn finishes
+// while the end is still withheld it is written then: after the refusals'
+// contents as text when no follow-up was sent, after the Fail text, or after
+// "Toolgate could not continue: the provider's answer ended early." when the
+// follow-up stream ended without finishing the message.
+//
+// JSON. The follow-up's choice 0 is merged into the answer: content = the
+// answer's content + "\n\n" + the follow-up's (either alone when the other
+// is empty), tool_calls = the answer's + the follow-up's (after their
+// verdicts), finish_reason from the follow-up ("tool_calls" if the merged
+// message has calls, "stop" instead of "tool_calls" if it has none), usage
+// summed; every other byte of the answer stays.
+func (Chat) NewTurn(ctx context.Context, h Holder, request []byte, continuations int) Turn {
+	t := &chatTurn{ctx: ctx, h: h, request: request, max: continuations}
+	t.s.ctx, t.s.h, t.s.t = ctx, h, t
+	return t
+}
+
+// chatTurn is a Chat Turn. Its stream is held by value: a turn is one
+// allocation.
+type chatTurn struct {
+	ctx context.Context
+	h   Holder
+
+	request []byte    // the body of the last request sent upstream
+	max     int       // follow-ups allowed
+	done    int       // follow-ups sent
+	check   int8      // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
+	pending *chatStep // refused calls of the last response, to send back
+	next    []byte    // the follow-up body, once built
+	fail    string    // the text for a follow-up that brought no usable answer
+
+	streaming bool
+	s         chatStream // stream mode
+	acc       []byte     // JSON mode: the answer so far
+	finished  bool
+}
+
+// chatStep is the refused calls of one response, to send back to the model.
+type chatStep struct {
+	content  string    // the model's own text in that message ("": null)
+	calls    [][]byte  // the refused calls, raw, in message order
+	results  []Refusal // their tool results, in the same order
+	fallback string    // the text shown in their place if no follow-up is sent
+}
+
+// allowed reports whether a response's refusals may go back to the model.
+func (t *chatTurn) allowed() bool {
+	if t.done >= t.max || t.request == nil {
+		return false
+	}
+	if t.check == 0 {
+		t.check = -1
+		if gjson.ValidBytes(t.request) {
+			r := gjson.ParseBytes(t.request)
+			n := r.Get("n")
+			if r.Get("messages").IsArray() && (isNull(n) || n.Type == gjson.Number && n.Raw == "1") {
+				t.check = 1
+			}
+		}
+	}
+	return t.check > 0
+}
+
+// Stream implements Turn.
+func (t *chatTurn) Stream(dst io.Writer, flush func() error) Stream {
+	t.streaming = true
+	t.s.dst, t.s.flush = dst, flush
+	t.s.closed = false
+	return &t.s
+}
+
+// JSON implements Turn.
+func (t *chatTurn) JSON(body []byte) error {
+	out, step, err := rewriteChatJSON(t.ctx, body, t.h, t.allowed())
+	if err != nil {
+		return err
+	}
+	if t.acc != nil {
+		if out, err = mergeChatJSON(t.acc, out); err != nil {
+			return err
+		}
+	}
+	t.acc, t.pending = out, step
+	return nil
+}
+
+// Continuation implements Turn.
+func (t *chatTurn) Continuation() ([]byte, bool) {
+	if t.pending == nil || t.finished || t.streaming && (t.s.err != nil || !t.s.ending) {
+		return nil, false
+	}
+	if t.next == nil {
+		next, err := appendStep(t.request, t.pending)
+		if err != nil {
+			return nil, false // Finish shows the refusals in place
+		}
+		t.next = next
+	}
+	return t.next, true
+}
+
+// Continue implements Turn.
+func (t *chatTurn) Continue() {
+	if t.next == nil || t.pending == nil || t.finished {
+		return
+	}
+	t.request, t.next, t.pending = t.next, nil, nil
+	t.done++
+	if t.streaming {
+		t.s.continueResponse()
+	}
+}
+
+// Fail implements Turn.
+func (t *chatTurn) Fail(reason string) {
+	if t.done > 0 && t.fail == "" {
+		t.fail = couldNotContinue(reason)
+	}
+}
+
+// Finish implements Turn.
+func (t *chatTurn) Finish() ([]byte, error) {
+	if t.finished {
+		return t.acc, t.s.err
+	}
+	t.finished = true
+	text := t.fail
+	if t.pending != nil {
+		text = t.pending.fallback // no follow-up was sent
+		t.pending = nil
+	}
+	if !t.streaming {
+		if text != "" && t.acc != nil {
+			if out, err := appendChoiceText(t.acc, text); err == nil {
+				t.acc = out
+			}
+		}
+		return t.acc, nil
+	}
+	s := &t.s
+	if s.err != nil {
+		return nil, s.err
+	}
+	switch {
+	case s.ending:
+		s.writeEnd(text)
+	case t.fail != "":
+		s.writeEnd(t.fail)
+	case s.inCont && !s.finished:
+		s.writeEnd(couldNotContinue("the provider's answer ended early."))
+	}
+	return nil, s.err
+}
+
+// continueResponse readies the stream for the follow-up response, which
+// continues the same message.
+func (s *chatStream) continueResponse() {
+	for _, st := range s.choices {
+		st.shown = st.shown || len(st.content) > 0
+		st.sep = st.shown
+		st.content = st.content[:0]
+		st.calls = nil
+		st.held = 0
+	}
+	s.waiting = 0
+	s.inCont, s.slowAll = true, true
+	s.ending, s.finished = false, false
+	s.lineStart = 0
+}
+
+// appendStep returns the follow-up request body: req with the step's
+// assistant message and tool results appended to its messages.
+func appendStep(req []byte, step *chatStep) ([]byte, error) {
+	msgs := gjson.GetBytes(req, "messages")
+	if !msgs.IsArray() {
+		return nil, errors.New("chat request: no messages")
+	}
+	e, err := editOf(req, msgs, msgs.Raw)
+	if err != nil {
+		return nil, err
+	}
+	at := e.end - 1 // the closing bracket
+	var b []byte
+	if hasElements(msgs) {
+		b = append(b, ',')
+	}
+	b = append(b, `{"role":"assistant","content":`...)
+	if step.content != "" {
+		b = gjson.AppendJSONString(b, step.content)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"tool_calls":[`...)
+	for i, c := range step.calls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, c...)
+	}
+	b = append(b, "]}"...)
+	for _, r := range step.results {
+		b = append(b, `,{"role":"tool","tool_call_id":`...)
+		b = gjson.AppendJSONString(b, r.CallID)
+		b = append(b, `,"content":`...)
+		b = gjson.AppendJSONString(b, r.Content)
+		b = append(b, '}')
+	}
+	return applyEdits(req, []edit{{start: at, end: at, repl: string(b)}}), nil
+}
+
+// hasElements reports whether the JSON array arr has at least one element.
+func hasElements(arr gjson.Result) bool {
+	found := false
+	arr.ForEach(func(_, _ gjson.Result) bool {
+		found = true
+		return false
+	})
+	return found
+}
+
+// mergeChatJSON merges the follow-up body next (already rewritten) into the
+// answer acc; see NewTurn.
+func mergeChatJSON(acc, next []byte) ([]byte, error) {
+	if !gjson.ValidBytes(next) {
+		return nil, errors.New("chat response: follow-up is not valid JSON")
+	}
+	a0, n0 := gjson.GetBytes(acc, "choices.0"), gjson.GetBytes(next, "choices.0")
+	if !a0.IsObject() || !n0.IsObject() {
+		return nil, errors.New("chat response: no choice to continue")
+	}
+	am, nm := a0.Get("message"), n0.Get("message")
+	msg := am.Raw
+	if msg == "" {
+		msg = "{}"
+	}
+	var err error
+	if ac, nc := am.Get("content"), nm.Get("content"); nc.Type == gjson.String && nc.Str != "" {
+		c := nc.Raw
+		if ac.Type == gjson.String && ac.Str != "" {
+			c = ac.Raw[:len(ac.Raw)-1] + `\n\n` + nc.Raw[1:]
+		}
+		if msg, err = sjson.SetRaw(msg, "content", c); err != nil {
+			return nil, err
+		}
+	}
+	var calls []string
+	forEachCall(am, func(tc gjson.Result) { calls = append(calls, tc.Raw) })
+	n := len(calls)
+	forEachCall(nm, func(tc gjson.Result) { calls = append(calls, tc.Raw) })
+	if len(calls) > n {
+		if msg, err = sjson.SetRaw(msg, "tool_calls", "["+strings.Join(calls, ",")+"]"); err != nil {
+			return nil, err
+		}
+	}
+	choice, err := sjson.SetRaw(a0.Raw, "message", msg)
+	if err != nil {
+		return nil, err
+	}
+	if fr := n0.Get("finish_reason"); fr.Type == gjson.String {
+		if choice, err = sjson.SetRaw(choice, "finish_reason", strconv.Quote(finishReason(fr.Str, len(calls) > 0, true))); err != nil {
+			return nil, err
+		}
+	}
+	e, err := editOf(acc, a0, choice)
+	if err != nil {
+		return nil, err
+	}
+	out := applyEdits(acc, []edit{e})
+	if nu := gjson.GetBytes(next, "usage"); !isNull(nu) {
+		if out, err = sjson.SetRawBytes(out, "usage", []byte(sumUsage(gjson.GetBytes(out, "usage").Raw, nu.Raw))); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// appendChoiceText appends text to the content of choice 0 of body, after
+// a blank line if there is any.
+func appendChoiceText(body []byte, text string) ([]byte, error) {
+	c0 := gjson.GetBytes(body, "choices.0")
+	if !c0.IsObject() {
+		return nil, errors.New("chat response: no choice")
+	}
+	msg := c0.Get("message").Raw
+	if msg == "" {
+		msg = "{}"
+	}
+	msg, err := sjson.SetRaw(msg, "content", string(appendText(nil, c0.Get("message.content"), text)))
+	if err != nil {
+		return nil, err
+	}
+	choice, err := sjson.SetRaw(c0.Raw, "message", msg)
+	if err != nil {
+		return nil, err
+	}
+	e, err := editOf(body, c0, choice)
+	if err != nil {
+		return nil, err
+	}
+	return applyEdits(body, []edit{e}), nil
+}
+
+// sumUsage returns the usage objects a and b (raw JSON; "" or null for
+// none) added up: numbers present in both are summed, nested objects
+// (completion_tokens_details, …) likewise; any other member is b's if b
+// has it, else a's.
+func sumUsage(a, b string) string {
+	ra, rb := gjson.Parse(a), gjson.Parse(b)
+	switch {
+	case !rb.IsObject():
+		if ra.IsObject() {
+			return ra.Raw
+		}
+		return b
+	case !ra.IsObject():
+		return rb.Raw
+	}
+	out := []byte{'{'}
+	member := func(k gjson.Result, v string) {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, k.Raw...)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	inA := make(map[string]bool)
+	ra.ForEach(func(k, va gjson.Result) bool {
+		inA[k.Str] = true
+		vb := rb.Get(gjson.Escape(k.Str))
+		switch {
+		case va.Type == gjson.Number && vb.Type == gjson.Number:
+			member(k, addNumbers(va, vb))
+		case va.IsObject() && vb.IsObject():
+			member(k, sumUsage(va.Raw, vb.Raw))
+		case vb.Exists() && vb.Type != gjson.Null:
+			member(k, vb.Raw)
+		default:
+			member(k, va.Raw)
+		}
+		return true
+	})
+	rb.ForEach(func(k, vb gjson.Result) bool {
+		if !inA[k.Str] {
+			member(k, vb.Raw)
+		}
+		return true
+	})
+	return string(append(out, '}'))
+}
+
+// addNumbers adds two JSON numbers: as integers when both are written as
+// integers, else as floats.
+func addNumbers(a, b gjson.Result) string {
+	if isInt(a.Raw) && isInt(b.Raw) {
+		x, errA := strconv.ParseInt(a.Raw, 10, 64)
+		y, errB := strconv.ParseInt(b.Raw, 10, 64)
+		if errA == nil && errB == nil && (y <= 0 || x <= 1<<63-1-y) && (y >= 0 || x >= -1<<63-y) {
+			return strconv.FormatInt(x+y, 10)
+		}
+	}
+	return strconv.FormatFloat(a.Float()+b.Float(), 'g', -1, 64)
+}
+
+func isInt(raw string) bool {
+	if raw == "" {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; (c < '0' || c > '9') && !(i == 0 && c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Interface guard
+var _ Turn = (*chatTurn)(nil)
