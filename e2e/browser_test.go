@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +123,82 @@ func text(t *testing.T, b context.Context, css string) string {
 		t.Fatalf("reading %s: %v", css, err)
 	}
 	return s
+}
+
+func TestBrowserFillsForm(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	// The model gives a title and values the schema refuses for the
+	// checkbox, the multi-select and the date-time: the form holds them all.
+	l, msg := e.hold(t, "ana", call{"call_form", "draft_post", `{"title":"Launch notes","featured":"yes","tags":"news","publish_at":"soon"}`, false})
+	b := browser(t, ana)
+	err := chromedp.Do(b,
+		chromedp.Navigate(l),
+		chromedp.WaitVisible(chromedp.CSS(`form.answer`)),
+		chromedp.SendKeys(chromedp.CSS(`#f-body`), "What shipped this week."),
+		chromedp.SetValue(chromedp.CSS(`#f-status`), "published"),
+		chromedp.Click(chromedp.CSS(`#f-featured`)),
+		chromedp.Click(chromedp.CSS(`input[name=tags][value=news]`)),
+		chromedp.Click(chromedp.CSS(`input[name=tags][value=events]`)),
+		chromedp.SendKeys(chromedp.CSS(`#f-publish_at`), "tomorrow morning"),
+		chromedp.Click(chromedp.CSS(`button.submit`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The page asked the server first (Precognition): the error shows under
+	// its field, put there by the page's script, and nothing was sent.
+	waitFor(t, b, `document.querySelector('#err-publish_at .error') !== null`)
+	if msg := text(t, b, `#err-publish_at .error`); msg == "" || strings.Contains(msg, "tomorrow") {
+		t.Errorf("error under the field = %q", msg)
+	}
+	if title := text(t, b, `label[for=f-title]`); !strings.Contains(title, "Title") {
+		t.Errorf("title label = %q", title)
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Fatal("an answer with an error ran")
+	}
+	if _, err := chromedp.Run(b, chromedp.Evaluate[bool](`document.getElementById('f-publish_at').value = ''; true`)); err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(b,
+		chromedp.SendKeys(chromedp.CSS(`#f-publish_at`), "2026-12-01T09:00:00Z"),
+		chromedp.Click(chromedp.CSS(`button.submit`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, b, `document.querySelector('.status') !== null`)
+	calls := e.app.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("the action ran %d times", len(calls))
+	}
+	var got map[string]any
+	if err := json.Unmarshal(calls[0].Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"title": "Launch notes", "body": "What shipped this week.", "status": "published", "featured": true, "tags": []any{"news", "events"}, "publish_at": "2026-12-01T09:00:00Z"}
+	for k, v := range want {
+		if !reflect.DeepEqual(got[k], v) {
+			t.Errorf("%s = %#v, want %#v", k, got[k], v)
+		}
+	}
+	if res := toolResult(e.next(t, "ana", msg, "ok"), "call_form"); !strings.HasPrefix(res, "The person filled in: title, body, status, featured, tags, publish_at.") {
+		t.Errorf("tool result = %q", res)
+	}
+}
+
+// waitFor polls a JavaScript condition until it holds (a hang guard of 20s).
+func waitFor(t *testing.T, b context.Context, cond string) {
+	t.Helper()
+	for range 200 {
+		ok, err := chromedp.Run(b, chromedp.Evaluate[bool](cond))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", cond, err)
+		}
+		if ok {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("never true: %s", cond)
 }

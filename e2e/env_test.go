@@ -137,6 +137,17 @@ actions:
       required: [service, apiKey]
     run:
       url: APP/keys
+  schedule_post:
+    effect: write
+    required_for_agents: [publish_on]
+    schema:
+      type: object
+      properties:
+        post: {type: integer}
+        publish_on: {type: [string, "null"], format: date}
+      required: [post]
+    run:
+      url: APP/schedule
   list_posts:
     effect: read
     schema:

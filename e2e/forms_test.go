@@ -317,3 +317,35 @@ func TestSecretFieldRefusedWithContinuation(t *testing.T) {
 		t.Error("a refused call ran")
 	}
 }
+
+func TestToolsOfferedAsThePolicySays(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.provider.Enqueue(testkit.Reply{Body: textCompletion("ok")})
+	req := `{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"tools":[` +
+		`{"type":"function","function":{"name":"schedule_post","description":"Schedule a post.","parameters":{"type":"object","properties":{"post":{"type":"integer"},"publish_on":{"type":["string","null"],"format":"date"}},"required":["post"]}}},` +
+		`{"type":"function","function":{"name":"draft_post","parameters":{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}}},` +
+		`{"type":"function","function":{"name":"lookup_thing","description":"Not ours.","parameters":{"type":"object"}}}]}`
+	if st, _, body := e.rawPost(t, "ana", req); st != 200 {
+		t.Fatalf("%d %s", st, body)
+	}
+	up := e.provider.Requests()[0]
+	sched := gjson.GetBytes(up, `tools.0.function`)
+	if got := sched.Get("parameters.required").Raw; !strings.Contains(got, `"publish_on"`) {
+		t.Errorf("required_for_agents not applied: required = %s", got)
+	}
+	if got := sched.Get("parameters.properties.publish_on.type").Raw; strings.Contains(got, "null") {
+		t.Errorf("required_for_agents field still nullable: %s", got)
+	}
+	if got := gjson.GetBytes(up, `tools.1.function.description`).String(); !strings.Contains(got, "call it with what you know") {
+		t.Errorf("ask hint missing: %q", got)
+	}
+	if got := gjson.GetBytes(up, `tools.2`).Raw; got != `{"type":"function","function":{"name":"lookup_thing","description":"Not ours.","parameters":{"type":"object"}}}` {
+		t.Errorf("a tool the policy does not declare changed: %s", got)
+	}
+	// A model call that leaves the required-for-agents field out is refused
+	// (schedule_post does not ask): the model hears it at once.
+	res, _ := e.refusedWith(t, "ana", "call_s", call{"call_s", "schedule_post", `{"post":7}`, false})
+	if !strings.Contains(res, "publish_on") {
+		t.Errorf("refusal = %q", res)
+	}
+}

@@ -154,7 +154,7 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID, person, lang string, 
 		}
 		return HoldView{}, store.ErrAnswered
 	}
-	f, _, err := g.formOf(ctx, h, lang)
+	f, a, err := g.formOf(ctx, h, lang)
 	if err != nil {
 		g.log.Error("rebuilding form", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
 		return HoldView{}, FieldErrors{"": {"the form cannot be built now"}}
@@ -169,12 +169,27 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID, person, lang string, 
 	if len(errs) > 0 {
 		return HoldView{}, FieldErrors(errs)
 	}
-	if check {
-		return HoldView{ID: h.ID}, nil
-	}
 	args, err := forms.Merge(f, h.Arguments, values)
 	if err != nil {
 		return HoldView{}, FieldErrors{"": {"the answer cannot be merged with the call"}}
+	}
+	// The form checks what a form can express; the tool's full schema
+	// (patterns, other formats, exclusive bounds) is checked on the final
+	// arguments, before anything is claimed.
+	s, _ := readShown(h.Shown)
+	if err := a.CheckArgumentsWith(s.Schema, args); err != nil {
+		var ae *policies.ArgumentError
+		if !errors.As(err, &ae) {
+			return HoldView{}, FieldErrors{"": {"the answer does not fit the tool's schema"}}
+		}
+		fe := FieldErrors{}
+		for _, x := range ae.Fields {
+			fe[x.Field] = append(fe[x.Field], x.Rule)
+		}
+		return HoldView{}, fe
+	}
+	if check {
+		return HoldView{ID: h.ID}, nil
 	}
 	filled := make([]string, 0, len(values))
 	for _, fd := range f.Fields() {

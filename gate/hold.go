@@ -177,6 +177,13 @@ func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan 
 		schema = f.toolSchema(c.Name)
 	}
 	d := forms.Plan(a, schema, args)
+	if d.Outcome == forms.Refuse && a.AskForMissing && schema != nil {
+		// A mistake only knowable now: the ask does not fit the schema the
+		// request offered. Plan refused the call; the operator must hear.
+		if err := a.CheckAsk(schema); err != nil {
+			f.g.log.Error("policy error: ask does not fit the tool's schema", zap.String("action", c.Name), zap.Error(err))
+		}
+	}
 	if d.Outcome == forms.Refuse {
 		return refuse("arguments", "%s. Nothing ran; ask the person in words for what is missing, then call it again.", describeReasons(d))
 	}
@@ -190,10 +197,6 @@ func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan 
 		return refuse("no_owner", "the gate could not tell whose conversation this is; nothing ran.")
 	}
 	if d.Outcome == forms.Ask {
-		if err := a.CheckAsk(schema); err != nil {
-			f.g.log.Error("policy error: ask does not fit the tool's schema", zap.String("action", c.Name), zap.Error(err))
-			return refuse("policy", "the gate's policy cannot build its form (%s); nothing ran.", describeReasons(d))
-		}
 		form, err := f.g.buildForm(ctx, a, schema, d, "", f.person)
 		if err != nil {
 			f.g.log.Error("building form", zap.String("action", c.Name), zap.Error(err))

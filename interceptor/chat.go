@@ -342,16 +342,11 @@ type chatStream struct {
 	closed    bool
 	err       error // sticky: once set, nothing more is written
 
-	// Continuation state (a Turn's stream only).
-	slowAll   bool   // read every event: the response continues an earlier one, or its end is withheld
-	inCont    bool   // the response continues an earlier one: ids rewritten, role dropped
-	ending    bool   // the response's end is withheld: a continuation may follow
-	finished  bool   // the response finished choice 0
-	idRaw     string // the turn's chunk id (raw JSON), set when a continuation is first pending
-	endEnv    []byte // the envelope of the withheld end's chunks: `"id":…,"object":…,`
-	endReason string // the upstream finish_reason of the withheld end
-	doneSeen  bool   // a [DONE] was withheld
-	carry     string // the usage (raw JSON, summed) of responses whose usage was withheld
+	// Continuation state (a Turn's stream only; the rest is in t).
+	slowAll  bool // read every event: the response continues an earlier one, or its end is withheld
+	inCont   bool // the response continues an earlier one: ids rewritten, role dropped
+	ending   bool // the response's end is withheld: a continuation may follow
+	finished bool // the response finished choice 0
 
 	joined []byte // scratch: an event's data lines joined
 	out    []byte // scratch: a rewritten event
@@ -683,10 +678,10 @@ func (s *chatStream) withhold(data []byte, ok bool) {
 	switch {
 	case !ok:
 	case bytes.Equal(data, doneData):
-		s.doneSeen = true
+		s.t.doneSeen = true
 	case gjson.ValidBytes(data):
 		if u := gjson.GetBytes(data, "usage"); !isNull(u) {
-			s.carry = sumUsage(s.carry, u.Raw)
+			s.t.carry = sumUsage(s.t.carry, u.Raw)
 		}
 	}
 }
@@ -705,8 +700,8 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 	if s.inCont {
 		// One message: every chunk carries the first response's id, which
 		// openai-go checks (wire-formats.md §1.3).
-		if id := root.Get("id"); s.idRaw != "" && id.Exists() && id.Raw != s.idRaw {
-			ed, e := editOf(data, id, s.idRaw)
+		if id := root.Get("id"); s.t.idRaw != "" && id.Exists() && id.Raw != s.t.idRaw {
+			ed, e := editOf(data, id, s.t.idRaw)
 			if e != nil {
 				return "", false, e
 			}
@@ -738,19 +733,20 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 		}
 	}
 	var usage gjson.Result // read only when it matters: most chunks are not dropped
-	if s.ending || s.carry != "" || seen && droppable {
+	carried := s.ending || s.inCont && s.t.carry != ""
+	if carried || seen && droppable {
 		usage = root.Get("usage")
 	}
 	usageGone := false
-	if !isNull(usage) && (s.ending || s.carry != "") {
+	if carried && !isNull(usage) {
 		// The usage of a response whose end is withheld waits for the
 		// turn's last usage chunk, which carries the sum.
 		sum := "null"
 		if s.ending {
-			s.carry = sumUsage(s.carry, usage.Raw)
+			s.t.carry = sumUsage(s.t.carry, usage.Raw)
 			usageGone = true
 		} else {
-			sum, s.carry = sumUsage(s.carry, usage.Raw), ""
+			sum, s.t.carry = sumUsage(s.t.carry, usage.Raw), ""
 		}
 		ed, e := editOf(data, usage, sum)
 		if e != nil {
@@ -833,8 +829,8 @@ func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (ke
 			// Refused calls go back to the model: this response's end is
 			// withheld, for the follow-up's (or Finish's) to take its place.
 			s.ending, s.slowAll = true, true
-			s.endReason = fr.Str
-			s.endEnv = s.envelope(s.endEnv[:0], root)
+			s.t.endReason = fr.Str
+			s.t.endEnv = s.envelope(s.t.endEnv[:0], root)
 			reason, finishNull, removed = "", true, true
 		}
 		if reason != fr.Str {
@@ -1054,17 +1050,16 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 			}
 		}
 		s.t.pending = step
-		if s.idRaw == "" {
-			s.idRaw = root.Get("id").Raw
+		if s.t.idRaw == "" {
+			s.t.idRaw = root.Get("id").Raw
 		}
 	}
 
-	env := s.envelope(nil, root)
 	if text != "" {
 		if len(st.content) > 0 || st.shown {
 			text = "\n\n" + text
 		}
-		s.writeText(env, st.index, text)
+		s.writeText(root, nil, st.index, text)
 		st.shown = true
 	}
 	for i, c := range judged {
@@ -1074,7 +1069,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		c.dense = st.passed
 		st.passed++
 		ev := append(s.out[:0], "data: {"...)
-		ev = append(ev, env...)
+		ev = s.envelope(ev, root)
 		ev = append(ev, `"choices":[{"index":`...)
 		ev = strconv.AppendInt(ev, int64(st.index), 10)
 		ev = append(ev, `,"delta":{"tool_calls":[`...)
@@ -1092,8 +1087,8 @@ func (s *chatStream) envelope(dst []byte, root gjson.Result) []byte {
 	for _, k := range [...]string{"id", "object", "created", "model", "system_fingerprint", "service_tier"} {
 		v := root.Get(k)
 		raw := v.Raw
-		if k == "id" && s.idRaw != "" {
-			raw = s.idRaw
+		if k == "id" && s.t != nil && s.t.idRaw != "" {
+			raw = s.t.idRaw
 		} else if !v.Exists() {
 			continue
 		}
@@ -1105,10 +1100,15 @@ func (s *chatStream) envelope(dst []byte, root gjson.Result) []byte {
 	return dst
 }
 
-// writeText writes one content chunk for choice ci.
-func (s *chatStream) writeText(env []byte, ci int, text string) {
+// writeText writes one content chunk for choice ci, in the envelope env,
+// or else that of the chunk root.
+func (s *chatStream) writeText(root gjson.Result, env []byte, ci int, text string) {
 	ev := append(s.out[:0], "data: {"...)
-	ev = append(ev, env...)
+	if env != nil {
+		ev = append(ev, env...)
+	} else {
+		ev = s.envelope(ev, root)
+	}
 	ev = append(ev, `"choices":[{"index":`...)
 	ev = strconv.AppendInt(ev, int64(ci), 10)
 	ev = append(ev, `,"delta":{"content":`...)
@@ -1121,15 +1121,15 @@ func (s *chatStream) writeText(env []byte, ci int, text string) {
 // writeCarry writes the usage still carried from withheld responses as
 // one usage chunk, before the turn's [DONE].
 func (s *chatStream) writeCarry() {
-	if s.carry == "" {
+	if s.t == nil || s.t.carry == "" {
 		return
 	}
 	ev := append(s.out[:0], "data: {"...)
-	ev = append(ev, s.endEnv...)
+	ev = append(ev, s.t.endEnv...)
 	ev = append(ev, `"choices":[],"usage":`...)
-	ev = append(ev, s.carry...)
+	ev = append(ev, s.t.carry...)
 	ev = append(ev, "}\n\n"...)
-	s.carry = ""
+	s.t.carry = ""
 	s.out = ev
 	s.write(ev)
 }
@@ -1143,22 +1143,22 @@ func (s *chatStream) writeEnd(text string) {
 		if len(st.content) > 0 || st.shown {
 			text = "\n\n" + text
 		}
-		s.writeText(s.endEnv, 0, text)
+		s.writeText(gjson.Result{}, s.t.endEnv, 0, text)
 		st.shown = true
 	}
-	reason := finishReason(s.endReason, st.passed > 0, true)
+	reason := finishReason(s.t.endReason, st.passed > 0, true)
 	if reason == "" {
 		reason = "stop"
 	}
 	ev := append(s.out[:0], "data: {"...)
-	ev = append(ev, s.endEnv...)
+	ev = append(ev, s.t.endEnv...)
 	ev = append(ev, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
 	ev = strconv.AppendQuote(ev, reason)
 	ev = append(ev, "}]}\n\n"...)
 	s.out = ev
 	s.write(ev)
 	s.writeCarry()
-	if s.doneSeen {
+	if s.t.doneSeen {
 		s.write([]byte("data: [DONE]\n\n"))
 	}
 	s.ending = false

@@ -70,6 +70,13 @@ type chatTurn struct {
 	s         chatStream // stream mode
 	acc       []byte     // JSON mode: the answer so far
 	finished  bool
+
+	// Stream mode, across responses.
+	idRaw     string // the turn's chunk id (raw JSON), set when a continuation is first pending
+	endEnv    []byte // the envelope of the withheld end's chunks: `"id":…,"object":…,`
+	endReason string // the upstream finish_reason of the withheld end
+	doneSeen  bool   // a [DONE] was withheld
+	carry     string // the usage (raw JSON, summed) of responses whose usage was withheld
 }
 
 // chatStep is the refused calls of one response, to send back to the model.

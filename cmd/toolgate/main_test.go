@@ -86,6 +86,8 @@ func TestCommand(t *testing.T) {
 	for _, tt := range []struct{ name, policy, want string }{
 		{"unknown key", "actions:\n  delete_post:\n    effect: destructive\n    colour: red\n    card:\n      reason: x\n    run:\n      url: http://a/b\n", "colour"},
 		{"destructive without card", "actions:\n  delete_post:\n    effect: destructive\n    run:\n      url: http://a/b\n", "card"},
+		{"textarea on a non-string", "actions:\n  delete_post:\n    effect: write\n    ask_for_missing: true\n    schema:\n      type: object\n      properties:\n        n: {type: integer}\n    ask:\n      textarea: [n]\n    run:\n      url: http://a/b\n", "textarea"},
+		{"choice outside the enum", "actions:\n  delete_post:\n    effect: write\n    ask_for_missing: true\n    schema:\n      type: object\n      properties:\n        s: {type: string, enum: [a, b]}\n    ask:\n      choices:\n        s: {c: C}\n    run:\n      url: http://a/b\n", "choices"},
 		{"row without record", "actions:\n  delete_post:\n    effect: destructive\n    card:\n      reason: x\n      rows:\n        Post: title\n    run:\n      url: http://a/b\n", "rows"},
 	} {
 		t.Run("validate "+tt.name, func(t *testing.T) {
