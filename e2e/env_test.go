@@ -148,6 +148,28 @@ actions:
       required: [post]
     run:
       url: APP/schedule
+  assign_post:
+    effect: write
+    ask_for_missing: true
+    schema:
+      type: object
+      properties:
+        post: {type: integer}
+        owner: {type: string, title: Owner}
+        city: {type: string, title: City}
+      required: [post, owner, city]
+    ask:
+      choices_from: {owner: APP/members}
+      default_from: {city: APP/me/city}
+    run:
+      url: APP/assign
+  note_later:
+    effect: write
+    ask_for_missing: true
+    ask:
+      textarea: [n]
+    run:
+      url: APP/notes
   list_posts:
     effect: read
     schema:

@@ -349,3 +349,67 @@ func TestToolsOfferedAsThePolicySays(t *testing.T) {
 		t.Errorf("refusal = %q", res)
 	}
 }
+
+func TestFormChoicesAndDefaultsFromTheApp(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.app.SetRecord("/members", `[{"value":"ana","label":"Ana Alves"},{"value":"bo","label":"Bo Berg"}]`)
+	e.app.SetRecord("/me/city", `{"value":"Lisbon"}`)
+	l, _ := e.hold(t, "ana", call{"call_as", "assign_post", `{"post":7}`, false})
+	form := gjson.GetBytes(e.rawView(ana, l, ""), "holds.0.form.requestedSchema.properties")
+	if got := form.Get("owner.oneOf.#.title").Raw; got != `["Ana Alves","Bo Berg"]` {
+		t.Errorf("owner choices = %s (%s)", got, form.Raw)
+	}
+	if got := form.Get("city.default").String(); got != "Lisbon" {
+		t.Errorf("city default = %q", got)
+	}
+	for _, r := range e.app.Reads() {
+		if r.Header.Get("X-Toolgate-Person") != "ana" || r.SignatureErr != nil {
+			t.Errorf("choices read as %q (signature %v)", r.Header.Get("X-Toolgate-Person"), r.SignatureErr)
+		}
+	}
+	// The choices of the status field come from the policy, in order.
+	l2, _ := e.hold(t, "ana", draftTitleOnly)
+	status := gjson.GetBytes(e.rawView(ana, l2, ""), "holds.0.form.requestedSchema.properties.status")
+	if got := status.Get("oneOf.#.const").Raw; got != `["draft","published"]` {
+		t.Errorf("status choices = %s", status.Raw)
+	}
+	if got := status.Get("oneOf.#.title").Raw; got != `["Draft","Published"]` {
+		t.Errorf("status labels = %s", status.Raw)
+	}
+}
+
+func TestRunTimePolicyMistakeRefuses(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	// note_later has no schema in the policy; its ask says textarea on n,
+	// which the request's tools declare an integer: knowable only now.
+	e.provider.Enqueue(testkit.Reply{Body: jsonCompletion("", call{"call_nl", "note_later", `{}`, false})}, testkit.Reply{Body: textCompletion("ok")})
+	req := `{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"note_later","parameters":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}}]}`
+	st, _, body := e.rawPost(t, "ana", req)
+	if st != 200 || linkRe.Match(body) {
+		t.Fatalf("a call with a broken ask was held: %d %s", st, body)
+	}
+	reqs := e.provider.Requests()
+	if len(reqs) != 2 || !strings.Contains(toolResult(reqs[1], "call_nl"), "note_later") {
+		t.Errorf("the refusal did not reach the model")
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Error("it ran")
+	}
+}
+
+func TestFormFromStream(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.provider.Enqueue(testkit.Reply{Events: streamEvents([]string{"Let me draft that."}, draftTitleOnly)})
+	acc := streamWith(t, e.client("ana"), userAsks("draft"))
+	msg := acc.Choices[0].Message
+	if len(msg.ToolCalls) != 0 || acc.Choices[0].FinishReason != "stop" {
+		t.Errorf("calls %v finish %q", msg.ToolCalls, acc.Choices[0].FinishReason)
+	}
+	l := link(t, msg.Content)
+	if !strings.HasPrefix(msg.Content, "Let me draft that.") || !strings.Contains(msg.Content, "A few details for your post.") {
+		t.Errorf("content = %q", msg.Content)
+	}
+	if got := gjson.GetBytes(e.rawView(ana, l, ""), "holds.0.form.requestedSchema.properties.title.default").String(); got != "Launch notes" {
+		t.Errorf("title default = %q", got)
+	}
+}
