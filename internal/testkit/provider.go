@@ -38,7 +38,10 @@ type Reply struct {
 // message.
 type Provider struct {
 	*httptest.Server
-	mu       sync.Mutex
+	mu sync.Mutex
+	// calls are the function_call call_ids of each Responses response
+	// served, by response id, to check previous_response_id requests.
+	calls    map[string][]string
 	replies  []Reply
 	requests [][]byte
 	headers  []http.Header
@@ -88,13 +91,23 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"no scripted reply"}}`, http.StatusInternalServerError)
 		return
 	}
-	if strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		if msg := checkChatHistory(body); msg != "" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error"}}`, msg)
-			return
-		}
+	var complaint string
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		complaint = checkChatHistory(body)
+	case strings.HasSuffix(r.URL.Path, "/messages"):
+		complaint = checkAnthropicHistory(body)
+	case strings.HasSuffix(r.URL.Path, "/responses"):
+		complaint = p.checkResponsesHistory(body)
+	}
+	if complaint != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"type":"error","error":{"message":%q,"type":"invalid_request_error"}}`, complaint)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/responses") {
+		p.remember(rep)
 	}
 	for k, v := range rep.Header {
 		w.Header()[k] = v
@@ -180,4 +193,117 @@ func SSEEvents(body []byte) [][]byte {
 		}
 	}
 	return out
+}
+
+// checkAnthropicHistory returns Anthropic's complaint about a history in
+// which an assistant tool_use is not answered by a tool_result at the
+// start of the next user message, or a tool_result answers nothing.
+func checkAnthropicHistory(body []byte) string {
+	msgs := gjson.GetBytes(body, "messages").Array()
+	for i, m := range msgs {
+		if m.Get("role").String() != "assistant" {
+			continue
+		}
+		var ids []string
+		for _, b := range m.Get("content").Array() {
+			if b.Get("type").String() == "tool_use" {
+				ids = append(ids, b.Get("id").String())
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		if i+1 >= len(msgs) || msgs[i+1].Get("role").String() != "user" {
+			return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s", i, ids[0])
+		}
+		answered := map[string]bool{}
+		leading := true
+		for _, b := range msgs[i+1].Get("content").Array() {
+			if b.Get("type").String() == "tool_result" {
+				if !leading {
+					return fmt.Sprintf("messages.%d: tool_result blocks must come first in the user message", i+1)
+				}
+				answered[b.Get("tool_use_id").String()] = true
+			} else {
+				leading = false
+			}
+		}
+		for _, id := range ids {
+			if !answered[id] {
+				return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s", i, id)
+			}
+		}
+	}
+	return ""
+}
+
+// remember keeps the function_call call_ids of a Responses reply.
+func (p *Provider) remember(rep Reply) {
+	body := rep.Body
+	if rep.Events != nil {
+		for _, ev := range rep.Events {
+			if bytes.Contains(ev, []byte(`"response.completed"`)) {
+				_, data, _ := bytes.Cut(ev, []byte("data: "))
+				body = []byte(gjson.GetBytes(data, "response").Raw)
+			}
+		}
+	}
+	id := gjson.GetBytes(body, "id").String()
+	if id == "" {
+		return
+	}
+	var ids []string
+	for _, it := range gjson.GetBytes(body, "output").Array() {
+		if t := it.Get("type").String(); t == "function_call" || t == "custom_tool_call" {
+			ids = append(ids, it.Get("call_id").String())
+		}
+	}
+	p.mu.Lock()
+	if p.calls == nil {
+		p.calls = map[string][]string{}
+	}
+	p.calls[id] = ids
+	p.mu.Unlock()
+}
+
+// checkResponsesHistory returns OpenAI's complaint about a Responses
+// request: a previous response's function call left without its output, a
+// function_call item in input without a function_call_output, or a
+// reasoning item not followed by an item.
+func (p *Provider) checkResponsesHistory(body []byte) string {
+	input := gjson.GetBytes(body, "input")
+	outputs := map[string]bool{}
+	items := input.Array()
+	for _, it := range items {
+		if t := it.Get("type").String(); t == "function_call_output" || t == "custom_tool_call_output" {
+			outputs[it.Get("call_id").String()] = true
+		}
+	}
+	if prev := gjson.GetBytes(body, "previous_response_id").String(); prev != "" {
+		p.mu.Lock()
+		ids := p.calls[prev]
+		p.mu.Unlock()
+		for _, id := range ids {
+			if !outputs[id] {
+				return "No tool output found for function call " + id + "."
+			}
+		}
+	}
+	for i, it := range items {
+		switch it.Get("type").String() {
+		case "function_call", "custom_tool_call":
+			if !outputs[it.Get("call_id").String()] {
+				return "No tool output found for function call " + it.Get("call_id").String() + "."
+			}
+		case "reasoning":
+			if i+1 >= len(items) {
+				return fmt.Sprintf("Item '%s' of type 'reasoning' was provided without its required following item.", it.Get("id").String())
+			}
+		case "item_reference":
+			if strings.HasPrefix(it.Get("id").String(), "msg_toolgate") {
+				return fmt.Sprintf("Item with id '%s' not found.", it.Get("id").String())
+			}
+		}
+	}
+	return ""
 }
