@@ -91,7 +91,9 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //
 //	toolgate {
 //		policy            <path>
+//		provider          auto|openai-chat|openai-responses|anthropic
 //		owner             <placeholder>
+//		owner_fields      <gjson path>...
 //		tenant            <placeholder>
 //		max_request_body  <bytes>
 //		max_response_body <bytes>
@@ -103,6 +105,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return oneArg(d, &h.Policy)
 		case "owner":
 			return oneArg(d, &h.Owner)
+		case "provider":
+			return oneArg(d, &h.Provider)
+		case "owner_fields":
+			h.OwnerFields = d.RemainingArgs()
+			if len(h.OwnerFields) == 0 {
+				return d.ArgErr()
+			}
 		case "tenant":
 			return oneArg(d, &h.Tenant)
 		case "max_request_body", "max_response_body":

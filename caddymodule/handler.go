@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -31,8 +32,12 @@ func init() {
 // its outcome back before they go upstream. Everything else passes byte
 // for byte.
 //
-// Gated endpoints: POST .../chat/completions (OpenAI Chat Completions and
-// compatible servers). Other requests on the route pass untouched.
+// Gated endpoints, by path unless Provider says otherwise: POST
+// .../chat/completions (OpenAI Chat Completions and compatible servers),
+// POST .../responses (OpenAI Responses) and POST .../messages (Anthropic
+// Messages). Other requests on the route pass untouched, except a
+// WebSocket upgrade on a gated path, which is refused: its traffic could
+// not be checked.
 //
 // The upstream is asked for an identity-encoded body (Accept-Encoding:
 // identity); a compressed response on a gated endpoint cannot be checked
@@ -49,9 +54,21 @@ type Handler struct {
 	// then `user`, is used. A gated call with no owner is refused.
 	Owner string `json:"owner,omitempty"`
 
+	// OwnerFields are the request body's fields (gjson paths) that name
+	// the owner when Owner gives nothing, tried in order. Default:
+	// "safety_identifier" then "user" for OpenAI; none for Anthropic (set
+	// "metadata.user_id" to use it).
+	OwnerFields []string `json:"owner_fields,omitempty"`
+
 	// Tenant optionally names the person's tenant, the same way (a
 	// placeholder); it reaches the app in the X-Toolgate-Tenant header.
 	Tenant string `json:"tenant,omitempty"`
+
+	// Provider fixes the wire protocol of every POST on the route:
+	// "openai-chat", "openai-responses" or "anthropic". Default ("" or
+	// "auto"): by the path's end, as listed above. Set it for an
+	// OpenAI-compatible server whose paths differ.
+	Provider string `json:"provider,omitempty"`
 
 	// MaxRequestBody caps the request body read, in bytes. Default 32 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
@@ -92,6 +109,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.app = appIface.(*App)
 	h.app.register(h.policyKey, h.policy)
+	if h.Provider != "" && h.Provider != "auto" && adapters[h.Provider] == nil {
+		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(providerNames(), ", "))
+	}
 	if h.MaxRequestBody <= 0 {
 		h.MaxRequestBody = 32 << 20
 	}
@@ -104,6 +124,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 // ServeHTTP gates one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if r.Header.Get("Upgrade") != "" && h.gatedPath(r.URL.Path) {
+		// The Responses API's WebSocket mode (and any other upgrade) would
+		// carry tool calls around the gate.
+		return caddyhttp.Error(http.StatusBadRequest, errors.New("toolgate: a WebSocket or other upgraded connection cannot be gated on this path; use HTTP (streaming works)"))
+	}
 	adapter, protocol := h.adapterFor(r)
 	if adapter == nil {
 		return next.ServeHTTP(w, r)
@@ -124,7 +149,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
-	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, original) }, protocol).
+	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
 		WithToolSchemas(func(name string) []byte { return toolParameters(original, name) })
 
 	body, err = adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
@@ -227,20 +252,59 @@ func putBody(b *bytes.Buffer) {
 	bodyPool.Put(b)
 }
 
-// adapterFor picks the wire adapter by path. Only POSTs carry tool calls.
+// adapters are the wire adapters by provider name: a new provider is a new
+// adapter and one line here.
+var adapters = map[string]interceptor.Adapter{
+	"openai-chat": interceptor.Chat{},
+}
+
+// pathProviders map a path's end to its provider, for Provider "auto".
+var pathProviders = []struct{ suffix, provider string }{
+	{"/chat/completions", "openai-chat"},
+	{"/responses", "openai-responses"},
+	{"/messages", "anthropic"},
+}
+
+func providerNames() []string {
+	names := make([]string, 0, len(adapters))
+	for n := range adapters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// providerFor names the protocol of a path ("" when the route does not
+// gate it).
+func (h *Handler) providerFor(path string) string {
+	if h.Provider != "" && h.Provider != "auto" {
+		return h.Provider
+	}
+	for _, p := range pathProviders {
+		if strings.HasSuffix(path, p.suffix) && adapters[p.provider] != nil {
+			return p.provider
+		}
+	}
+	return ""
+}
+
+func (h *Handler) gatedPath(path string) bool { return h.providerFor(path) != "" }
+
+// adapterFor picks the wire adapter. Only POSTs carry tool calls.
 func (h *Handler) adapterFor(r *http.Request) (interceptor.Adapter, string) {
 	if r.Method != http.MethodPost {
 		return nil, ""
 	}
-	if strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		return interceptor.Chat{}, "openai-chat"
+	name := h.providerFor(r.URL.Path)
+	if name == "" {
+		return nil, ""
 	}
-	return nil, ""
+	return adapters[name], name
 }
 
 // person resolves the conversation's owner and tenant: the configured
-// placeholders first, then the body's safety_identifier or user.
-func (h *Handler) person(repl *caddy.Replacer, body []byte) gate.Person {
+// placeholders first, then the body's owner fields.
+func (h *Handler) person(repl *caddy.Replacer, body []byte, protocol string) gate.Person {
 	var p gate.Person
 	if repl != nil {
 		if h.Owner != "" {
@@ -250,8 +314,12 @@ func (h *Handler) person(repl *caddy.Replacer, body []byte) gate.Person {
 			p.Tenant = strings.TrimSpace(repl.ReplaceAll(h.Tenant, ""))
 		}
 	}
-	if p.Owner == "" && gjson.ValidBytes(body) {
-		res := gjson.GetManyBytes(body, "safety_identifier", "user")
+	fields := h.OwnerFields
+	if fields == nil && protocol != "anthropic" {
+		fields = openAIOwnerFields
+	}
+	if p.Owner == "" && len(fields) > 0 && gjson.ValidBytes(body) {
+		res := gjson.GetManyBytes(body, fields...)
 		for _, v := range res {
 			if v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
 				p.Owner = strings.TrimSpace(v.Str)
@@ -261,6 +329,10 @@ func (h *Handler) person(repl *caddy.Replacer, body []byte) gate.Person {
 	}
 	return p
 }
+
+// openAIOwnerFields name the end user in OpenAI requests: safety_identifier,
+// and user, which it replaces.
+var openAIOwnerFields = []string{"safety_identifier", "user"}
 
 // Interface guards
 var (

@@ -311,3 +311,31 @@ func TestStreamTextIsNotHeldBack(t *testing.T) {
 		t.Errorf("rest of the stream = %q", rest.String())
 	}
 }
+
+func TestWebSocketUpgradeRefused(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, path := range gatedPaths {
+		req, err := http.NewRequest("GET", e.apiURL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: upgrade got %d, want 400", path, resp.StatusCode)
+		}
+	}
+	if n := len(e.provider.Requests()); n != 0 {
+		t.Errorf("an upgrade reached the provider (%d requests)", n)
+	}
+}
+
+// gatedPaths are the endpoints the default route gates.
+var gatedPaths = []string{"/v1/chat/completions"}
