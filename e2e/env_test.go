@@ -84,6 +84,25 @@ actions:
       reason: Publish this note?
     run:
       url: APP/notes
+  updateIssueList:
+    effect: external
+    card:
+      reason: Update the issue list?
+    run:
+      url: APP/issues
+  weather:
+    effect: external
+    card:
+      reason: Look up the weather for you?
+    run:
+      url: APP/weather
+  calculator:
+    effect: external
+    card:
+      reason: Run the calculator?
+    run:
+      url: APP/calc
+    reply: Calculated.
   GetWeatherArgs:
     effect: external
     card:
@@ -340,15 +359,24 @@ func (e *env) view(p person, link string) (int, []byte, stepJSON) {
 // answer posts an answer as a browser form from the page's own origin.
 func (e *env) answer(p person, link, holdID, token, choice string, header map[string]string) (int, string) {
 	e.t.Helper()
-	form := url.Values{"hold": {holdID}, "token": {token}, "answer": {choice}}
+	u, _ := url.Parse(link)
+	h := map[string]string{"Origin": u.Scheme + "://" + u.Host}
+	for k, v := range header {
+		h[k] = v
+	}
+	return e.post(p, link, url.Values{"hold": {holdID}, "token": {token}, "answer": {choice}}, h)
+}
+
+// post sends a form-encoded POST to a page as p, without following a
+// redirect, and returns the status and body.
+func (e *env) post(p person, link string, form url.Values, header map[string]string) (int, string) {
+	e.t.Helper()
 	req, err := http.NewRequest("POST", link, strings.NewReader(form.Encode()))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	req.SetBasicAuth(p.name, p.password)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	u, _ := url.Parse(link)
-	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -362,7 +390,7 @@ func (e *env) answer(p person, link, holdID, token, choice string, header map[st
 	return resp.StatusCode, string(b)
 }
 
-// confirmOnly answers the only hold of a step as p and returns the status.
+// answerOnly answers the only hold of a step as p and returns the status.
 func (e *env) answerOnly(p person, link, choice string) int {
 	e.t.Helper()
 	status, body, s := e.view(ana, link)

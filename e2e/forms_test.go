@@ -22,24 +22,11 @@ func (e *env) formPost(p person, link, holdID, token string, fields url.Values, 
 	for k, v := range fields {
 		form[k] = v
 	}
-	req, err := http.NewRequest("POST", link, strings.NewReader(form.Encode()))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.SetBasicAuth(p.name, p.password)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	var h map[string]string
 	if precognition {
-		req.Header.Set("Precognition", "true")
-		req.Header.Set("Accept", "application/json")
+		h = map[string]string{"Precognition": "true", "Accept": "application/json"}
 	}
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return e.post(p, link, form, h)
 }
 
 // rawView reads the step's JSON as raw bytes.
