@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/toolgate/toolgate/store"
 )
@@ -59,6 +60,30 @@ func (s *appStore) Settle(ctx context.Context, id, outcome string) error {
 		return err
 	}
 	return db.Settle(ctx, id, outcome)
+}
+
+func (s *appStore) Index(ctx context.Context, key, stepID string, expires time.Time) error {
+	db, err := s.get()
+	if err != nil {
+		return err
+	}
+	return db.Index(ctx, key, stepID, expires)
+}
+
+func (s *appStore) Indexed(ctx context.Context, key string) ([]string, error) {
+	db, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	return db.Indexed(ctx, key)
+}
+
+func (s *appStore) Unindex(ctx context.Context, key, stepID string) error {
+	db, err := s.get()
+	if err != nil {
+		return err
+	}
+	return db.Unindex(ctx, key, stepID)
 }
 
 // Close does nothing: the app's Stop releases the pooled database.

@@ -141,6 +141,16 @@ type Store interface {
 	// Settle records the outcome of an answered hold, marks it Settled and
 	// drops the person's values.
 	Settle(ctx context.Context, id, outcome string) error
+	// Index files a step under a key, such as the provider's response or
+	// conversation that holds the step's calls, for as long as the step's
+	// records are kept (expires is the step's Expires). A step filed twice
+	// under one key is filed once.
+	Index(ctx context.Context, key, stepID string, expires time.Time) error
+	// Indexed returns the step ids filed under key, oldest first; none is
+	// not an error.
+	Indexed(ctx context.Context, key string) ([]string, error)
+	// Unindex takes a step off a key.
+	Unindex(ctx context.Context, key, stepID string) error
 	// Close releases the backend.
 	Close() error
 }
