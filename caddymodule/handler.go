@@ -255,7 +255,9 @@ func putBody(b *bytes.Buffer) {
 // adapters are the wire adapters by provider name: a new provider is a new
 // adapter and one line here.
 var adapters = map[string]interceptor.Adapter{
-	"openai-chat": interceptor.Chat{},
+	"openai-chat":      interceptor.Chat{},
+	"openai-responses": interceptor.Responses{},
+	"anthropic":        interceptor.Anthropic{},
 }
 
 // pathProviders map a path's end to its provider, for Provider "auto".

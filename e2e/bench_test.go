@@ -72,8 +72,8 @@ http://127.0.0.1:%d {
 }
 `, filepath.Join(dir, "store"), secret, pages, gp, pf, up.URL, pp, up.URL))
 	return &benchEnv{
-		gated:  fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gp),
-		plain:  fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", pp),
+		gated:  fmt.Sprintf("http://127.0.0.1:%d", gp),
+		plain:  fmt.Sprintf("http://127.0.0.1:%d", pp),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
 	}
 }
@@ -133,7 +133,7 @@ func BenchmarkPassThroughJSON(b *testing.B) {
 	text := strings.Repeat("The meetup moved to Friday. ", 60)
 	body := jsonCompletion(text)
 	e := newBenchEnv(b, body, nil)
-	e.compare(b, "", chatRequest(false), len(body))
+	e.compare(b, "/v1/chat/completions", chatRequest(false), len(body))
 }
 
 // BenchmarkPassThroughStream: a non-gated 200-chunk text stream.
@@ -148,5 +148,73 @@ func BenchmarkPassThroughStream(b *testing.B) {
 		want += len(ev)
 	}
 	e := newBenchEnv(b, nil, events)
-	e.compare(b, "?stream", chatRequest(true), want)
+	e.compare(b, "/v1/chat/completions?stream", chatRequest(true), want)
+}
+
+func eventsLen(events [][]byte) int {
+	n := 0
+	for _, ev := range events {
+		n += len(ev)
+	}
+	return n
+}
+
+func sse(typ, data string) []byte { return []byte("event: " + typ + "\ndata: " + data + "\n\n") }
+
+// BenchmarkPassThroughAnthropicJSON: a 2 KB text message.
+func BenchmarkPassThroughAnthropicJSON(b *testing.B) {
+	body := []byte(`{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":` + jsonString(strings.Repeat("The meetup moved to Friday. ", 60)) + `}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":300}}`)
+	e := newBenchEnv(b, body, nil)
+	e.compare(b, "/v1/messages", chatRequest(false), len(body))
+}
+
+// BenchmarkPassThroughAnthropicStream: a 200-event text stream.
+func BenchmarkPassThroughAnthropicStream(b *testing.B) {
+	ev := [][]byte{
+		sse("message_start", `{"type":"message_start","message":{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`),
+		sse("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+	}
+	for i := range 194 {
+		ev = append(ev, sse("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"word%d "}}`, i)))
+	}
+	ev = append(ev,
+		sse("content_block_stop", `{"type":"content_block_stop","index":0}`),
+		sse("ping", `{"type": "ping"}`),
+		sse("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":200}}`),
+		sse("message_stop", `{"type":"message_stop"}`))
+	e := newBenchEnv(b, nil, ev)
+	e.compare(b, "/v1/messages?stream", chatRequest(true), eventsLen(ev))
+}
+
+// BenchmarkPassThroughResponsesJSON: a 2 KB message response.
+func BenchmarkPassThroughResponsesJSON(b *testing.B) {
+	body := responsesText("resp_bench", strings.Repeat("The meetup moved to Friday. ", 60))
+	e := newBenchEnv(b, body, nil)
+	e.compare(b, "/v1/responses", chatRequest(false), len(body))
+}
+
+// BenchmarkPassThroughResponsesStream: a 200-event message stream.
+func BenchmarkPassThroughResponsesStream(b *testing.B) {
+	seq := 0
+	next := func(typ, rest string) []byte {
+		d := fmt.Sprintf(`{"type":%q,"sequence_number":%d,%s}`, typ, seq, rest)
+		seq++
+		return sse(typ, d)
+	}
+	ev := [][]byte{
+		next("response.created", `"response":{"id":"resp_bench","object":"response","status":"in_progress","output":[]}`),
+		next("response.in_progress", `"response":{"id":"resp_bench","object":"response","status":"in_progress","output":[]}`),
+		next("response.output_item.added", `"output_index":0,"item":{"id":"msg_b","type":"message","status":"in_progress","content":[],"role":"assistant"}`),
+		next("response.content_part.added", `"item_id":"msg_b","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"text":""}`),
+	}
+	for i := range 192 {
+		ev = append(ev, next("response.output_text.delta", fmt.Sprintf(`"item_id":"msg_b","output_index":0,"content_index":0,"delta":"word%d "`, i)))
+	}
+	ev = append(ev,
+		next("response.output_text.done", `"item_id":"msg_b","output_index":0,"content_index":0,"text":"..."`),
+		next("response.content_part.done", `"item_id":"msg_b","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"text":"..."}`),
+		next("response.output_item.done", `"output_index":0,"item":{"id":"msg_b","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"..."}],"role":"assistant"}`),
+		next("response.completed", `"response":{"id":"resp_bench","object":"response","status":"completed","output":[{"id":"msg_b","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"..."}],"role":"assistant"}]}`))
+	e := newBenchEnv(b, nil, ev)
+	e.compare(b, "/v1/responses?stream", chatRequest(true), eventsLen(ev))
 }

@@ -338,4 +338,4 @@ func TestWebSocketUpgradeRefused(t *testing.T) {
 }
 
 // gatedPaths are the endpoints the default route gates.
-var gatedPaths = []string{"/v1/chat/completions"}
+var gatedPaths = []string{"/v1/chat/completions", "/v1/responses", "/v1/messages"}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -57,8 +58,9 @@ func (f *Front) Person() Person {
 }
 
 var (
-	_ interceptor.Holder   = (*Front)(nil)
-	_ interceptor.Restorer = (*Front)(nil)
+	_ interceptor.Holder        = (*Front)(nil)
+	_ interceptor.Restorer      = (*Front)(nil)
+	_ interceptor.StateRestorer = (*Front)(nil)
 )
 
 // Gated reports whether the policy declares this tool, so its calls are
@@ -145,6 +147,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		g.log.Error("storing holds", zap.Error(err), zap.String("owner", f.person.Owner))
 		return f.refuseAll(calls, "store", "the gate could not store the question for the person")
 	}
+	f.index(ctx, stepID, holds[0].Expires)
 	for _, h := range holds {
 		if h.State == store.Waiting {
 			g.cfg.Observer.Held(h.Action)
@@ -156,6 +159,41 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	}
 	v.Text = waitingText(cards, says, g.Link(stepID))
 	return v
+}
+
+// index files a step under the provider's response and conversation that
+// keep its calls (the Responses API's previous_response_id and
+// conversation), so a request that continues from them, carrying no link,
+// still gets the held calls' results.
+func (f *Front) index(ctx context.Context, stepID string, expires time.Time) {
+	st, ok := interceptor.ResponseStateOf(ctx)
+	if !ok || !st.Stored {
+		return
+	}
+	for _, key := range []string{responseKey(f.person.Owner, st.ResponseID), conversationKey(f.person.Owner, st.ConversationID)} {
+		if key == "" {
+			continue
+		}
+		if err := f.g.cfg.Store.Index(ctx, key, stepID, expires); err != nil {
+			f.g.log.Error("indexing step", zap.String("step_id", stepID), zap.Error(err))
+		}
+	}
+}
+
+// Index keys are scoped to the owner: another person naming the same
+// response restores nothing.
+func responseKey(owner, id string) string {
+	if id == "" {
+		return ""
+	}
+	return "resp\x00" + owner + "\x00" + id
+}
+
+func conversationKey(owner, id string) string {
+	if id == "" {
+		return ""
+	}
+	return "conv\x00" + owner + "\x00" + id
 }
 
 // plan checks one call and builds its card or form. waiting is how many

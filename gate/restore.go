@@ -46,6 +46,42 @@ func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (i
 	return r, true
 }
 
+// RestoreState gives back the steps whose calls the provider keeps in the
+// response responseID, or (when responseID is "") in the conversation
+// conversationID and whose results were not yet given back: a Responses
+// API request that continues from them carries no link.
+func (f *Front) RestoreState(ctx context.Context, responseID, conversationID string, userFollows bool) []interceptor.Restored {
+	f.Person()
+	key := responseKey(f.person.Owner, responseID)
+	conv := false
+	if key == "" {
+		key, conv = conversationKey(f.person.Owner, conversationID), true
+	}
+	if key == "" || f.person.Owner == "" {
+		return nil
+	}
+	steps, err := f.g.cfg.Store.Indexed(ctx, key)
+	if err != nil {
+		f.g.log.Error("reading steps of a stored response", zap.Error(err))
+		return nil
+	}
+	var out []interceptor.Restored
+	for _, step := range steps {
+		r, ok := f.Restore(ctx, step, userFollows)
+		if !ok {
+			continue
+		}
+		out = append(out, r)
+		if conv {
+			// Given back once: the conversation keeps the results now.
+			if err := f.g.cfg.Store.Unindex(ctx, key, step); err != nil {
+				f.g.log.Error("unindexing step", zap.String("step_id", step), zap.Error(err))
+			}
+		}
+	}
+	return out
+}
+
 // outcomeFor settles what can be settled now (an expired hold; a waiting
 // one the person moved on from) and returns what the model reads.
 func (g *Gate) outcomeFor(ctx context.Context, h store.Hold, userFollows bool) string {

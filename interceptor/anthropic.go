@@ -1,0 +1,385 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Anthropic is the adapter for Anthropic Messages (POST /v1/messages,
+// wire-formats.md §3). It inspects "tool_use" content blocks, matched by
+// name; server_tool_use and mcp_tool_use blocks run on the provider's side
+// and pass unread. The zero value is ready to use and holds no state; one
+// Anthropic serves every request.
+//
+// A held call's Call has Type "function" (its input is a JSON object, as a
+// Chat function's arguments), ID the tool_use id, Arguments the input's
+// JSON text and Raw the tool_use block. The message Hold gets is the
+// assistant message as it would be sent back in a request:
+// {"role":"assistant","content":[every content block of the response, in
+// order: thinking and redacted_thinking blocks with their signatures,
+// text, every tool_use]}; in a stream the blocks are rebuilt from their
+// events as the API would have sent them whole.
+//
+// The byte searches that let traffic without tool calls through untouched
+// assume the provider writes "tool_use" plainly, as every JSON encoder does.
+type Anthropic struct{}
+
+var (
+	anthToolUseKey = []byte(`"tool_use"`)
+	// anthToolUseRare indexes the 'u' of "tool_use": no key of a text or
+	// thinking delta holds one, where a quote appears a dozen times.
+	anthToolUseRare = bytes.IndexByte(anthToolUseKey, 'u')
+)
+
+// hasToolUse is bytes.Contains(b, `"tool_use"`), faster on JSON.
+func hasToolUse(b []byte) bool { return hasKey(b, anthToolUseKey, anthToolUseRare) }
+
+// anthStep is the refused calls of one response, to send back to the model.
+type anthStep struct {
+	blocks   []string  // the assistant content sent back: the response's blocks through the last refused tool_use, without the tool_use blocks that were not refused
+	results  []Refusal // the refused calls' tool results, in message order
+	fallback string    // the text shown in their place if no follow-up is sent
+}
+
+// RewriteJSON judges the inspected calls of a Messages response body
+// (wire-formats.md §3.1) and takes out the held and refused ones; refusals
+// are shown in place (a Turn sends them back to the model instead).
+//
+// A body without the bytes "tool_use" is returned as is, the same slice,
+// without any JSON work. Otherwise the body is validated once; invalid JSON
+// is an error, because a call in it could not be checked (fail closed). When
+// no tool_use block is inspected, or every one is passed and Hold gives no
+// text, the body is returned unchanged, the same slice.
+//
+// Passed blocks stay where they are, byte for byte; held and refused ones
+// are removed, and one text block holding the text (after a blank line
+// when the model wrote text before it) takes the place of the first of
+// them. stop_reason "tool_use" becomes "end_turn" when no tool_use block is
+// left. Every other byte is kept; the result is a new slice.
+func (Anthropic) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, error) {
+	out, _, err := rewriteAnthJSON(ctx, body, h, nil)
+	return out, err
+}
+
+// rewriteAnthJSON is RewriteJSON. When allowed is given and says yes, the
+// refused calls (all with ids) are taken out without text and returned as
+// a step, to be sent back to the model.
+func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() bool) ([]byte, *anthStep, error) {
+	if !hasToolUse(body) {
+		return body, nil, nil
+	}
+	if !gjson.ValidBytes(body) {
+		return nil, nil, errors.New("anthropic response: invalid JSON around tool_use")
+	}
+	root := gjson.ParseBytes(body)
+	content := root.Get("content")
+	if !content.IsArray() {
+		return body, nil, nil
+	}
+	var calls []Call
+	var at []int // per call, its block's position
+	pos, n := 0, 0
+	content.ForEach(func(_, b gjson.Result) bool {
+		if b.IsObject() && b.Get("type").Str == "tool_use" {
+			if name := b.Get("name").Str; h.Gated(name) {
+				calls = append(calls, Call{
+					Position:  pos,
+					ID:        b.Get("id").Str,
+					Type:      "function",
+					Name:      name,
+					Arguments: anthInput(b.Get("input")),
+					Raw:       []byte(b.Raw),
+				})
+				at = append(at, n)
+			}
+			pos++
+		}
+		n++
+		return true
+	})
+	if len(calls) == 0 {
+		return body, nil, nil
+	}
+	blocks := make([]gjson.Result, 0, n)
+	content.ForEach(func(_, b gjson.Result) bool {
+		blocks = append(blocks, b)
+		return true
+	})
+	msg := make([]byte, 0, len(content.Raw)+32)
+	msg = append(msg, `{"role":"assistant","content":`...)
+	msg = append(msg, content.Raw...)
+	msg = append(msg, '}')
+	v := h.Hold(ctx, calls, msg)
+	fates, contents, anyRefused, ids := v.fates(calls)
+	cont := anyRefused && ids && allowed != nil && allowed()
+	text := v.Text
+	if !cont {
+		text = inPlace(text, fates, contents)
+	}
+
+	fateAt := make(map[int]fate, len(calls))
+	for i, p := range at {
+		fateAt[p] = fates[i]
+	}
+	var step *anthStep
+	if cont {
+		step = &anthStep{fallback: inPlace("", fates, contents)}
+		last := 0
+		for i, p := range at {
+			if fates[i] == refused {
+				last = p
+				step.results = append(step.results, Refusal{CallID: calls[i].ID, Content: contents[i]})
+			}
+		}
+		for p, b := range blocks[:last+1] {
+			if f, gated := fateAt[p]; b.Get("type").Str != "tool_use" || gated && f == refused {
+				step.blocks = append(step.blocks, b.Raw)
+			}
+		}
+	}
+
+	out := make([]byte, 0, len(content.Raw)+len(text)+32)
+	out = append(out, '[')
+	removed, texted, toolUses := false, false, 0
+	textAt := -1
+	add := func(raw string) {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, raw...)
+	}
+	for p, b := range blocks {
+		if f, gated := fateAt[p]; gated && f != passed {
+			removed = true
+			if text != "" && textAt < 0 && (f == held || !cont) {
+				textAt = p
+				add(anthTextBlock(text, texted))
+			}
+			continue
+		}
+		add(b.Raw)
+		switch b.Get("type").Str {
+		case "tool_use":
+			toolUses++
+		case "text":
+			texted = texted || b.Get("text").Str != ""
+		}
+	}
+	if text != "" && textAt < 0 {
+		add(anthTextBlock(text, texted))
+	}
+	out = append(out, ']')
+	if !removed && text == "" {
+		return body, step, nil
+	}
+	e, err := editOf(body, content, string(out))
+	if err != nil {
+		return nil, nil, errors.New("anthropic response: " + err.Error())
+	}
+	edits := []edit{e}
+	if sr := root.Get("stop_reason"); sr.Type == gjson.String && toolUses == 0 && sr.Str == "tool_use" {
+		e, err := editOf(body, sr, `"end_turn"`)
+		if err != nil {
+			return nil, nil, errors.New("anthropic response: " + err.Error())
+		}
+		edits = append(edits, e)
+	}
+	return applyEdits(body, edits), step, nil
+}
+
+// anthTextBlock is a text block holding text, after a blank line when
+// text was shown before it.
+func anthTextBlock(text string, after bool) string {
+	if after {
+		text = "\n\n" + text
+	}
+	b := append([]byte(`{"type":"text","text":`), gjson.AppendJSONString(nil, text)...)
+	return string(append(b, '}'))
+}
+
+// anthInput is a tool_use block's input as JSON text ({} when absent).
+func anthInput(in gjson.Result) []byte {
+	if !in.Exists() {
+		return []byte("{}")
+	}
+	return []byte(in.Raw)
+}
+
+// anthStopReason is the stop_reason the app reads: "tool_use" only when a
+// tool_use block reached it. An "end_turn" becomes "tool_use" only in a
+// continuation (an earlier response passed a call); other reasons stay.
+func anthStopReason(reason string, called, inCont bool) string {
+	switch {
+	case reason == "tool_use" && !called:
+		return "end_turn"
+	case reason == "end_turn" && called && inCont:
+		return "tool_use"
+	}
+	return reason
+}
+
+// mergeAnthJSON merges the follow-up body next (already rewritten) into
+// the answer acc: content blocks appended (the follow-up's first text after
+// a blank line when acc has text), usage summed, stop_reason and
+// stop_sequence from the follow-up (stop_reason "tool_use" exactly when a
+// tool_use block is in the merged content, unless it says something else
+// than tool_use or end_turn). Every other byte of acc stays.
+func mergeAnthJSON(acc, next []byte) ([]byte, error) {
+	if !gjson.ValidBytes(next) {
+		return nil, errors.New("anthropic response: follow-up is not valid JSON")
+	}
+	ac, nc := gjson.GetBytes(acc, "content"), gjson.GetBytes(next, "content")
+	if !ac.IsArray() || !nc.IsArray() {
+		return nil, errors.New("anthropic response: no content to continue")
+	}
+	var blocks []string
+	texted, called := false, false
+	ac.ForEach(func(_, b gjson.Result) bool {
+		blocks = append(blocks, b.Raw)
+		texted = texted || b.Get("type").Str == "text" && b.Get("text").Str != ""
+		called = called || b.Get("type").Str == "tool_use"
+		return true
+	})
+	var err error
+	nc.ForEach(func(_, b gjson.Result) bool {
+		raw := b.Raw
+		if t := b.Get("text"); texted && b.Get("type").Str == "text" && t.Type == gjson.String && t.Str != "" {
+			if raw, err = sjson.SetRaw(raw, "text", `"\n\n`+t.Raw[1:]); err != nil {
+				return false
+			}
+			texted = false // once
+		}
+		called = called || b.Get("type").Str == "tool_use"
+		blocks = append(blocks, raw)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	e, err := editOf(acc, ac, "["+strings.Join(blocks, ",")+"]")
+	if err != nil {
+		return nil, err
+	}
+	out := applyEdits(acc, []edit{e})
+	if sr := gjson.GetBytes(next, "stop_reason"); sr.Type == gjson.String {
+		q := gjson.AppendJSONString(nil, anthStopReason(sr.Str, called, true))
+		if out, err = sjson.SetRawBytes(out, "stop_reason", q); err != nil {
+			return nil, err
+		}
+	}
+	if ss := gjson.GetBytes(next, "stop_sequence"); ss.Exists() {
+		if out, err = sjson.SetRawBytes(out, "stop_sequence", []byte(ss.Raw)); err != nil {
+			return nil, err
+		}
+	}
+	if nu := gjson.GetBytes(next, "usage"); !isNull(nu) {
+		if out, err = sjson.SetRawBytes(out, "usage", []byte(sumUsage(gjson.GetBytes(out, "usage").Raw, nu.Raw))); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// appendAnthText appends a text block holding text to the content of a
+// Messages body (after a blank line when it has text), and makes
+// stop_reason "end_turn" if it says tool_use while no tool_use block is
+// left.
+func appendAnthText(body []byte, text string) ([]byte, error) {
+	c := gjson.GetBytes(body, "content")
+	if !c.IsArray() {
+		return nil, errors.New("anthropic response: no content")
+	}
+	var blocks []string
+	texted, called := false, false
+	c.ForEach(func(_, b gjson.Result) bool {
+		blocks = append(blocks, b.Raw)
+		texted = texted || b.Get("type").Str == "text" && b.Get("text").Str != ""
+		called = called || b.Get("type").Str == "tool_use"
+		return true
+	})
+	blocks = append(blocks, anthTextBlock(text, texted))
+	e, err := editOf(body, c, "["+strings.Join(blocks, ",")+"]")
+	if err != nil {
+		return nil, err
+	}
+	out := applyEdits(body, []edit{e})
+	if sr := gjson.GetBytes(out, "stop_reason"); sr.Type == gjson.String && sr.Str == "tool_use" && !called {
+		return sjson.SetRawBytes(out, "stop_reason", []byte(`"end_turn"`))
+	}
+	return out, nil
+}
+
+// anthOverlay returns the usage object a with b's members set over it
+// (raw JSON; either may be "" or not an object): a response's final usage
+// is its message_start usage with its message_delta usage over it.
+func anthOverlay(a, b string) string {
+	ra, rb := gjson.Parse(a), gjson.Parse(b)
+	switch {
+	case !rb.IsObject():
+		if ra.IsObject() {
+			return ra.Raw
+		}
+		return ""
+	case !ra.IsObject():
+		return rb.Raw
+	}
+	out := ra.Raw
+	var err error
+	rb.ForEach(func(k, v gjson.Result) bool {
+		if v.Type == gjson.Null {
+			return true
+		}
+		out, err = sjson.SetRaw(out, gjson.Escape(k.Str), v.Raw)
+		return err == nil
+	})
+	if err != nil {
+		return rb.Raw
+	}
+	return out
+}
+
+// appendAnthStep returns the follow-up request body: req with the step's
+// assistant message and a user message of its tool results (is_error)
+// appended to its messages. Every other byte is kept.
+func appendAnthStep(req []byte, step *anthStep) ([]byte, error) {
+	msgs := gjson.GetBytes(req, "messages")
+	if !msgs.IsArray() {
+		return nil, errors.New("anthropic request: no messages")
+	}
+	e, err := editOf(req, msgs, msgs.Raw)
+	if err != nil {
+		return nil, err
+	}
+	at := e.end - 1 // the closing bracket
+	var b []byte
+	if hasElements(msgs) {
+		b = append(b, ',')
+	}
+	b = append(b, `{"role":"assistant","content":[`...)
+	b = append(b, strings.Join(step.blocks, ",")...)
+	b = append(b, `]},{"role":"user","content":[`...)
+	for i, r := range step.results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"tool_result","tool_use_id":`...)
+		b = gjson.AppendJSONString(b, r.CallID)
+		b = append(b, `,"content":`...)
+		b = gjson.AppendJSONString(b, r.Content)
+		b = append(b, `,"is_error":true}`...)
+	}
+	b = append(b, "]}"...)
+	return applyEdits(req, []edit{{start: at, end: at, repl: string(b)}}), nil
+}
+
+// Interface guards
+var (
+	_ Adapter = Anthropic{}
+	_ Turn    = (*anthTurn)(nil)
+	_ Stream  = (*anthStream)(nil)
+)

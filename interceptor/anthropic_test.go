@@ -1,0 +1,869 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+	"github.com/tidwall/gjson"
+)
+
+func anthFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "anthropic", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var anthSSEFixtures = []string{"stream-1.sse", "stream-2.sse", "stream-json-tool-no-text.sse", "stream-json-tool-text-first.sse", "stream-tool-no-args.sse"}
+
+// The call each tool fixture makes.
+var anthFixtureCalls = map[string]struct{ id, name, input string }{
+	"stream-1.sse":                    {"toolu_01RaX2WYWRWCbaeFHssmGJXG", "get_weather", `{"city": "San Francisco", "units": "fahrenheit"}`},
+	"stream-json-tool-no-text.sse":    {"toolu_01KFbKqPYSuAKujiL6mTfzYA", "json", `{"elements": [{"location": "San Francisco", "temperature": 58, "condition": "sunny"}]}`},
+	"stream-json-tool-text-first.sse": {"toolu_01KFbKqPYSuAKujiL6mTfzYA", "json", `{"elements": [{"location": "San Francisco", "temperature": 58, "condition": "sunny"}]}`},
+	"stream-tool-no-args.sse":         {"toolu_01QE1WLsSVp5hy5Q3GmGTmjP", "updateIssueList", `{}`},
+}
+
+// anthRewrite runs in through an Anthropic stream, written in pieces of
+// the given sizes (cycled; all at once if none), and returns what came out.
+func anthRewrite(in []byte, h Holder, sizes ...int) (out []byte, flushes int, err error) {
+	var buf bytes.Buffer
+	s := Anthropic{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
+	for i := 0; len(in) > 0; i++ {
+		n := len(in)
+		if len(sizes) > 0 {
+			n = min(sizes[i%len(sizes)], len(in))
+		}
+		if _, err = s.Write(in[:n]); err != nil {
+			break
+		}
+		in = in[n:]
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return buf.Bytes(), flushes, err
+}
+
+// anthAccumulate decodes a stream the way anthropic-sdk-go does and
+// accumulates it into a Message; every event must be accepted. It also
+// checks that every event carries an event: line naming its type (the SDK
+// skips events without one, wire-formats.md §3.2).
+func anthAccumulate(t *testing.T, stream []byte) anthropic.Message {
+	t.Helper()
+	res := &http.Response{
+		Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body:   io.NopCloser(bytes.NewReader(stream)),
+	}
+	s := ssestream.NewStream[anthropic.MessageStreamEventUnion](ssestream.NewDecoder(res), nil)
+	var msg anthropic.Message
+	n := 0
+	for s.Next() {
+		n++
+		if err := msg.Accumulate(s.Current()); err != nil {
+			t.Fatalf("anthropic-sdk-go rejected event %d: %v\n%s", n, err, s.Current().RawJSON())
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("anthropic-sdk-go stream: %v", err)
+	}
+	if n == 0 {
+		t.Fatal("anthropic-sdk-go decoded no event")
+	}
+	anthCheckEventLines(t, stream)
+	return msg
+}
+
+// anthCheckEventLines checks that every event of a stream has an event:
+// line equal to its data's type.
+func anthCheckEventLines(t *testing.T, stream []byte) {
+	t.Helper()
+	var s anthStream
+	for _, ev := range events(stream) {
+		data, ok := s.data(ev)
+		if !ok {
+			continue
+		}
+		name := ""
+		for b := ev; len(b) > 0; {
+			var line []byte
+			line, b = nextLine(b)
+			if k, v := field(line); string(k) == "event" {
+				name = string(v)
+			}
+		}
+		if typ := gjson.GetBytes(data, "type").Str; name != typ {
+			t.Errorf("event line %q for data of type %q: %s", name, typ, ev)
+		}
+	}
+}
+
+// anthToolUses lists the tool_use blocks of a message as id, name, input.
+func anthToolUses(m anthropic.Message) [][3]string {
+	var out [][3]string
+	for _, b := range m.Content {
+		if b.Type == "tool_use" {
+			out = append(out, [3]string{b.ID, b.Name, string(b.Input)})
+		}
+	}
+	return out
+}
+
+// anthTexts lists the text of a message's text blocks.
+func anthTexts(m anthropic.Message) []string {
+	var out []string
+	for _, b := range m.Content {
+		if b.Type == "text" {
+			out = append(out, b.Text)
+		}
+	}
+	return out
+}
+
+// anthNoLeak checks that no fragment of a held call is in out.
+func anthNoLeak(t *testing.T, out []byte, fragments ...string) {
+	t.Helper()
+	for _, f := range fragments {
+		if f != "" && bytes.Contains(out, []byte(f)) {
+			t.Errorf("output holds %q", f)
+		}
+	}
+}
+
+func jsonEqual(t *testing.T, got, want string) bool {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Errorf("invalid JSON %q: %v", got, err)
+		return false
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("invalid JSON %q: %v", want, err)
+	}
+	gb, _ := json.Marshal(g)
+	wb, _ := json.Marshal(w)
+	return bytes.Equal(gb, wb)
+}
+
+func TestAnthropicStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
+	for _, name := range anthSSEFixtures {
+		in := anthFixture(t, name)
+		crlf := bytes.ReplaceAll(in, []byte("\n"), []byte("\r\n"))
+		for _, tc := range []struct {
+			variant string
+			in      []byte
+		}{{"lf", in}, {"crlf", crlf}} {
+			t.Run(name+"/"+tc.variant, func(t *testing.T) {
+				h := newHolder("delete_post")
+				out, flushes, err := anthRewrite(tc.in, h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(out, tc.in) {
+					t.Errorf("output differs from input:\n%s", out)
+				}
+				if len(h.holds) != 0 || flushes != 1 {
+					t.Errorf("Hold called %d times, %d flushes", len(h.holds), flushes)
+				}
+				// Event by event, as a proxy relays them.
+				var buf bytes.Buffer
+				s := Anthropic{}.NewStream(context.Background(), &buf, nil, h)
+				for _, ev := range events(tc.in) {
+					if _, err := s.Write(ev); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.Close(); err != nil || !bytes.Equal(buf.Bytes(), tc.in) {
+					t.Errorf("event by event: %v, output differs", err)
+				}
+			})
+		}
+	}
+}
+
+func TestAnthropicStreamHoldsOnlyCall(t *testing.T) {
+	for name, call := range anthFixtureCalls {
+		t.Run(name, func(t *testing.T) {
+			in := anthFixture(t, name)
+			h := newHolder(call.name)
+			out, _, err := anthRewrite(in, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := anthAccumulate(t, out)
+			if uses := anthToolUses(m); len(uses) != 0 {
+				t.Errorf("tool_use blocks reached the app: %v", uses)
+			}
+			if m.StopReason != "end_turn" {
+				t.Errorf("stop_reason = %q, want end_turn", m.StopReason)
+			}
+			texts := anthTexts(m)
+			last := texts[len(texts)-1]
+			wantText := waitText
+			if len(texts) > 1 {
+				wantText = "\n\n" + waitText // after the model's own text
+			}
+			if last != wantText || len(m.Content) != len(texts) {
+				t.Errorf("content = %+v, want the waiting text last", texts)
+			}
+			// The text block stands at the held block's index.
+			upstreamIndex := anthToolIndex(t, in)
+			if int64(len(m.Content)-1) != upstreamIndex {
+				t.Errorf("text block at %d, the call was at %d", len(m.Content)-1, upstreamIndex)
+			}
+			anthNoLeak(t, out, call.id, "input_json_delta", `"tool_use"`)
+			if call.name != "json" {
+				anthNoLeak(t, out, call.name)
+			}
+			if call.input != "{}" {
+				anthNoLeak(t, out, "fahrenheit", `\"city`, "elements", "sunny")
+			}
+			// Everything else passed: ping, usage, padding.
+			if bytes.Count(out, []byte("event: ping")) != bytes.Count(in, []byte("event: ping")) {
+				t.Errorf("pings lost")
+			}
+			if !bytes.Contains(out, bytes.Split(in, []byte("\n"))[1]) {
+				t.Errorf("message_start changed")
+			}
+			if usage := gjson.Get(string(out[bytes.Index(out, []byte(`{"type":"message_delta"`)):]), "usage").Raw; !strings.Contains(string(in), usage) {
+				t.Errorf("usage changed: %s", usage)
+			}
+
+			// What Hold got.
+			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 {
+				t.Fatalf("holds = %+v", h.holds)
+			}
+			c := h.holds[0].calls[0]
+			if c.ID != call.id || c.Name != call.name || string(c.Arguments) != call.input || c.Type != "function" || c.Position != 0 {
+				t.Errorf("call = %+v (%s)", c, c.Arguments)
+			}
+			wantRaw := `{"type":"tool_use","id":"` + call.id + `","name":"` + call.name + `","input":` + call.input + `}`
+			if string(c.Raw) != wantRaw {
+				t.Errorf("Raw = %s\nwant  %s", c.Raw, wantRaw)
+			}
+			msg := h.holds[0].message
+			if gjson.GetBytes(msg, "role").Str != "assistant" || !gjson.ValidBytes(msg) {
+				t.Fatalf("message = %s", msg)
+			}
+			blocks := gjson.GetBytes(msg, "content").Array()
+			if len(blocks) != len(texts) || blocks[len(blocks)-1].Raw != wantRaw {
+				t.Errorf("message content = %s", gjson.GetBytes(msg, "content").Raw)
+			}
+			if len(blocks) > 1 && blocks[0].Get("text").Str != texts[0] {
+				t.Errorf("message text = %q, the app read %q", blocks[0].Get("text").Str, texts[0])
+			}
+		})
+	}
+}
+
+// anthToolIndex is the index of the first tool_use block of a stream.
+func anthToolIndex(t *testing.T, in []byte) int64 {
+	t.Helper()
+	var s anthStream
+	for _, ev := range events(in) {
+		data, _ := s.data(ev)
+		if gjson.GetBytes(data, "content_block.type").Str == "tool_use" {
+			return gjson.GetBytes(data, "index").Int()
+		}
+	}
+	t.Fatal("no tool_use block")
+	return -1
+}
+
+// Synthetic streams.
+
+func anthEv(data string) string {
+	return "event: " + gjson.Get(data, "type").Str + "\ndata: " + data + "\n\n"
+}
+
+func anthStart(id string) string {
+	return anthEv(`{"type":"message_start","message":{"id":"` + id + `","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":1}}}`)
+}
+
+func anthTextBlockEvs(i int, words ...string) string {
+	s := anthEv(fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i))
+	for _, w := range words {
+		s += anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, i, gjson.AppendJSONString(nil, w)))
+	}
+	return s + anthEv(fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
+}
+
+func anthToolEvs(i int, id, name string, frags ...string) string {
+	s := anthEv(fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, i, id, name))
+	for _, f := range frags {
+		s += anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, i, gjson.AppendJSONString(nil, f)))
+	}
+	return s + anthEv(fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
+}
+
+func anthEnd(reason string, output int) string {
+	return anthEv(fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, reason, output)) +
+		anthEv(`{"type":"message_stop"}`)
+}
+
+const anthPing = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+
+func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string // block types/ids in the app's message
+		position int      // the held call's among the message's tool_use blocks
+	}{
+		{"held first", anthStart("msg_1") + anthTextBlockEvs(0, "Doing", " both.") +
+			anthToolEvs(1, "toolu_del", "delete_post", `{"po`, `st": 7}`) + anthPing +
+			anthToolEvs(2, "toolu_get", "get_post", `{"post"`, `: 8}`) + anthEnd("tool_use", 40),
+			[]string{"text", "text:wait", "tool_use:toolu_get"}, 0},
+		{"held second", anthStart("msg_1") + anthTextBlockEvs(0, "Doing both.") +
+			anthToolEvs(1, "toolu_get", "get_post", `{"post": 8}`) +
+			anthToolEvs(2, "toolu_del", "delete_post", `{"post": 7}`) + anthEnd("tool_use", 40),
+			[]string{"text", "tool_use:toolu_get", "text:wait"}, 1},
+		{"no text", anthStart("msg_1") +
+			anthToolEvs(0, "toolu_del", "delete_post", `{"post": 7}`) +
+			anthToolEvs(1, "toolu_get", "get_post", `{"post": 8}`) + anthEnd("tool_use", 40),
+			[]string{"text:wait", "tool_use:toolu_get"}, 0},
+		{"text after the call", anthStart("msg_1") +
+			anthToolEvs(0, "toolu_del", "delete_post", `{"post": 7}`) +
+			anthTextBlockEvs(1, "Then more.") + anthEnd("tool_use", 40),
+			[]string{"text:wait", "text"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHolder("delete_post")
+			out, _, err := anthRewrite([]byte(tc.in), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := anthAccumulate(t, out)
+			var got []string
+			for _, b := range m.Content {
+				d := b.Type
+				switch {
+				case b.Type == "tool_use":
+					d += ":" + b.ID
+					if b.ID == "toolu_get" && string(b.Input) != `{"post": 8}` {
+						t.Errorf("passed call's input = %s", b.Input)
+					}
+				case strings.HasSuffix(b.Text, waitText):
+					d += ":wait"
+				}
+				got = append(got, d)
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("content = %v, want %v", got, tc.want)
+			}
+			wantReason := anthropic.StopReasonToolUse
+			if !strings.Contains(tc.in, "toolu_get") {
+				wantReason = anthropic.StopReasonEndTurn
+			}
+			if m.StopReason != wantReason {
+				t.Errorf("stop_reason = %q", m.StopReason)
+			}
+			anthNoLeak(t, out, "toolu_del", "delete_post", `{"po`, `\"post\": 7`)
+			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 || string(h.holds[0].calls[0].Arguments) != `{"post": 7}` {
+				t.Fatalf("holds = %+v", h.holds)
+			}
+			// The message holds every block, the passed call too, in order.
+			msg := h.holds[0].message
+			var ids []string
+			gjson.GetBytes(msg, "content").ForEach(func(_, b gjson.Result) bool {
+				ids = append(ids, b.Get("type").Str+":"+b.Get("id").Str)
+				return true
+			})
+			if n := strings.Count(strings.Join(ids, " "), "tool_use:"); n != strings.Count(tc.in, `"type":"tool_use"`) {
+				t.Errorf("message blocks = %v", ids)
+			}
+			if c := h.holds[0].calls[0]; c.Position != tc.position {
+				t.Errorf("position = %d, want %d", c.Position, tc.position)
+			}
+		})
+	}
+}
+
+func TestAnthropicStreamPassedAfterInspection(t *testing.T) {
+	in := anthStart("msg_1") + anthTextBlockEvs(0, "Reading.") +
+		anthToolEvs(1, "toolu_get", "get_post", `{"po`, `st": 8}`) +
+		anthToolEvs(2, "toolu_del", "delete_post", `{"post": 7}`) + anthEnd("tool_use", 40)
+	h := newHolder("delete_post").passing("get_post")
+	out, _, err := anthRewrite([]byte(in), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := anthAccumulate(t, out)
+	if uses := anthToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_get", "get_post", `{"post": 8}`} {
+		t.Errorf("tool uses = %v", uses)
+	}
+	if len(m.Content) != 3 || m.Content[1].Type != "tool_use" || m.Content[2].Text != "\n\n"+waitText || m.StopReason != "tool_use" {
+		t.Errorf("content = %+v, stop %q", m.Content, m.StopReason)
+	}
+	// Written whole: one start, one delta with the whole input, one stop.
+	if !strings.Contains(string(out), "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_get\",\"name\":\"get_post\",\"input\":{}}}\n\n"+
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"post\\\": 8}\"}}\n\n"+
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n") {
+		t.Errorf("passed call not written whole:\n%s", out)
+	}
+	if len(h.holds[0].calls) != 2 || h.holds[0].calls[0].Position != 0 || h.holds[0].calls[1].Position != 1 {
+		t.Errorf("calls = %+v", h.holds[0].calls)
+	}
+
+	// Every call passed and no text: the message as the provider sent it.
+	h = newHolder().passing("delete_post", "get_post")
+	out, _, err = anthRewrite([]byte(in), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = anthAccumulate(t, out)
+	if uses := anthToolUses(m); len(uses) != 2 || uses[1] != [3]string{"toolu_del", "delete_post", `{"post": 7}`} || m.StopReason != "tool_use" || len(m.Content) != 3 {
+		t.Errorf("tool uses = %v, stop %q", uses, m.StopReason)
+	}
+}
+
+// A thinking block, a redacted_thinking block, then a held call: Hold gets
+// them verbatim, with their signatures, as a request must echo them.
+const (
+	anthThinking  = "The person wants post 7 gone. Deleting is destructive."
+	anthSignature = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
+	anthRedacted  = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"
+)
+
+func anthThinkingStream() string {
+	return anthStart("msg_t") +
+		anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`) +
+		anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The person wants post 7 gone."}}`) +
+		anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" Deleting is destructive."}}`) +
+		anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+anthSignature+`"}}`) +
+		anthEv(`{"type":"content_block_stop","index":0}`) +
+		anthEv(`{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"`+anthRedacted+`"}}`) +
+		anthEv(`{"type":"content_block_stop","index":1}`) +
+		anthTextBlockEvs(2, "I'll delete", " it.") +
+		anthToolEvs(3, "toolu_del", "delete_post", `{"post":`, `7}`) + anthEnd("tool_use", 60)
+}
+
+const anthThinkingContent = `[{"type":"thinking","thinking":"` + anthThinking + `","signature":"` + anthSignature + `"},` +
+	`{"type":"redacted_thinking","data":"` + anthRedacted + `"},` +
+	`{"type":"text","text":"I'll delete it."},` +
+	`{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{"post":7}}]`
+
+func TestAnthropicStreamThinkingThenHeldCall(t *testing.T) {
+	h := newHolder("delete_post")
+	out, _, err := anthRewrite([]byte(anthThinkingStream()), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := anthAccumulate(t, out)
+	if len(m.Content) != 4 || m.Content[0].Thinking != anthThinking || m.Content[0].Signature != anthSignature ||
+		m.Content[1].Data != anthRedacted || m.Content[3].Text != "\n\n"+waitText || m.StopReason != "end_turn" {
+		t.Errorf("message = %+v", m.Content)
+	}
+	want := `{"role":"assistant","content":` + anthThinkingContent + `}`
+	if got := string(h.holds[0].message); got != want {
+		t.Errorf("message =\n%s\nwant\n%s", got, want)
+	}
+	anthNoLeak(t, out, "toolu_del", "delete_post")
+}
+
+// Data split over several lines (as SSE allows) is read joined, and
+// written back over several lines, never as one broken line.
+func TestAnthropicStreamMultiLineData(t *testing.T) {
+	in := anthStart("msg_1") + anthTextBlockEvs(0, "Hi.") +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\ndata: \"content_block\":{\"type\":\"tool_use\",\ndata: \"id\":\"toolu_get\",\"name\":\"get_post\",\"input\":{}}}\n\n" +
+		anthToolEvs(2, "toolu_del", "delete_post", `{}`) +
+		anthEv(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"post\": 8}"}}`) +
+		anthEv(`{"type":"content_block_stop","index":1}`) +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\ndata: \"stop_sequence\":null},\"usage\":{\"output_tokens\":9}}\n\n" + anthEv(`{"type":"message_stop"}`)
+	for _, h := range []*fakeHolder{newHolder("delete_post"), newHolder("delete_post").passing("get_post")} {
+		out, _, err := anthRewrite([]byte(in), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := anthAccumulate(t, out)
+		if uses := anthToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_get", "get_post", `{"post": 8}`} || m.StopReason != "tool_use" || len(m.Content) != 3 {
+			t.Errorf("tool uses %v, stop %q, content %+v\n%s", uses, m.StopReason, m.Content, out)
+		}
+	}
+}
+
+func TestAnthropicStreamNoArgsPassed(t *testing.T) {
+	in := anthFixture(t, "stream-tool-no-args.sse")
+	h := newHolder().passing("updateIssueList")
+	out, _, err := anthRewrite(in, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := anthAccumulate(t, out)
+	if uses := anthToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_01QE1WLsSVp5hy5Q3GmGTmjP", "updateIssueList", "{}"} || m.StopReason != "tool_use" {
+		t.Errorf("tool uses = %v, stop %q", uses, m.StopReason)
+	}
+	if string(h.holds[0].calls[0].Arguments) != "{}" {
+		t.Errorf("arguments = %q", h.holds[0].calls[0].Arguments)
+	}
+}
+
+func TestAnthropicStreamIgnoresSplits(t *testing.T) {
+	in := anthFixture(t, "stream-1.sse")
+	want, _, err := anthRewrite(in, newHolder("get_weather"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cut := 1; cut < len(in); cut++ {
+		var buf bytes.Buffer
+		s := Anthropic{}.NewStream(context.Background(), &buf, nil, newHolder("get_weather"))
+		if _, err := s.Write(in[:cut]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Write(in[cut:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("split at %d changed the output:\n%s", cut, buf.Bytes())
+		}
+	}
+	for _, size := range []int{1, 2, 3, 7, 64} {
+		out, _, err := anthRewrite([]byte(anthThinkingStream()), newHolder("delete_post"), size)
+		whole, _, _ := anthRewrite([]byte(anthThinkingStream()), newHolder("delete_post"))
+		if err != nil || !bytes.Equal(out, whole) {
+			t.Errorf("pieces of %d: %v, output differs", size, err)
+		}
+	}
+}
+
+func TestAnthropicStreamRefusalInPlace(t *testing.T) {
+	in := anthFixture(t, "stream-1.sse")
+	h := newHolder().refusing("get_weather", "refused: city (a string)")
+	out, _, err := anthRewrite(in, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := anthAccumulate(t, out)
+	if texts := anthTexts(m); len(texts) != 2 || texts[1] != "\n\nrefused: city (a string)" || m.StopReason != "end_turn" {
+		t.Errorf("texts = %q, stop %q", texts, m.StopReason)
+	}
+}
+
+func TestAnthropicStreamFailsClosed(t *testing.T) {
+	for _, tc := range []struct{ name, in string }{
+		{"invalid JSON around tool_use", anthStart("m") + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\"\n\n"},
+		{"invalid JSON while a call waits", anthStart("m") + anthToolEvs(0, "toolu_del", "delete_post") + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"partial_json\":\"{\\\"po\n\n"},
+		{"tool_use without a name", anthStart("m") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","input":{}}}`)},
+		{"two blocks at one index", anthStart("m") + anthToolEvs(0, "toolu_del", "delete_post") + anthTextBlockEvs(0, "x")},
+		{"unknown block while a call waits", anthStart("m") + anthToolEvs(0, "toolu_del", "delete_post") + anthEv(`{"type":"content_block_delta","index":5,"delta":{"type":"input_json_delta","partial_json":"x"}}`)},
+		{"inspected call in message_start", anthEv(`{"type":"message_start","message":{"content":[{"type":"tool_use","id":"t","name":"delete_post","input":{}}]}}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHolder("delete_post")
+			out, _, err := anthRewrite([]byte(tc.in), h)
+			if err == nil {
+				t.Errorf("no error; output:\n%s", out)
+			}
+			anthNoLeak(t, out, "toolu_del", `"t"`)
+			if len(h.holds) != 0 {
+				t.Errorf("Hold called")
+			}
+		})
+	}
+	// Over the limit held back.
+	big := anthStart("m") + anthToolEvs(0, "toolu_del", "delete_post", strings.Repeat("x", 1<<20))
+	for range 9 {
+		big += anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"` + strings.Repeat("y", 1<<20) + `"}}`)
+	}
+	if _, _, err := anthRewrite([]byte(big), newHolder("delete_post")); err == nil {
+		t.Error("no error for 10 MiB held back")
+	}
+	// A stream that ends mid-line.
+	if _, _, err := anthRewrite([]byte(anthStart("m")+"event: ping\ndata: {\"type\":\"ping\"}"), newHolder()); err != errAnthMidLine {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestAnthropicStreamEndsBeforeMessageDelta(t *testing.T) {
+	// The call is never judged nor written.
+	in := anthStart("m") + anthTextBlockEvs(0, "Hi.") + anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`)
+	h := newHolder("delete_post")
+	out, _, err := anthRewrite([]byte(in), h)
+	if err != nil || len(h.holds) != 0 {
+		t.Fatalf("err %v, holds %d", err, len(h.holds))
+	}
+	anthNoLeak(t, out, "toolu_del")
+}
+
+func TestAnthropicStreamFlushesBeforeHold(t *testing.T) {
+	in := []byte(anthStart("m") + anthTextBlockEvs(0, "Hi.") + anthToolEvs(1, "toolu_del", "delete_post", `{}`) + anthEnd("tool_use", 3))
+	var buf bytes.Buffer
+	var atHold int
+	h := newHolder("delete_post")
+	flushed := 0
+	s := Anthropic{}.NewStream(context.Background(), &buf, func() error { flushed = buf.Len(); return nil }, holdSpy{h, func() { atHold = flushed }})
+	if _, err := s.Write(in); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Index(string(in), "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1"); atHold != want {
+		t.Errorf("flushed %d bytes before Hold, want %d", atHold, want)
+	}
+}
+
+type holdSpy struct {
+	*fakeHolder
+	at func()
+}
+
+func (h holdSpy) Hold(ctx context.Context, calls []Call, message []byte) Verdict {
+	h.at()
+	return h.fakeHolder.Hold(ctx, calls, message)
+}
+
+// JSON.
+
+func TestAnthropicJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
+	body := anthFixture(t, "tool-no-args.json")
+	for _, h := range []*fakeHolder{newHolder("delete_post"), newHolder().passing("updateIssueList")} {
+		out, err := Anthropic{}.RewriteJSON(context.Background(), body, h)
+		if err != nil || &out[0] != &body[0] {
+			t.Errorf("err %v, or not the same slice", err)
+		}
+	}
+	text := []byte(`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+	out, err := Anthropic{}.RewriteJSON(context.Background(), text, newHolder("delete_post"))
+	if err != nil || &out[0] != &text[0] {
+		t.Errorf("err %v, or not the same slice", err)
+	}
+}
+
+func TestAnthropicJSONHoldsOnlyCall(t *testing.T) {
+	body := anthFixture(t, "tool-no-args.json")
+	h := newHolder("updateIssueList")
+	out, err := Anthropic{}.RewriteJSON(context.Background(), body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m anthropic.Message
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Content) != 2 || m.Content[1].Type != "text" || m.Content[1].Text != "\n\n"+waitText || m.StopReason != "end_turn" {
+		t.Errorf("message = %+v, stop %q", m.Content, m.StopReason)
+	}
+	anthNoLeak(t, out, "toolu_01LRmxn9vGM1d2DZSDBowdZ1", `"name": "updateIssueList"`, `"tool_use"`)
+	// Every byte outside content and stop_reason kept.
+	ci := bytes.Index(body, []byte(`"content": [`))
+	if !bytes.HasPrefix(out, body[:ci]) || !bytes.HasSuffix(out, body[bytes.Index(body, []byte(`,
+  "stop_sequence"`)):]) {
+		t.Errorf("envelope changed:\n%s", out)
+	}
+	c := h.holds[0].calls[0]
+	content := gjson.GetBytes(body, "content")
+	if c.ID != "toolu_01LRmxn9vGM1d2DZSDBowdZ1" || string(c.Arguments) != "{}" || string(c.Raw) != content.Array()[1].Raw ||
+		string(h.holds[0].message) != `{"role":"assistant","content":`+content.Raw+`}` {
+		t.Errorf("call %+v, message %s", c, h.holds[0].message)
+	}
+}
+
+func TestAnthropicJSONSynthetic(t *testing.T) {
+	body := []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":` + anthThinkingContent[:len(anthThinkingContent)-1] +
+		`,{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":8}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":20}}`)
+	h := newHolder("delete_post").passing("get_post")
+	out, err := Anthropic{}.RewriteJSON(context.Background(), body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m anthropic.Message
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Content) != 5 || m.Content[3].Text != "\n\n"+waitText || m.Content[4].ID != "toolu_get" || m.StopReason != "tool_use" {
+		t.Errorf("content = %+v", m.Content)
+	}
+	if gjson.GetBytes(out, "content.4").Raw != `{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":8}}` {
+		t.Errorf("passed block changed: %s", out)
+	}
+	if len(h.holds[0].calls) != 2 || h.holds[0].calls[1].Position != 1 {
+		t.Errorf("calls = %+v", h.holds[0].calls)
+	}
+	anthNoLeak(t, out, "toolu_del")
+}
+
+func TestAnthropicJSONInvalid(t *testing.T) {
+	body := []byte(`{"content":[{"type":"tool_use","name":"delete_post"`)
+	if _, err := (Anthropic{}).RewriteJSON(context.Background(), body, newHolder("delete_post")); err == nil {
+		t.Error("no error for invalid JSON naming tool_use")
+	}
+}
+
+// Fuzzing.
+
+// anthBlocked reports whether a tool_use block of a name h blocks (held
+// or refused) is started anywhere in a rewritten stream, where a client
+// reads blocks: a content_block_start's block, a message_start's content.
+func anthBlocked(h *fakeHolder, out []byte) bool {
+	found := false
+	var s anthStream
+	for _, ev := range events(out) {
+		data, ok := s.data(ev)
+		if !ok || !gjson.ValidBytes(data) {
+			continue
+		}
+		r := gjson.ParseBytes(data)
+		var blocks []gjson.Result
+		switch r.Get("type").Str {
+		case "content_block_start":
+			blocks = []gjson.Result{r.Get("content_block")}
+		case "message_start":
+			blocks = r.Get("message.content").Array()
+		}
+		for _, cb := range blocks {
+			if cb.Get("type").Str == "tool_use" && h.blocks(cb.Get("name").Str) {
+				found = true
+			}
+		}
+	}
+	return found
+}
+
+func anthFuzzHolder() *fakeHolder {
+	return newHolder("get_weather", "delete_post").passing("json").refusing("updateIssueList", "refused: nothing (none)")
+}
+
+func FuzzAnthropicStream(f *testing.F) {
+	for _, name := range anthSSEFixtures {
+		f.Add(anthFixture(f, name), []byte{0})
+		f.Add(anthFixture(f, name), []byte{3, 200, 17})
+	}
+	f.Add([]byte(anthThinkingStream()), []byte{5})
+	f.Fuzz(func(t *testing.T, in []byte, splits []byte) {
+		sizes := make([]int, len(splits))
+		for i, b := range splits {
+			sizes[i] = int(b) + 1
+		}
+		h := anthFuzzHolder()
+		whole, _, werr := anthRewrite(in, h)
+		split, _, serr := anthRewrite(in, anthFuzzHolder(), sizes...)
+		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
+			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
+		}
+		if !bytes.Contains(in, anthToolUseKey) && !bytes.Equal(whole, in) {
+			t.Fatalf("a stream without tool_use changed:\n%q\n%q", in, whole)
+		}
+		if anthBlocked(h, whole) {
+			t.Fatalf("a held or refused call got through:\n%q", whole)
+		}
+	})
+}
+
+func FuzzAnthropicJSON(f *testing.F) {
+	f.Add(anthFixture(f, "tool-no-args.json"))
+	f.Add([]byte(`{"content":[{"type":"text","text":"a"},{"type":"tool_use","id":"t1","name":"get_weather","input":{"city":"x"}},{"type":"tool_use","id":"t2","name":"json","input":{}}],"stop_reason":"tool_use"}`))
+	f.Add([]byte(`{"content":[{"type":"tool_use","id":"t1","name":"updateIssueList","input":{}},{"type":"tool_use","id":"t2","name":"delete_post","input":{}}],"stop_reason":"tool_use","usage":{}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h := anthFuzzHolder()
+		out, err := Anthropic{}.RewriteJSON(context.Background(), body, h)
+		if err != nil {
+			return
+		}
+		if !bytes.Contains(body, anthToolUseKey) && !bytes.Equal(out, body) {
+			t.Fatal("a body without tool_use changed")
+		}
+		if bytes.Equal(out, body) {
+			return
+		}
+		if !gjson.ValidBytes(out) {
+			t.Fatalf("invalid output %q", out)
+		}
+		gjson.GetBytes(out, "content").ForEach(func(_, b gjson.Result) bool {
+			if b.Get("type").Str == "tool_use" && h.blocks(b.Get("name").Str) {
+				t.Fatalf("a held or refused call got through: %s", out)
+			}
+			return true
+		})
+	})
+}
+
+// Benchmarks: the pass-through paths.
+
+func anthTextStream(n int) []byte {
+	var b strings.Builder
+	b.WriteString(anthStart("msg_bench"))
+	b.WriteString(anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`))
+	for i := range n {
+		if i%50 == 25 {
+			b.WriteString(anthPing)
+		}
+		b.WriteString(anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" word%d"}}`, i)))
+	}
+	b.WriteString(anthEv(`{"type":"content_block_stop","index":0}`))
+	b.WriteString(anthEnd("end_turn", n))
+	return []byte(b.String())
+}
+
+func benchAnthStream(b *testing.B, in []byte, h Holder) {
+	evs := events(in)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := Anthropic{}.NewStream(context.Background(), io.Discard, func() error { return nil }, h)
+		for _, ev := range evs {
+			if _, err := s.Write(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAnthropicStreamText200(b *testing.B) {
+	benchAnthStream(b, anthTextStream(200), newHolder("delete_post"))
+}
+
+func BenchmarkAnthropicStreamNonGatedCall(b *testing.B) {
+	benchAnthStream(b, anthFixture(b, "stream-1.sse"), newHolder("delete_post"))
+}
+
+func BenchmarkAnthropicStreamHeldCall(b *testing.B) {
+	benchAnthStream(b, anthFixture(b, "stream-1.sse"), newHolder("get_weather"))
+}
+
+// anthJSON2K is a 2 KB Messages body, with or without a (non-gated) call.
+func anthJSON2K(withCall bool) []byte {
+	text := strings.Repeat("All good here. ", 110)
+	content, stop := fmt.Sprintf(`[{"type":"text","text":%q}]`, text), "end_turn"
+	if withCall {
+		content, stop = fmt.Sprintf(`[{"type":"text","text":%q},{"type":"tool_use","id":"toolu_1","name":"get_post","input":{"post":7}}]`, text), "tool_use"
+	}
+	return []byte(fmt.Sprintf(`{"id":"msg_01X","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":%s,"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":565,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":48,"service_tier":"standard"}}`, content, stop))
+}
+
+func BenchmarkAnthropicJSON(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		withCall bool
+	}{{"text", false}, {"non-gated-call", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := anthJSON2K(tc.withCall)
+			h := newHolder("delete_post")
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := Anthropic{}.RewriteJSON(context.Background(), body, h)
+				if err != nil || len(out) != len(body) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,336 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// respFuzzHolder holds delete_post, weather and calculator, passes get_post
+// after inspection and refuses send_email.
+func respFuzzHolder() *fakeHolder {
+	return newHolder("delete_post", "weather", "calculator").passing("get_post").refusing("send_email", refusal)
+}
+
+// respBlocks reports whether h keeps a call item from the app.
+func respBlocks(h *fakeHolder, item gjson.Result) bool {
+	if !isCallType(item.Get("type").Str) {
+		return false
+	}
+	key, ok := gatedKey(h, item.Get("namespace").Str, item.Get("name").Str)
+	return ok && h.blocks(key)
+}
+
+// respLeaks reports whether a rewritten stream (or body) shows the app a
+// call h blocks: as an item of an event or of a response's output, or as
+// an event of a blocked item (by an item id no other item of in uses).
+func respLeaks(h *fakeHolder, in, out []byte) bool {
+	blocked, other := make(map[string]bool), make(map[string]bool)
+	visit := func(b []byte, fn func(item gjson.Result)) {
+		for _, ev := range events(b) {
+			var s respStream
+			data, ok := s.data(ev)
+			if !ok {
+				data = ev // a JSON body
+			}
+			if !gjson.ValidBytes(data) {
+				continue
+			}
+			root := gjson.ParseBytes(data)
+			for _, p := range [...]string{"item", "response.output", "output"} {
+				v := root.Get(p)
+				if v.IsArray() {
+					v.ForEach(func(_, it gjson.Result) bool { fn(it); return true })
+				} else if v.IsObject() {
+					fn(v)
+				}
+			}
+		}
+	}
+	visit(in, func(it gjson.Result) {
+		if id := it.Get("id").Str; id != "" {
+			if respBlocks(h, it) {
+				blocked[id] = true
+			} else {
+				other[id] = true
+			}
+		}
+	})
+	leak := false
+	visit(out, func(it gjson.Result) { leak = leak || respBlocks(h, it) })
+	for _, ev := range events(out) {
+		var s respStream
+		if data, ok := s.data(ev); ok && gjson.ValidBytes(data) {
+			if id := gjson.GetBytes(data, "item_id").Str; blocked[id] && !other[id] {
+				leak = true
+			}
+		}
+	}
+	return leak
+}
+
+func respSplits(splits []byte) []int {
+	sizes := make([]int, len(splits))
+	for i, b := range splits {
+		sizes[i] = int(b) + 1
+	}
+	return sizes
+}
+
+func respFuzzSeeds() []string {
+	return []string{
+		newSyn().text("msg_1", "Sure, deleting it.").fn("held1", "delete_post", `{"post":7}`).fn("pass1", "get_post", `{"post":8}`).text("msg_2", "Done soon.").completed(),
+		newSyn().reasoning("rs_1").fn("held1", "delete_post", `{"post":7}`).fn("ref1", "send_email", `{}`).completed() + "data: [DONE]\n\n",
+		newSyn().call("ctc_1", "call_c1", "delete_post", "crm", "post 7", true).fn("free", "lookup", `{}`).end("response.incomplete"),
+	}
+}
+
+func FuzzResponsesStream(f *testing.F) {
+	for _, name := range respSSEFixtures {
+		f.Add(respFixture(f, name), []byte{0})
+		f.Add(respFixture(f, name), []byte{3, 200, 17})
+	}
+	for _, s := range respFuzzSeeds() {
+		f.Add([]byte(s), []byte{40, 1})
+	}
+	f.Fuzz(func(t *testing.T, in []byte, splits []byte) {
+		h := respFuzzHolder()
+		whole, werr := respRewrite(in, h)
+		split, serr := respRewrite(in, respFuzzHolder(), respSplits(splits)...)
+		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
+			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
+		}
+		if !hasCallBytes(in) && !bytes.Equal(whole, in) {
+			t.Fatalf("a stream without calls changed:\n%q\n%q", in, whole)
+		}
+		if respLeaks(h, in, whole) {
+			t.Fatalf("a held or refused call got through:\n%q", whole)
+		}
+	})
+}
+
+func FuzzResponsesJSON(f *testing.F) {
+	f.Add(respFixture(f, "azure-tool-call.json"))
+	for _, s := range respFuzzSeeds() {
+		f.Add([]byte(gjson.Get(string(lastData([]byte(s))), "response").Raw))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h := respFuzzHolder()
+		out, err := Responses{}.RewriteJSON(context.Background(), body, h)
+		if err != nil {
+			return
+		}
+		if !hasCallBytes(body) && !bytes.Equal(out, body) {
+			t.Fatal("a body without calls changed")
+		}
+		if bytes.Equal(out, body) {
+			if respLeaks(h, body, out) && len(h.holds) > 0 {
+				t.Fatalf("a held or refused call stayed: %s", out)
+			}
+			return
+		}
+		if !gjson.ValidBytes(out) {
+			t.Fatalf("invalid output %q", out)
+		}
+		gjson.GetBytes(out, "output").ForEach(func(_, it gjson.Result) bool {
+			if respBlocks(h, it) {
+				t.Fatalf("a held or refused call got through: %s", out)
+			}
+			return true
+		})
+	})
+}
+
+// FuzzResponsesContinuation fuzzes the follow-up stream of a turn whose
+// first response refused a call: no held or refused call reaches the app,
+// the answer has at most one terminal event, and splits change nothing.
+func FuzzResponsesContinuation(f *testing.F) {
+	f.Add([]byte(newSynID("resp_U").text("msg_2", "Who should receive it?").completed()), []byte{0})
+	for _, s := range respFuzzSeeds() {
+		f.Add([]byte(strings.ReplaceAll(s, "resp_syn", "resp_U")), []byte{5, 1})
+	}
+	f.Add(respFixture(f, "reasoning-encrypted-step1.sse"), []byte{40})
+	first := []byte(refusingResp().completed())
+	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *fakeHolder, error) {
+		h := respFuzzHolder()
+		rec := newRecorder()
+		rw := Wrap(rec, Responses{}, context.Background(), h, 0)
+		rw.SetRequest([]byte(respRequest))
+		rw.Header().Set("Content-Type", "text/event-stream")
+		if _, err := rw.Write(first); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rw.Continuation(); !ok {
+			t.Fatal("no continuation")
+		}
+		rw.Continue()
+		rw.Header().Set("Content-Type", "text/event-stream")
+		rw.WriteHeader(http.StatusOK)
+		for i := 0; len(follow) > 0; i++ {
+			n := len(follow)
+			if len(sizes) > 0 {
+				n = min(sizes[i%len(sizes)], n)
+			}
+			if _, err := rw.Write(follow[:n]); err != nil {
+				break
+			}
+			follow = follow[n:]
+		}
+		err := rw.Close()
+		return rec.Body.Bytes(), h, err
+	}
+	f.Fuzz(func(t *testing.T, follow []byte, splits []byte) {
+		whole, h, werr := run(t, follow, nil)
+		split, _, serr := run(t, follow, respSplits(splits))
+		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
+			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
+		}
+		if respLeaks(h, append(append([]byte(nil), first...), follow...), whole) || bytes.Contains(whole, []byte("call_ref")) {
+			t.Fatalf("a held or refused call got through:\n%q", whole)
+		}
+		terminals := 0
+		for _, ev := range events(whole) {
+			var s respStream
+			if data, ok := s.data(ev); ok {
+				switch gjson.GetBytes(data, "type").Str {
+				case "response.completed", "response.incomplete", "response.failed":
+					terminals++
+				}
+			}
+		}
+		if terminals > 1 {
+			t.Fatalf("%d terminal events:\n%q", terminals, whole)
+		}
+	})
+}
+
+func FuzzResponsesRequest(f *testing.F) {
+	ref := `{"type":"item_reference","id":"` + SyntheticPrefix + testStep + `"}`
+	f.Add([]byte(`{"input":[{"role":"user","content":"go"},` + ref + `,{"role":"user","content":"ok"}]}`))
+	f.Add([]byte(`{"input":[{"role":"user","content":"go"},{"role":"assistant","content":"Sure.\n\n` + waitText + `"},{"type":"function_call_output","call_id":"call_held","output":"x"}]}`))
+	f.Add([]byte(`{"previous_response_id":"resp_1","input":"Done?"}`))
+	f.Add([]byte(`{"conversation":{"id":"conv_1"},"input":[` + ref + `]}`))
+	f.Add([]byte(`{"store":false,"input":[{"type":"message","id":"` + SyntheticPrefix + `zzzzzzzzzzzzzzzzzzzzzzzzzz","role":"assistant","content":[]}]}`))
+	f.Add([]byte(`{"tools":[{"type":"function","name":"create_post","parameters":{}},{"type":"namespace","name":"crm","tools":[{"type":"function","name":"delete_contact"}]}]}`))
+	stored := `[{"id":"rs_1","type":"reasoning","summary":[]},{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Sure."}]},{"id":"fc_held","type":"function_call","call_id":"call_held","name":"delete_post","arguments":"{}"}]`
+	res := Restored{Message: []byte(stored), Results: []Result{{CallID: "call_held", Content: respConfirmed}}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := &stateRestorer{
+			fakeRestorer: &fakeRestorer{steps: map[string]Restored{testStep: res}},
+			byResponse:   map[string]Restored{"resp_1": res, "conv_1": res},
+		}
+		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
+		if err == nil {
+			quiet := !hasLink(body, testLink) && !bytes.Contains(body, synthPrefix) && !bytes.Contains(body, prevKey) && !bytes.Contains(body, convKey)
+			if quiet && !bytes.Equal(out, body) {
+				t.Fatal("a body without anything to restore changed")
+			}
+			if !bytes.Equal(out, body) {
+				if !gjson.ValidBytes(out) {
+					t.Fatalf("invalid output %q", out)
+				}
+				gjson.GetBytes(out, "input").ForEach(func(_, it gjson.Result) bool {
+					if strings.HasPrefix(it.Get("id").Str, SyntheticPrefix) {
+						t.Fatalf("a synthetic item is left: %s", out)
+					}
+					return true
+				})
+			}
+		}
+		a := &respAsk{}
+		out, err = Responses{}.RewriteTools(body, a.rewrite)
+		if err != nil {
+			return
+		}
+		if !bytes.Contains(body, toolsKey) && !bytes.Equal(out, body) {
+			t.Fatal("a body without tools changed")
+		}
+		if !bytes.Equal(out, body) && !gjson.ValidBytes(out) {
+			t.Fatalf("invalid tools output %q", out)
+		}
+	})
+}
+
+// respTextStream is a text answer of n deltas, shaped as the recorded ones.
+func respTextStream(n int) []byte {
+	s := newSyn()
+	var words []string
+	for i := range n {
+		words = append(words, fmt.Sprintf("word%d", i))
+	}
+	return []byte(s.text("msg_01830d662ab3856501693c32183a488190a612c410a0a39823", strings.Join(words, " ")).completed())
+}
+
+func benchRespStream(b *testing.B, in []byte, h Holder) {
+	evs := events(in)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := Responses{}.NewStream(context.Background(), io.Discard, func() error { return nil }, h)
+		for _, ev := range evs {
+			if _, err := s.Write(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResponsesStreamText200 is the pass-through path: a text answer,
+// one event per Write, as a proxy copies it.
+func BenchmarkResponsesStreamText200(b *testing.B) {
+	benchRespStream(b, respTextStream(200), newHolder("delete_post"))
+}
+
+// BenchmarkResponsesStreamReasoningPassed is the recorded reasoning and
+// call stream, its call not gated.
+func BenchmarkResponsesStreamReasoningPassed(b *testing.B) {
+	benchRespStream(b, respFixture(b, "reasoning-encrypted-step1.sse"), newHolder("delete_post"))
+}
+
+// BenchmarkResponsesStreamReasoningHeld is the same stream with the call
+// held.
+func BenchmarkResponsesStreamReasoningHeld(b *testing.B) {
+	benchRespStream(b, respFixture(b, "reasoning-encrypted-step1.sse"), newHolder("calculator"))
+}
+
+func BenchmarkResponsesJSON(b *testing.B) {
+	text := gjson.Get(string(lastData(respTextStream(300))), "response").Raw
+	for _, tc := range []struct{ name, body string }{
+		{"text", text},
+		{"non-gated-call", string(respFixture(b, "azure-tool-call.json"))},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := []byte(tc.body)
+			h := newHolder("delete_post")
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := Responses{}.RewriteJSON(context.Background(), body, h)
+				if err != nil || len(out) != len(body) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkResponsesRequestWithoutLink(b *testing.B) {
+	body := []byte(`{"model":"gpt-5.1","instructions":"` + strings.Repeat("Be brief. ", 200) + `","input":[{"role":"user","content":"hi"}],"previous_response_id":"resp_1"}`)
+	plain := restorer()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Responses{}).RewriteRequest(context.Background(), body, testLink, plain); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,462 @@
+package interceptor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// respAPI is a fake Responses API that checks a request's input the way the
+// real one does, as far as its documented errors go (wire-formats.md §2.4).
+type respAPI struct {
+	stored map[string]string // response id → its output (a JSON array)
+	next   map[string]string // reasoning item id → the id of the item that followed it
+}
+
+// learn records a response's output (a JSON array) under its id, and which
+// item followed each reasoning item.
+func (a *respAPI) learn(id, output string) {
+	if a.stored == nil {
+		a.stored, a.next = make(map[string]string), make(map[string]string)
+	}
+	a.stored[id] = output
+	items := gjson.Parse(output).Array()
+	for i, it := range items {
+		if it.Get("type").Str == "reasoning" && i+1 < len(items) {
+			a.next[it.Get("id").Str] = items[i+1].Get("id").Str
+		}
+	}
+}
+
+// check returns the error the API would answer with, or nil.
+func (a *respAPI) check(body []byte) error {
+	if !gjson.ValidBytes(body) {
+		return errors.New("invalid JSON")
+	}
+	root := gjson.ParseBytes(body)
+	calls := make(map[string]bool) // call ids made, answered or not
+	open := make(map[string]bool)  // calls without a result yet
+	known := make(map[string]bool) // item ids the API can resolve
+	for id, out := range a.stored {
+		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
+			known[it.Get("id").Str] = true
+			return true
+		})
+		_ = id
+	}
+	prev := root.Get("previous_response_id").Str
+	if prev == "" {
+		prev = root.Get("conversation.id").Str // a conversation holds the items of its responses
+		if c := root.Get("conversation"); c.Type == gjson.String {
+			prev = c.Str
+		}
+	}
+	if prev != "" {
+		out, ok := a.stored[prev]
+		if !ok {
+			return fmt.Errorf("Previous response with id '%s' not found.", prev)
+		}
+		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
+			if isClientCall(it.Get("type").Str) {
+				calls[it.Get("call_id").Str] = true
+				open[it.Get("call_id").Str] = true
+			}
+			return true
+		})
+	}
+	items := root.Get("input").Array()
+	seen := make(map[string]bool)
+	for i, it := range items {
+		id := it.Get("id").Str
+		typ := it.Get("type").Str
+		if id != "" {
+			if seen[id] {
+				return fmt.Errorf("Duplicate item found with id %s.", id)
+			}
+			seen[id] = true
+		}
+		if strings.HasPrefix(id, SyntheticPrefix) {
+			return fmt.Errorf("Item with id '%s' not found.", id)
+		}
+		switch {
+		case typ == "item_reference":
+			if !known[id] || root.Get("store").Type == gjson.False {
+				return fmt.Errorf("Item with id '%s' not found.", id)
+			}
+			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
+				return fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
+			}
+		case typ == "reasoning":
+			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
+				return fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
+			}
+		case isClientCall(typ):
+			calls[it.Get("call_id").Str] = true
+			open[it.Get("call_id").Str] = true
+		case strings.HasSuffix(typ, "_call_output"):
+			cid := it.Get("call_id").Str
+			if !calls[cid] {
+				return fmt.Errorf("No tool call found for function call output with call_id %s.", cid)
+			}
+			delete(open, cid)
+		}
+	}
+	for cid := range open {
+		return fmt.Errorf("No tool output found for function call %s.", cid)
+	}
+	return nil
+}
+
+// respRunTurn drives a ResponseWriter with the Responses adapter as the
+// Caddy handler does, and returns the follow-up requests it was given.
+func respRunTurn(t *testing.T, h Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
+	t.Helper()
+	rec = newRecorder()
+	rw := Wrap(rec, Responses{}, context.Background(), h, 0)
+	rw.SetRequest([]byte(request))
+	for i, r := range responses {
+		if i > 0 {
+			next, ok := rw.Continuation()
+			if !ok {
+				t.Fatalf("no continuation before response %d", i)
+			}
+			requests = append(requests, string(next))
+			rw.Continue()
+		}
+		if r.status == 0 {
+			continue
+		}
+		rw.Header().Set("Content-Type", r.contentType)
+		rw.WriteHeader(r.status)
+		for p := []byte(r.body); len(p) > 0; p = p[min(89, len(p)):] {
+			if _, err := rw.Write(p[:min(89, len(p))]); err != nil {
+				t.Fatalf("response %d: Write: %v", i, err)
+			}
+		}
+	}
+	if _, ok := rw.Continuation(); ok && len(responses) > 0 {
+		requests = append(requests, "(a further follow-up was offered)")
+	}
+	return rec, requests, rw.Close()
+}
+
+const (
+	respRequest     = `{"model":"gpt-5.1","stream":true,"input":"Send the Q3 report","tools":[{"type":"function","name":"send_email","parameters":{"type":"object"}}]}`
+	respRefusedArgs = `{"subject":"Q3 report"}`
+)
+
+// refusingResp is a first response: text, then a refused send_email call.
+func refusingResp() *respSyn {
+	return newSyn().text("msg_1", "Sure.").fn("ref", "send_email", respRefusedArgs)
+}
+
+func refusingHolder() *fakeHolder { return newHolder().refusing("send_email", refusal) }
+
+func checkNoRefused(t *testing.T, out []byte) {
+	t.Helper()
+	checkAbsent(t, out, "fc_ref", "call_ref", "send_email", "Q3 report", refusal)
+}
+
+func TestResponsesTurnStreamContinues(t *testing.T) {
+	first := refusingResp()
+	follow := newSynID("resp_U").text("msg_2", "Who should receive it?")
+	rec, reqs, err := respRunTurn(t, refusingHolder(), respRequest, sse(first.completed()+"data: [DONE]\n\n"), sse(follow.completed()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := rec.Body.Bytes()
+	checkNoRefused(t, out)
+	d := respDecode(t, out)
+	if d.final == nil {
+		t.Fatal("no terminal event")
+	}
+	if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message]" {
+		t.Errorf("output = %s", got)
+	}
+	if d.final.OutputText() != "Sure.Who should receive it?" {
+		t.Errorf("text = %q", d.final.OutputText())
+	}
+	if d.final.ID != "resp_syn" || d.final.Usage.TotalTokens != 138 || d.final.Usage.InputTokens != 90 {
+		t.Errorf("id %s, usage %+v", d.final.ID, d.final.Usage)
+	}
+	if n := strings.Count(string(out), "event: response.created"); n != 1 {
+		t.Errorf("%d response.created events", n)
+	}
+	if n := strings.Count(string(out), "data: [DONE]"); n != 1 || !strings.HasSuffix(string(out), "data: [DONE]\n\n") {
+		t.Errorf("%d [DONE], or not last", n)
+	}
+	if len(reqs) != 1 {
+		t.Fatalf("requests = %q", reqs)
+	}
+	// The follow-up: the string input as a user message, the response's
+	// items up to the refused call, and its result; every other byte kept.
+	req := []byte(reqs[0])
+	var kinds []string
+	gjson.GetBytes(req, "input").ForEach(func(_, it gjson.Result) bool {
+		k := it.Get("type").Str
+		if k == "" {
+			k = it.Get("role").Str
+		}
+		kinds = append(kinds, k)
+		return true
+	})
+	if fmt.Sprint(kinds) != "[user message function_call function_call_output]" {
+		t.Errorf("input = %v", kinds)
+	}
+	if o := gjson.GetBytes(req, "input.3"); o.Get("call_id").Str != "call_ref" || o.Get("output").Str != refusal {
+		t.Errorf("result = %s", o.Raw)
+	}
+	if gjson.GetBytes(req, "input.2.arguments").Str != respRefusedArgs || !strings.HasSuffix(reqs[0], `,"tools":[{"type":"function","name":"send_email","parameters":{"type":"object"}}]}`) {
+		t.Errorf("follow-up = %s", req)
+	}
+	api := &respAPI{}
+	if err := api.check(req); err != nil {
+		t.Errorf("the API would refuse the follow-up: %v", err)
+	}
+}
+
+func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
+	del := "delete_post"
+	for _, tc := range []struct {
+		name    string
+		request string
+		first   *respSyn
+		h       *fakeHolder
+		cont    bool
+		input   string // the follow-up's input items, by type (or role)
+		prev    string // the follow-up's previous_response_id
+		output  string // what the app reads in the end
+	}{
+		{"reasoning before the refused call", `{"input":[{"role":"user","content":"go"}]}`,
+			newSyn().reasoning("rs_1").fn("ref", "send_email", respRefusedArgs), refusingHolder(), true,
+			"[user reasoning function_call function_call_output]", "", "[reasoning message]"},
+		{"held beside refused: the held call waits", `{"input":[{"role":"user","content":"go"}]}`,
+			newSyn().reasoning("rs_1").fn("held", del, `{"post":7}`).fn("ref", "send_email", respRefusedArgs), newHolder(del).refusing("send_email", refusal), true,
+			"[user reasoning function_call function_call function_call_output function_call_output]", "", "[reasoning message message]"},
+		{"passed call before the refused one is left out", `{"input":[{"role":"user","content":"go"}]}`,
+			newSyn().text("msg_1", "Sure.").fn("pass", "get_post", `{}`).fn("ref", "send_email", respRefusedArgs), newHolder().passing("get_post").refusing("send_email", refusal), true,
+			"[user message function_call function_call_output]", "", "[message function_call:get_post message]"},
+		{"passed call right after reasoning: shown in place", `{"input":[{"role":"user","content":"go"}]}`,
+			newSyn().reasoning("rs_1").fn("pass", "get_post", `{}`).fn("ref", "send_email", respRefusedArgs), newHolder().passing("get_post").refusing("send_email", refusal), false,
+			"", "", "[reasoning function_call:get_post message]"},
+		{"previous_response_id", `{"previous_response_id":"resp_0","input":[{"role":"user","content":"go"}],"store":true}`,
+			refusingResp(), refusingHolder(), true,
+			"[function_call_output]", "resp_syn", "[message message]"},
+		{"previous_response_id with a held call: shown in place", `{"previous_response_id":"resp_0","input":"go"}`,
+			newSyn().fn("held", del, `{}`).fn("ref", "send_email", respRefusedArgs), newHolder(del).refusing("send_email", refusal), false,
+			"", "", "[message]"},
+		{"conversation", `{"conversation":{"id":"conv_1"},"input":"go"}`,
+			refusingResp(), refusingHolder(), true,
+			"[function_call_output]", "", "[message message]"},
+		{"background", `{"background":true,"input":"go"}`,
+			refusingResp(), refusingHolder(), false, "", "", "[message message]"},
+		{"custom tool", `{"input":"go"}`,
+			newSyn().call("ctc_ref", "call_cref", "send_email", "", "to nobody", true), refusingHolder(), true,
+			"[user custom_tool_call custom_tool_call_output]", "", "[message]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := &respAPI{}
+			api.learn("resp_0", `[]`)
+			api.learn("resp_syn", "["+strings.Join(tc.first.items, ",")+"]")
+			api.learn("conv_1", "["+strings.Join(tc.first.items, ",")+"]")
+			responses := []upstream{sse(tc.first.completed())}
+			if tc.cont {
+				responses = append(responses, sse(newSynID("resp_U").text("msg_2", "Who should receive it?").completed()))
+			}
+			rec, reqs, err := respRunTurn(t, tc.h, tc.request, responses...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := rec.Body.Bytes()
+			checkAbsent(t, out, "fc_ref", "call_ref", "fc_held", "ctc_ref")
+			d := respDecode(t, out)
+			if got := fmt.Sprint(outputSummary(d.final.Output)); got != tc.output {
+				t.Errorf("output = %s, want %s", got, tc.output)
+			}
+			if !tc.cont {
+				if len(reqs) != 0 {
+					t.Fatalf("follow-up made: %s", reqs)
+				}
+				if !strings.Contains(d.final.OutputText(), refusal) {
+					t.Errorf("the refusal is not shown in place: %q", d.final.OutputText())
+				}
+				return
+			}
+			if len(reqs) != 1 {
+				t.Fatalf("requests = %q", reqs)
+			}
+			req := []byte(reqs[0])
+			var kinds []string
+			gjson.GetBytes(req, "input").ForEach(func(_, it gjson.Result) bool {
+				k := it.Get("type").Str
+				if k == "" {
+					k = it.Get("role").Str
+				}
+				kinds = append(kinds, k)
+				return true
+			})
+			if fmt.Sprint(kinds) != tc.input {
+				t.Errorf("input = %v, want %s", kinds, tc.input)
+			}
+			if p := gjson.GetBytes(req, "previous_response_id").Str; p != tc.prev {
+				t.Errorf("previous_response_id = %q", p)
+			}
+			if err := api.check(req); err != nil {
+				t.Errorf("the API would refuse the follow-up: %v\n%s", err, req)
+			}
+			wantID := "resp_syn"
+			if tc.prev != "" {
+				wantID = "resp_U" // the response whose history answers the refused call
+			}
+			if d.final.ID != wantID {
+				t.Errorf("final id = %s, want %s", d.final.ID, wantID)
+			}
+		})
+	}
+}
+
+func TestResponsesTurnStreamFollowUpHolds(t *testing.T) {
+	// The follow-up holds a call of its own: the message comes after what
+	// the app already read, at the next index.
+	h := newHolder("delete_post").refusing("send_email", refusal)
+	follow := newSynID("resp_U").text("msg_2", "Then I delete it.").fn("held", "delete_post", `{"post":7}`)
+	rec, reqs, err := respRunTurn(t, h, respRequest, sse(refusingResp().completed()), sse(follow.completed()))
+	if err != nil || len(reqs) != 1 {
+		t.Fatalf("err %v, requests %q", err, reqs)
+	}
+	out := rec.Body.Bytes()
+	checkAbsent(t, out, "fc_held", "fc_ref")
+	d := respDecode(t, out)
+	if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message message]" || messageText(d.final.Output[2]) != waitText {
+		t.Errorf("output = %s %q", got, d.final.OutputText())
+	}
+	// The follow-up's Hold gets the follow-up's items up to its call.
+	if len(h.holds) != 2 || len(gjson.ParseBytes(h.holds[1].message).Array()) != 2 {
+		t.Errorf("holds = %d", len(h.holds))
+	}
+}
+
+func TestResponsesTurnRefusedUpToTheLimit(t *testing.T) {
+	h := refusingHolder()
+	responses := []upstream{sse(refusingResp().completed())}
+	for i := range MaxContinuations {
+		responses = append(responses, sse(newSynID(fmt.Sprint("resp_", i)).fn(fmt.Sprint("ref", i), "send_email", respRefusedArgs).completed()))
+	}
+	rec, reqs, err := respRunTurn(t, h, respRequest, responses...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != MaxContinuations {
+		t.Errorf("%d follow-ups: %q", len(reqs), reqs)
+	}
+	d := respDecode(t, rec.Body.Bytes())
+	if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message]" || !strings.HasSuffix(d.final.OutputText(), refusal) {
+		t.Errorf("output = %s %q", got, d.final.OutputText())
+	}
+	// Each follow-up carries everything before it.
+	last := []byte(reqs[len(reqs)-1])
+	if n := len(gjson.GetBytes(last, "input").Array()); n != 1+2+2*(MaxContinuations-1)+1 {
+		t.Errorf("last follow-up has %d input items: %s", n, last)
+	}
+	if err := (&respAPI{}).check(last); err != nil {
+		t.Errorf("the API would refuse: %v", err)
+	}
+}
+
+func TestResponsesTurnStreamFollowUpFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		up   upstream
+		text string
+	}{
+		{"http 500", upstream{500, "application/json", `{"error":{"message":"boom"}}`}, "Toolgate could not continue: the provider answered HTTP 500."},
+		{"no answer", upstream{}, "Toolgate could not continue: the provider did not answer."},
+		{"ends early", sse(newSynID("resp_U").text("msg_2", "Who").b.String()), "Toolgate could not continue: the provider's answer ended early."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, _, err := respRunTurn(t, refusingHolder(), respRequest, sse(refusingResp().completed()+"data: [DONE]\n\n"), tc.up)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := rec.Body.Bytes()
+			checkNoRefused(t, out)
+			d := respDecode(t, out)
+			if d.final == nil {
+				t.Fatal("no terminal event")
+			}
+			if !strings.HasSuffix(d.final.OutputText(), tc.text) {
+				t.Errorf("text = %q", d.final.OutputText())
+			}
+			if !strings.HasSuffix(string(out), "data: [DONE]\n\n") {
+				t.Error("no [DONE] at the end")
+			}
+		})
+	}
+}
+
+func TestResponsesTurnNoFollowUpSent(t *testing.T) {
+	rec := newRecorder()
+	rw := Wrap(rec, Responses{}, context.Background(), refusingHolder(), 0)
+	rw.SetRequest([]byte(respRequest))
+	rw.Header().Set("Content-Type", "text/event-stream")
+	rw.WriteHeader(200)
+	if _, err := rw.Write([]byte(refusingResp().completed())); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rw.Continuation(); !ok {
+		t.Fatal("no continuation offered")
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := respDecode(t, rec.Body.Bytes())
+	if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message]" || d.final.OutputText() != "Sure."+refusal {
+		t.Errorf("output = %s %q", got, d.final.OutputText())
+	}
+}
+
+func TestResponsesTurnJSONContinues(t *testing.T) {
+	first := refusingResp()
+	follow := newSynID("resp_U").text("msg_2", "Who should receive it?")
+	for _, tc := range []struct {
+		name, request, id string
+	}{
+		{"input list", `{"input":"Send the Q3 report"}`, "resp_syn"},
+		{"previous_response_id", `{"input":"Send it","previous_response_id":"resp_0"}`, "resp_U"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, reqs, err := respRunTurn(t, refusingHolder(), tc.request, jsonUp(first.json()), jsonUp(follow.json()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := rec.Body.Bytes()
+			checkNoRefused(t, body)
+			if len(reqs) != 1 {
+				t.Fatalf("requests %q", reqs)
+			}
+			r := gjson.ParseBytes(body)
+			var ids []string
+			r.Get("output").ForEach(func(_, it gjson.Result) bool { ids = append(ids, it.Get("id").Str); return true })
+			if fmt.Sprint(ids) != "[msg_1 msg_2]" || r.Get("usage.total_tokens").Int() != 138 || r.Get("id").Str != tc.id {
+				t.Errorf("answer = %s", body)
+			}
+			if rec.Header().Get("Content-Length") != fmt.Sprint(len(body)) {
+				t.Errorf("Content-Length %s for %d bytes", rec.Header().Get("Content-Length"), len(body))
+			}
+		})
+	}
+
+	// No follow-up sent: the refusal is shown in place.
+	out, err := Responses{}.NewTurn(context.Background(), refusingHolder(), []byte(`{"input":"x"}`), 0), error(nil)
+	if err = out.JSON([]byte(first.json())); err != nil {
+		t.Fatal(err)
+	}
+	body, err := out.Finish()
+	if err != nil || !strings.Contains(string(body), refusal) || strings.Contains(string(body), "call_ref") {
+		t.Errorf("in place: %v %s", err, body)
+	}
+}
