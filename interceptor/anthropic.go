@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -179,13 +180,13 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 	}
 	e, err := editOf(body, content, string(out))
 	if err != nil {
-		return nil, nil, errors.New("anthropic response: " + err.Error())
+		return nil, nil, fmt.Errorf("anthropic response: %w", err)
 	}
 	edits := []edit{e}
 	if sr := root.Get("stop_reason"); sr.Type == gjson.String && toolUses == 0 && sr.Str == "tool_use" {
 		e, err := editOf(body, sr, `"end_turn"`)
 		if err != nil {
-			return nil, nil, errors.New("anthropic response: " + err.Error())
+			return nil, nil, fmt.Errorf("anthropic response: %w", err)
 		}
 		edits = append(edits, e)
 	}
