@@ -150,7 +150,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
 	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
-		WithToolSchemas(func(name string) []byte { return toolParameters(original, name) })
+		WithToolSchemas(func(name string) []byte { return toolParameters(original, name, protocol) })
 
 	body, err = adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
@@ -206,13 +206,21 @@ func setBody(r *http.Request, body []byte) {
 	r.Header.Del("Content-Length")
 }
 
-// toolParameters returns the JSON Schema a request offers for a function
-// tool, or nil.
-func toolParameters(body []byte, name string) []byte {
+// toolParameters returns the JSON Schema a request offers for a tool, or
+// nil: Chat nests it under function.parameters, Responses has it flat as
+// parameters, Anthropic as input_schema.
+func toolParameters(body []byte, name, protocol string) []byte {
+	if protocol == "anthropic" {
+		return interceptor.AnthropicToolSchema(body, name)
+	}
+	namePath, schemaPath := "function.name", "function.parameters"
+	if protocol == "openai-responses" {
+		namePath, schemaPath = "name", "parameters"
+	}
 	var out []byte
 	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
-		if t.Get("function.name").String() == name {
-			if p := t.Get("function.parameters"); p.IsObject() {
+		if t.Get(namePath).String() == name {
+			if p := t.Get(schemaPath); p.IsObject() {
 				out = []byte(p.Raw)
 			}
 			return false

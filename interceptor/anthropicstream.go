@@ -468,11 +468,10 @@ func (s *anthStream) slow(ev []byte) {
 	if s.log != nil && s.log.Len() > 0 {
 		s.fold() // the blocks so far, before this event changes them
 	}
-	data, ok := s.data(ev)
 	if s.ending {
-		s.withhold(data, ok)
-		return
+		return // after a withheld message_delta: nothing of it is written
 	}
+	data, ok := s.data(ev)
 	if !ok {
 		if !s.inCont {
 			s.write(ev) // comments, an id: line: nothing to read
@@ -511,10 +510,6 @@ func (s *anthStream) slow(ev []byte) {
 		s.blockEvent(ev, data, root)
 	}
 }
-
-// withhold takes an event that comes after the message_delta of a
-// response whose end is withheld: nothing of it is written.
-func (s *anthStream) withhold([]byte, bool) {}
 
 func (s *anthStream) messageStart(ev []byte, root gjson.Result) {
 	if s.readStart(root.Get("message")) {
