@@ -316,11 +316,15 @@ func (s *respStream) slow(ev []byte) {
 		return
 	}
 	if !gjson.ValidBytes(data) {
-		if hasCallBytes(data) {
+		switch {
+		case hasCallBytes(data):
 			s.fail(errors.New("responses stream: invalid JSON around calls"))
-			return
+		case s.inCont:
+			// Not an event of the answer it continues: it could be
+			// neither renumbered nor merged.
+		default:
+			s.other(ev)
 		}
-		s.other(ev)
 		return
 	}
 	root := gjson.ParseBytes(data)
@@ -339,6 +343,9 @@ func (s *respStream) slow(ev []byte) {
 	typ := root.Get("type").Str
 	switch typ {
 	case "response.created", "response.in_progress", "response.queued":
+		if s.snapshotCalls(root) {
+			return
+		}
 		if id := root.Get("response.id"); id.Type == gjson.String {
 			s.r.id = id.Str
 		}
@@ -498,7 +505,33 @@ func (s *respStream) fragment(ev, data []byte, root gjson.Result, typ string, in
 		s.fail(errors.New("responses stream: call fragments before the call began"))
 		return
 	}
+	if s.snapshotCalls(root) {
+		return
+	}
 	s.pass(ev, data, root, index)
+}
+
+// snapshotCalls fails the stream when an event that is no terminal event
+// and belongs to no inspected call still shows an inspected call whole: an
+// "item", or a "response" whose "output" lists one (an event type this
+// adapter does not know, say). Passing it could hand the call to a client
+// that reads it; it cannot be judged either, as the response has not ended.
+func (s *respStream) snapshotCalls(root gjson.Result) bool {
+	found := false
+	check := func(it gjson.Result) {
+		found = found || inspectItem(s.t.h, it) != nil
+	}
+	if it := root.Get("item"); it.IsObject() {
+		check(it)
+	}
+	root.Get("response.output").ForEach(func(_, it gjson.Result) bool {
+		check(it)
+		return !found
+	})
+	if found {
+		s.fail(errors.New("responses stream: an event shows a call before the response ended"))
+	}
+	return found
 }
 
 // callFor returns the inspected call an event belongs to: by item id when
