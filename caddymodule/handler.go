@@ -124,7 +124,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 // ServeHTTP gates one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if r.Header.Get("Upgrade") != "" && h.gatedPath(r.URL.Path) {
+	if (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) && h.gatedPath(r.URL.Path) {
 		// The Responses API's WebSocket mode (and any other upgrade) would
 		// carry tool calls around the gate.
 		return caddyhttp.Error(http.StatusBadRequest, errors.New("toolgate: a WebSocket or other upgraded connection cannot be gated on this path; use HTTP (streaming works)"))
@@ -213,10 +213,10 @@ func toolParameters(body []byte, name, protocol string) []byte {
 	if protocol == "anthropic" {
 		return interceptor.AnthropicToolSchema(body, name)
 	}
-	namePath, schemaPath := "function.name", "function.parameters"
 	if protocol == "openai-responses" {
-		namePath, schemaPath = "name", "parameters"
+		return interceptor.Responses{}.ToolParameters(body, name)
 	}
+	namePath, schemaPath := "function.name", "function.parameters"
 	var out []byte
 	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
 		if t.Get(namePath).String() == name {
