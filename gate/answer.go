@@ -145,7 +145,7 @@ func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, person, choice
 	}
 	g.cfg.Observer.Decided(h.Action, choice)
 	g.log.Info("hold answered", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", h.Action),
-		zap.String("answered_by", person), zap.String("answer", choice), zap.Any("card", json.RawMessage(h.Shown)))
+		zap.String("answered_by", person), zap.String("answer", choice), shownField(h))
 	if claimed.Complete {
 		g.release(ctx, claimed.Step)
 	}

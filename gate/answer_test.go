@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/actions"
@@ -56,5 +57,21 @@ func TestStatus(t *testing.T) {
 		if got := Status(err); got != want {
 			t.Errorf("Status(%v) = %d, want %d", err, got, want)
 		}
+	}
+}
+
+func TestShownFieldNeverLogsArgumentValues(t *testing.T) {
+	form := store.Hold{Kind: store.KindForm, Shown: []byte(`{"fields":["title","body"],"accepted":{"title":"MODEL-VALUE"}}`)}
+	f := shownField(form)
+	if f.Key != "form_fields" || fmt.Sprint(f.Interface) == "" {
+		t.Fatalf("field = %+v", f)
+	}
+	enc := fmt.Sprintf("%v %v %v", f.Interface, f.String, f.Integer)
+	if strings.Contains(enc, "MODEL-VALUE") {
+		t.Errorf("a model value is logged: %s", enc)
+	}
+	card := store.Hold{Kind: store.KindCard, Shown: []byte(`{"sentence":"Delete?","rows":[{"label":"Post","value":"Spring"}]}`)}
+	if f := shownField(card); f.Key != "card" {
+		t.Errorf("card field = %+v", f)
 	}
 }

@@ -154,11 +154,21 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			g.log.Info("call held",
 				zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", h.Action),
 				zap.String("kind", string(h.Kind)), zap.String("owner", h.Owner), zap.String("tenant", h.Tenant),
-				zap.Time("expires", h.Expires), zap.Any("card", json.RawMessage(h.Shown)))
+				zap.Time("expires", h.Expires), shownField(h))
 		}
 	}
 	v.Text = waitingText(cards, says, g.Link(stepID))
 	return v
+}
+
+// shownField logs what the person is shown without any argument value: a
+// card's rows (built from the record), or the names of a form's fields.
+func shownField(h store.Hold) zap.Field {
+	if h.Kind == store.KindForm {
+		s, _ := readShown(h.Shown)
+		return zap.Strings("form_fields", s.Fields)
+	}
+	return zap.Any("card", json.RawMessage(h.Shown))
 }
 
 // index files a step under the provider's response and conversation that
