@@ -115,7 +115,9 @@ func (t *chatTurn) Stream(dst io.Writer, flush func() error) Stream {
 
 // JSON implements Turn.
 func (t *chatTurn) JSON(body []byte) error {
-	out, step, err := rewriteChatJSON(t.ctx, body, t.h, t.allowed())
+	// Whether a continuation may follow is read from the request only when
+	// the answer holds a tool call: a pass-through answer parses nothing.
+	out, step, err := rewriteChatJSON(t.ctx, body, t.h, hasToolCalls(body) && t.allowed())
 	if err != nil {
 		return err
 	}
