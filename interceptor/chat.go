@@ -333,14 +333,13 @@ type chatStream struct {
 	h     Holder
 	t     *chatTurn // the turn it belongs to; nil: no continuation
 
-	pend      *bytes.Buffer // the event begun in an earlier Write, not yet complete (pooled)
-	lineStart int           // where the current, unfinished line starts in pend
-	log       *bytes.Buffer // passed events that may carry content, not yet read (pooled)
-	choices   []*chatChoice // per choice index, in order of appearance
-	waiting   int           // choices with held calls not yet handed to Hold
-	dirty     bool          // written since the last flush
-	closed    bool
-	err       error // sticky: once set, nothing more is written
+	sseFrame               // the event begun in an earlier Write, not yet complete
+	log      *bytes.Buffer // passed events that may carry content, not yet read (pooled)
+	choices  []*chatChoice // per choice index, in order of appearance
+	waiting  int           // choices with held calls not yet handed to Hold
+	dirty    bool          // written since the last flush
+	closed   bool
+	err      error // sticky: once set, nothing more is written
 
 	// Continuation state (a Turn's stream only; the rest is in t).
 	slowAll  bool // read every event: the response continues an earlier one, or its end is withheld
@@ -387,71 +386,7 @@ func (s *chatStream) Write(p []byte) (int, error) {
 	if s.closed {
 		return 0, errClosed
 	}
-	n := len(p)
-	if s.pend != nil && s.pend.Len() > 0 {
-		end := s.pendingEnd(p)
-		if end < 0 {
-			if s.pend.Len()+len(p) > maxEvent {
-				return 0, s.fail(errEventLarge)
-			}
-			if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
-				s.lineStart = s.pend.Len() + i + 1
-			}
-			s.pend.Write(p)
-			return n, nil
-		}
-		if s.pend.Len()+end > maxEvent {
-			return 0, s.fail(errEventLarge)
-		}
-		s.pend.Write(p[:end])
-		s.handle(s.pend.Bytes())
-		s.pend.Reset()
-		s.lineStart = 0
-		p = p[end:]
-	}
-
-	// Complete events inside p are handled in place; a run of events that
-	// pass goes out in one Write.
-	run, off := 0, 0
-	for off < len(p) && s.err == nil {
-		e := eventEnd(p[off:])
-		if e < 0 {
-			break
-		}
-		if e > maxEvent {
-			s.write(p[run:off])
-			s.fail(errEventLarge)
-			break
-		}
-		ev := p[off : off+e]
-		if !s.passes(ev) {
-			s.write(p[run:off])
-			s.slow(ev)
-			run = off + e
-		}
-		off += e
-	}
-	s.write(p[run:off])
-	if s.err == nil && off < len(p) {
-		rest := p[off:]
-		if len(rest) > maxEvent {
-			s.fail(errEventLarge)
-		} else {
-			if s.pend == nil {
-				s.pend = getBuf()
-			}
-			s.lineStart = 0
-			if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
-				s.lineStart = i + 1
-			}
-			s.pend.Write(rest)
-		}
-	}
-	s.flushNow()
-	if s.err != nil {
-		return 0, s.err
-	}
-	return n, nil
+	return s.frameWrite(s, p, errEventLarge)
 }
 
 // Close handles a last event left without its closing blank line, then
@@ -483,6 +418,8 @@ func (s *chatStream) fail(err error) error {
 	return s.err
 }
 
+func (s *chatStream) failed() error { return s.err }
+
 // eventEnd returns the length of the first event in b, through its closing
 // blank line, or -1 if b holds no complete event. A line ends with "\n"; a
 // "\r" before it belongs to the terminator (a blank line may be "\r\n").
@@ -499,29 +436,6 @@ func eventEnd(b []byte) int {
 			return i
 		}
 	}
-}
-
-// pendingEnd returns how many bytes of p complete the event begun in pend,
-// or -1. Only the line begun in pend needs both halves; the rest is in p.
-func (s *chatStream) pendingEnd(p []byte) int {
-	j := bytes.IndexByte(p, '\n')
-	if j < 0 {
-		return -1
-	}
-	a := s.pend.Bytes()[s.lineStart:]
-	switch len(a) + j {
-	case 0:
-		return j + 1
-	case 1:
-		if (len(a) == 1 && a[0] == '\r') || (j == 1 && p[0] == '\r') {
-			return j + 1
-		}
-	}
-	e := eventEnd(p[j+1:])
-	if e < 0 {
-		return -1
-	}
-	return j + 1 + e
 }
 
 // handle writes one event, through the fast or the slow path.

@@ -23,11 +23,10 @@ type respStream struct {
 	dst   io.Writer
 	flush func() error
 
-	pend      *bytes.Buffer // the event begun in an earlier Write, not yet complete (pooled)
-	lineStart int           // where the current, unfinished line starts in pend
-	dirty     bool          // written since the last flush
-	closed    bool
-	err       error // sticky: once set, nothing more is written
+	sseFrame      // the event begun in an earlier Write, not yet complete
+	dirty    bool // written since the last flush
+	closed   bool
+	err      error // sticky: once set, nothing more is written
 
 	// Across the turn's responses.
 	lastSeq  int64    // the last sequence_number written; -1: none yet
@@ -92,71 +91,7 @@ func (s *respStream) Write(p []byte) (int, error) {
 	if s.closed {
 		return 0, errRespClosed
 	}
-	n := len(p)
-	if s.pend != nil && s.pend.Len() > 0 {
-		end := s.pendingEnd(p)
-		if end < 0 {
-			if s.pend.Len()+len(p) > maxEvent {
-				return 0, s.fail(errRespEventLarge)
-			}
-			if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
-				s.lineStart = s.pend.Len() + i + 1
-			}
-			s.pend.Write(p)
-			return n, nil
-		}
-		if s.pend.Len()+end > maxEvent {
-			return 0, s.fail(errRespEventLarge)
-		}
-		s.pend.Write(p[:end])
-		s.handle(s.pend.Bytes())
-		s.pend.Reset()
-		s.lineStart = 0
-		p = p[end:]
-	}
-
-	// Complete events inside p are handled in place; a run of events that
-	// pass goes out in one Write.
-	run, off := 0, 0
-	for off < len(p) && s.err == nil {
-		e := eventEnd(p[off:])
-		if e < 0 {
-			break
-		}
-		if e > maxEvent {
-			s.write(p[run:off])
-			s.fail(errRespEventLarge)
-			break
-		}
-		ev := p[off : off+e]
-		if !s.passes(ev) {
-			s.write(p[run:off])
-			s.slow(ev)
-			run = off + e
-		}
-		off += e
-	}
-	s.write(p[run:off])
-	if s.err == nil && off < len(p) {
-		rest := p[off:]
-		if len(rest) > maxEvent {
-			s.fail(errRespEventLarge)
-		} else {
-			if s.pend == nil {
-				s.pend = getBuf()
-			}
-			s.lineStart = 0
-			if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
-				s.lineStart = i + 1
-			}
-			s.pend.Write(rest)
-		}
-	}
-	s.flushNow()
-	if s.err != nil {
-		return 0, s.err
-	}
-	return n, nil
+	return s.frameWrite(s, p, errRespEventLarge)
 }
 
 // Close handles a last event left without its closing blank line, writes
@@ -191,28 +126,7 @@ func (s *respStream) fail(err error) error {
 	return s.err
 }
 
-// pendingEnd returns how many bytes of p complete the event begun in pend,
-// or -1 (as chatStream.pendingEnd).
-func (s *respStream) pendingEnd(p []byte) int {
-	j := bytes.IndexByte(p, '\n')
-	if j < 0 {
-		return -1
-	}
-	a := s.pend.Bytes()[s.lineStart:]
-	switch len(a) + j {
-	case 0:
-		return j + 1
-	case 1:
-		if (len(a) == 1 && a[0] == '\r') || (j == 1 && p[0] == '\r') {
-			return j + 1
-		}
-	}
-	e := eventEnd(p[j+1:])
-	if e < 0 {
-		return -1
-	}
-	return j + 1 + e
-}
+func (s *respStream) failed() error { return s.err }
 
 func (s *respStream) handle(ev []byte) {
 	if s.passes(ev) {

@@ -1,0 +1,124 @@
+package interceptor
+
+import "bytes"
+
+// sseFrame cuts an upstream SSE body, arriving in any split, into whole
+// events for a stream rewriter. It holds the event begun in an earlier
+// Write and not yet complete (in a pooled buffer). Every adapter's stream
+// embeds it: the framing is the same for all wire protocols, only what is
+// done with an event differs (sseSink).
+type sseFrame struct {
+	pend      *bytes.Buffer // the event begun in an earlier Write, not yet complete (pooled)
+	lineStart int           // where the current, unfinished line starts in pend
+}
+
+// sseSink is what a stream rewriter does with whole events.
+type sseSink interface {
+	// passes reports whether ev goes out as it came (the fast path).
+	passes(ev []byte) bool
+	// slow handles an event that does not pass as it came.
+	slow(ev []byte)
+	// handle routes one whole event through passes or slow.
+	handle(ev []byte)
+	// write sends bytes on; flushNow flushes what was written.
+	write(b []byte)
+	flushNow()
+	// fail records the first error; failed returns it.
+	fail(err error) error
+	failed() error
+}
+
+// frameWrite is the Write of a stream rewriter s: complete events in p are
+// handled in place, a run of events that pass goes out in one write, and
+// the unfinished rest waits in the frame. An event over maxEvent fails the
+// stream with tooLarge.
+func (f *sseFrame) frameWrite(s sseSink, p []byte, tooLarge error) (int, error) {
+	n := len(p)
+	if f.pend != nil && f.pend.Len() > 0 {
+		end := f.pendingEnd(p)
+		if end < 0 {
+			if f.pend.Len()+len(p) > maxEvent {
+				return 0, s.fail(tooLarge)
+			}
+			if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
+				f.lineStart = f.pend.Len() + i + 1
+			}
+			f.pend.Write(p)
+			return n, nil
+		}
+		if f.pend.Len()+end > maxEvent {
+			return 0, s.fail(tooLarge)
+		}
+		f.pend.Write(p[:end])
+		s.handle(f.pend.Bytes())
+		f.pend.Reset()
+		f.lineStart = 0
+		p = p[end:]
+	}
+
+	// Complete events inside p are handled in place; a run of events that
+	// pass goes out in one Write.
+	run, off := 0, 0
+	for off < len(p) && s.failed() == nil {
+		e := eventEnd(p[off:])
+		if e < 0 {
+			break
+		}
+		if e > maxEvent {
+			s.write(p[run:off])
+			s.fail(tooLarge)
+			break
+		}
+		ev := p[off : off+e]
+		if !s.passes(ev) {
+			s.write(p[run:off])
+			s.slow(ev)
+			run = off + e
+		}
+		off += e
+	}
+	s.write(p[run:off])
+	if s.failed() == nil && off < len(p) {
+		rest := p[off:]
+		if len(rest) > maxEvent {
+			s.fail(tooLarge)
+		} else {
+			if f.pend == nil {
+				f.pend = getBuf()
+			}
+			f.lineStart = 0
+			if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
+				f.lineStart = i + 1
+			}
+			f.pend.Write(rest)
+		}
+	}
+	s.flushNow()
+	if err := s.failed(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// pendingEnd returns how many bytes of p complete the event begun in pend,
+// or -1. Only the line begun in pend needs both halves; the rest is in p.
+func (f *sseFrame) pendingEnd(p []byte) int {
+	j := bytes.IndexByte(p, '\n')
+	if j < 0 {
+		return -1
+	}
+	a := f.pend.Bytes()[f.lineStart:]
+	switch len(a) + j {
+	case 0:
+		return j + 1
+	case 1:
+		if (len(a) == 1 && a[0] == '\r') || (j == 1 && p[0] == '\r') {
+			return j + 1
+		}
+	}
+	e := eventEnd(p[j+1:])
+	if e < 0 {
+		return -1
+	}
+	return j + 1 + e
+}
