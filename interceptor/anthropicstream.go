@@ -88,8 +88,7 @@ type anthStream struct {
 	sep      bool  // the response's first text needs a blank line before it
 	open     []int // indices of blocks started and not stopped
 
-	joined []byte // scratch: an event's data lines joined
-	out    []byte // scratch: a rewritten event
+	out []byte // scratch: a rewritten event
 }
 
 // anthBlock is one content block of a response.
@@ -264,32 +263,6 @@ func (s *anthStream) fold() {
 		}
 	}
 	s.log.Reset()
-}
-
-// data returns the event's data: its data lines' values joined by "\n" (the
-// SSE rule). A single data line, the usual case, is returned in place; more
-// are joined in s.joined. ok is false when the event has no data line.
-func (s *anthStream) data(ev []byte) (data []byte, ok bool) {
-	lines := 0
-	for b := ev; len(b) > 0; {
-		var line []byte
-		line, b = nextLine(b)
-		name, value := field(line)
-		if string(name) != "data" {
-			continue
-		}
-		switch lines++; lines {
-		case 1:
-			data = value
-		case 2:
-			s.joined = append(append(append(s.joined[:0], data...), '\n'), value...)
-			data = s.joined
-		default:
-			s.joined = append(append(s.joined, '\n'), value...)
-			data = s.joined
-		}
-	}
-	return data, lines > 0
 }
 
 // block returns the response's block with the provider's index, or nil.

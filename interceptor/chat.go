@@ -347,9 +347,8 @@ type chatStream struct {
 	ending   bool // the response's end is withheld: a continuation may follow
 	finished bool // the response finished choice 0
 
-	joined []byte // scratch: an event's data lines joined
-	out    []byte // scratch: a rewritten event
-	edits  []edit // scratch: edits of one chunk
+	out   []byte // scratch: a rewritten event
+	edits []edit // scratch: edits of one chunk
 }
 
 type chatChoice struct {
@@ -493,32 +492,6 @@ func (s *chatStream) fold() {
 		})
 	}
 	s.log.Reset()
-}
-
-// data returns the event's data: its data lines' values joined by "\n" (the
-// SSE rule). A single data line, the usual case, is returned in place; more
-// are joined in s.joined. ok is false when the event has no data line.
-func (s *chatStream) data(ev []byte) (data []byte, ok bool) {
-	lines := 0
-	for b := ev; len(b) > 0; {
-		var line []byte
-		line, b = nextLine(b)
-		name, value := field(line)
-		if string(name) != "data" {
-			continue
-		}
-		switch lines++; lines {
-		case 1:
-			data = value
-		case 2:
-			s.joined = append(append(append(s.joined[:0], data...), '\n'), value...)
-			data = s.joined
-		default:
-			s.joined = append(append(s.joined, '\n'), value...)
-			data = s.joined
-		}
-	}
-	return data, lines > 0
 }
 
 // nextLine splits the first line off b, without its "\n" or "\r\n".

@@ -43,9 +43,8 @@ type respStream struct {
 
 	r respResponse // the current response
 
-	joined []byte // scratch: an event's data lines joined
-	out    []byte // scratch: a rewritten event
-	edits  []edit // scratch
+	out   []byte // scratch: a rewritten event
+	edits []edit // scratch
 }
 
 // respResponse is the state of one upstream response of the turn.
@@ -181,30 +180,6 @@ func seqOf(ev []byte) (int64, bool) {
 		i += k + 1
 	}
 	return 0, false
-}
-
-// data returns the event's data: its data lines' values joined by "\n".
-func (s *respStream) data(ev []byte) (data []byte, ok bool) {
-	lines := 0
-	for b := ev; len(b) > 0; {
-		var line []byte
-		line, b = nextLine(b)
-		name, value := field(line)
-		if string(name) != "data" {
-			continue
-		}
-		switch lines++; lines {
-		case 1:
-			data = value
-		case 2:
-			s.joined = append(append(append(s.joined[:0], data...), '\n'), value...)
-			data = s.joined
-		default:
-			s.joined = append(append(s.joined, '\n'), value...)
-			data = s.joined
-		}
-	}
-	return data, lines > 0
 }
 
 // slow reads one event.

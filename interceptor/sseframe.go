@@ -10,6 +10,7 @@ import "bytes"
 type sseFrame struct {
 	pend      *bytes.Buffer // the event begun in an earlier Write, not yet complete (pooled)
 	lineStart int           // where the current, unfinished line starts in pend
+	joined    []byte        // scratch: an event's data lines joined
 }
 
 // sseSink is what a stream rewriter does with whole events.
@@ -121,4 +122,30 @@ func (f *sseFrame) pendingEnd(p []byte) int {
 		return -1
 	}
 	return j + 1 + e
+}
+
+// data returns the event's data: its data lines' values joined by "\n" (the
+// SSE rule). A single data line, the usual case, is returned in place; more
+// are joined in f.joined. ok is false when the event has no data line.
+func (f *sseFrame) data(ev []byte) (data []byte, ok bool) {
+	lines := 0
+	for b := ev; len(b) > 0; {
+		var line []byte
+		line, b = nextLine(b)
+		name, value := field(line)
+		if string(name) != "data" {
+			continue
+		}
+		switch lines++; lines {
+		case 1:
+			data = value
+		case 2:
+			f.joined = append(append(append(f.joined[:0], data...), '\n'), value...)
+			data = f.joined
+		default:
+			f.joined = append(append(f.joined, '\n'), value...)
+			data = f.joined
+		}
+	}
+	return data, lines > 0
 }
