@@ -114,6 +114,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.gate = gate.New(gate.Config{
 		Store:    (*appStore)(a),
 		Actions:  &actions.Client{Secret: a.secret, Timeout: time.Duration(a.ActionTimeout)},
+		Secret:   a.secret,
 		Pages:    a.Pages,
 		TTL:      time.Duration(a.TTL),
 		Policy:   a.policy,

@@ -17,10 +17,14 @@ func init() {
 	httpcaddyfile.RegisterGlobalOption("toolgate", parseGlobal)
 	httpcaddyfile.RegisterHandlerDirective("toolgate", parseHandler)
 	httpcaddyfile.RegisterHandlerDirective("toolgate_pages", parsePages)
+	httpcaddyfile.RegisterHandlerDirective("toolgate_mcp", parseMCP)
 	// After encode, so the gate sees the provider's plain body and encode
 	// compresses what the gate wrote; before respond and reverse_proxy, so
 	// it wraps them.
 	httpcaddyfile.RegisterDirectiveOrder("toolgate", httpcaddyfile.After, "encode")
+	// Same place on an MCP route: after the authentication handlers
+	// (which come before encode), before reverse_proxy.
+	httpcaddyfile.RegisterDirectiveOrder("toolgate_mcp", httpcaddyfile.After, "encode")
 	// After the authentication handlers (basic_auth, forward_auth), which
 	// set the answerer's id.
 	httpcaddyfile.RegisterDirectiveOrder("toolgate_pages", httpcaddyfile.Before, "respond")
@@ -114,6 +118,69 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "tenant":
 			return oneArg(d, &h.Tenant)
+		case "max_request_body", "max_response_body":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				return d.Errf("%s: want a positive number of bytes, got %q", key, s)
+			}
+			if key == "max_request_body" {
+				h.MaxRequestBody = n
+			} else {
+				h.MaxResponseBody = n
+			}
+		default:
+			return d.Errf("unrecognized subdirective %q", key)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if h.Policy == "" {
+		return d.Err("policy is required")
+	}
+	return nil
+}
+
+func parseMCP(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	var m MCP
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return &m, err
+}
+
+// UnmarshalCaddyfile sets up the MCP handler from Caddyfile tokens:
+//
+//	toolgate_mcp {
+//		policy            <path>
+//		owner             <placeholder>
+//		tenant            <placeholder>
+//		state_ttl         <duration>
+//		max_request_body  <bytes>
+//		max_response_body <bytes>
+//	}
+func (h *MCP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	err := eachKey(d, func(key string) error {
+		switch key {
+		case "policy":
+			return oneArg(d, &h.Policy)
+		case "owner":
+			return oneArg(d, &h.Owner)
+		case "tenant":
+			return oneArg(d, &h.Tenant)
+		case "state_ttl":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return d.Errf("state_ttl: want a positive duration, got %q", s)
+			}
+			h.StateTTL = caddy.Duration(dur)
 		case "max_request_body", "max_response_body":
 			var s string
 			if err := oneArg(d, &s); err != nil {

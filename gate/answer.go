@@ -52,6 +52,9 @@ func (g *Gate) View(ctx context.Context, stepID, person, lang string) (StepView,
 		}
 		return StepView{}, err
 	}
+	if holds[0].Kind == store.KindTicket {
+		return StepView{}, ErrNotFound // the record behind an MCP requestState, not a page
+	}
 	if person == "" || holds[0].Owner != person {
 		return StepView{}, ErrNotOwner
 	}
@@ -125,7 +128,7 @@ func (g *Gate) ownHold(ctx context.Context, stepID, holdID, person string) (stor
 		}
 		return store.Hold{}, err
 	}
-	if h.StepID != stepID || h.Answer == "refused" {
+	if h.StepID != stepID || h.Answer == "refused" || h.Kind == store.KindTicket {
 		return store.Hold{}, ErrNotFound
 	}
 	if person == "" || h.Owner != person {
@@ -166,6 +169,9 @@ func (g *Gate) release(ctx context.Context, step []store.Hold) {
 		}
 		var outcome string
 		switch {
+		case h.Answer == store.AnswerConfirm && h.Protocol == ProtocolMCP:
+			// The MCP client's retry runs it (Front.MCP), not the page.
+			outcome = OutcomeMCPConfirmed
 		case h.Answer == store.AnswerConfirm:
 			outcome = g.run(ctx, h)
 		case h.Answer == store.AnswerSubmit:
@@ -194,17 +200,33 @@ func (g *Gate) run(ctx context.Context, h store.Hold) string {
 		g.cfg.Observer.Decided(h.Action, "policy_gone")
 		return "The gate's policy no longer allows this action; nothing ran."
 	}
+	if !g.sameCard(ctx, h, a) {
+		return OutcomeChanged
+	}
+	if a.Run.URL == nil {
+		return "The gate's policy gives the action no endpoint; nothing ran."
+	}
+	return "The person confirmed. " + g.release1(ctx, h, a, h.Arguments)
+}
+
+// sameCard builds a confirmed hold's card again from the record, read as
+// the person who answered, and reports whether it is the card they
+// confirmed.
+func (g *Gate) sameCard(ctx context.Context, h store.Hold, a *policies.Action) bool {
+	if a == nil || a.Card == nil {
+		return false
+	}
 	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
 	var record []byte
 	if a.Card.Record != nil {
 		u, err := a.Card.Record.Expand(h.Arguments)
 		if err != nil {
-			return OutcomeChanged
+			return false
 		}
 		resp, err := g.cfg.Actions.Fetch(ctx, u, who)
 		if err != nil || resp.Status < 200 || resp.Status > 299 {
 			g.cfg.Observer.Decided(h.Action, "changed")
-			return OutcomeChanged
+			return false
 		}
 		record = resp.Body
 	}
@@ -212,9 +234,9 @@ func (g *Gate) run(ctx context.Context, h store.Hold) string {
 	if err != nil || card.Fingerprint() != h.Fingerprint {
 		g.cfg.Observer.Decided(h.Action, "changed")
 		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
-		return OutcomeChanged
+		return false
 	}
-	return "The person confirmed. " + g.release1(ctx, h, a, h.Arguments)
+	return true
 }
 
 // release1 sends one call to the action's endpoint as the person who

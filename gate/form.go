@@ -208,7 +208,7 @@ func (g *Gate) runForm(ctx context.Context, h store.Hold) string {
 	if p := g.cfg.Policy(h.Policy); p != nil {
 		a = p.Action(h.Action)
 	}
-	if a == nil {
+	if a == nil || a.Run.URL == nil {
 		return "The gate's policy no longer allows this action; nothing ran."
 	}
 	var s submitted

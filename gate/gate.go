@@ -48,6 +48,8 @@ type Config struct {
 	Policy   func(key string) *policies.Policy
 	Logger   *zap.Logger
 	Observer Observer
+	// Secret keys the signature of MCP request states.
+	Secret []byte
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }

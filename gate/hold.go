@@ -34,6 +34,8 @@ type Front struct {
 	// toolSchema returns the parameters of a tool the request offers, for
 	// an action whose policy gives no schema; nil when none.
 	toolSchema func(name string) []byte
+
+	stateTTL time.Duration // MCP: how long a form's requestState lives
 }
 
 // WithToolSchemas tells the gate where to find the tools' schemas the
@@ -82,6 +84,7 @@ type plan struct {
 	kind    store.Kind
 	shown   []byte // the card, or the form's decision (formShown)
 	print   string // the card's fingerprint
+	form    []byte // the form (MCP's elicitation params), as built
 	say     string // the card's sentence or the form's message, for the waiting text
 	args    []byte
 }
@@ -238,6 +241,9 @@ func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan 
 	if d.Outcome == forms.Pass && !a.Effect.NeedsCard() {
 		return plan{pass: true}
 	}
+	if a.Run.URL == nil && f.protocol != ProtocolMCP {
+		return refuse("policy", "the policy gives it no endpoint to run on (only an MCP server runs it); nothing ran.")
+	}
 	if waiting >= MaxHeld {
 		return refuse("too_many", "at most %d calls can wait for the person at once; nothing ran. Call it again after they answer.", MaxHeld)
 	}
@@ -255,7 +261,8 @@ func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan 
 			kept = schema
 		}
 		shown, _ := json.Marshal(formShown{Fields: d.Fields, Reasons: d.Reasons, Accepted: d.Accepted, Schema: kept, Message: form.Message})
-		return plan{kind: store.KindForm, shown: shown, say: form.Message, args: args}
+		params, _ := json.Marshal(form)
+		return plan{kind: store.KindForm, shown: shown, form: params, say: form.Message, args: args}
 	}
 	card, ref := f.card(ctx, a, args)
 	if ref != nil {

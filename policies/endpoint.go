@@ -14,12 +14,13 @@ import (
 // someone at the screen, not for a queue.
 const maxTTL = 24 * time.Hour
 
-// run reads an action's run key; action is the action's mapping, for the
-// line of a missing run.
-func (l *loader) run(action, n *yaml.Node, fields *fieldSet) (Endpoint, error) {
+// run reads an action's run key. An action without one is released only
+// by an MCP server behind an MCP route (the server runs the tool); the
+// model front refuses to hold its calls.
+func (l *loader) run(n *yaml.Node, fields *fieldSet) (Endpoint, error) {
 	var e Endpoint
 	if isNull(n) {
-		return e, l.errf(action, "run", "required: the HTTP endpoint the action runs on")
+		return e, nil
 	}
 	f, err := l.fields(n, "run", "method", "url", "headers")
 	if err != nil {
@@ -84,6 +85,25 @@ func (l *loader) headers(n *yaml.Node) (map[string]string, error) {
 		out[canon] = value
 	}
 	return out, nil
+}
+
+// mcp reads an action's mcp key: {confirm: true|false}.
+func (l *loader) mcp(a *Action, n *yaml.Node) (MCP, error) {
+	var m MCP
+	if isNull(n) {
+		return m, nil
+	}
+	f, err := l.fields(n, "mcp", "confirm")
+	if err != nil {
+		return m, err
+	}
+	if m.Confirm, err = l.boolean(f["confirm"], "mcp.confirm"); err != nil {
+		return m, err
+	}
+	if m.Confirm && !a.Effect.NeedsCard() {
+		return m, l.errf(f["confirm"], "mcp.confirm", "only destructive and external actions are confirmed; %s calls get a form or pass", a.Effect)
+	}
+	return m, nil
 }
 
 // ttl reads an action's ttl: whole seconds (1800) or a Go duration (30m).

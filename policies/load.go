@@ -96,7 +96,7 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string) (*Action, err
 		return nil, l.errf(key, "", "%w", err)
 	}
 	f, err := l.fields(n, "", "effect", "description", "schema", "card", "run", "reply", "ttl",
-		"ask_for_missing", "required_for_agents", "titles", "ask", "forbidden_keys")
+		"ask_for_missing", "required_for_agents", "titles", "ask", "forbidden_keys", "mcp")
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string) (*Action, err
 			return nil, err
 		}
 	}
-	if a.Run, err = l.run(n, f["run"], fields); err != nil {
+	if a.Run, err = l.run(f["run"], fields); err != nil {
 		return nil, err
 	}
 	switch cn := f["card"]; {
@@ -135,6 +135,9 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string) (*Action, err
 		return nil, l.errf(n, "card", "required: %s actions wait for the person to confirm a card", a.Effect)
 	}
 	if a.Reply, err = l.str(f["reply"], "reply"); err != nil {
+		return nil, err
+	}
+	if a.MCP, err = l.mcp(a, f["mcp"]); err != nil {
 		return nil, err
 	}
 	if a.TTL, err = l.ttl(f["ttl"]); err != nil {

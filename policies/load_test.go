@@ -294,7 +294,8 @@ func TestMistakes(t *testing.T) {
 		{"stray closing brace", swap("url: http://blog.internal/posts/{post}\n", "url: http://blog.internal/posts/post}\n"), act + `run.url: "}" at offset 31 closes no field`},
 		{"relative url", swap("url: http://blog.internal/posts/{post}\n", "url: /posts/{post}\n"), act + "run.url: the scheme and host may not name fields"},
 		{"not http", swap("url: http://blog.internal/posts/{post}\n", "url: ftp://blog.internal/posts/{post}\n"), act + "run.url: must be an absolute http or https URL"},
-		{"no run", swap("    run:\n      method: DELETE\n      url: http://blog.internal/posts/{post}\n", ""), act + "run: required"},
+		{"mcp confirm not a boolean", swap("    run:\n", "    mcp: {confirm: yes please}\n    run:\n"), act + "mcp.confirm"},
+		{"mcp unknown key", swap("    run:\n", "    mcp: {confirm: true, form: true}\n    run:\n"), act + "mcp.form: unknown key"},
 		{"no url", swap("      url: http://blog.internal/posts/{post}\n", ""), act + "run.url: required"},
 		{"bad method", swap("method: DELETE", "method: TRACE"), act + `run.method: unsupported method "TRACE"`},
 		{"forbidden header", swap("      method: DELETE", "      method: DELETE\n      headers: {Idempotency-Key: x}"), act + "run.headers.Idempotency-Key: is set by the gate"},
@@ -423,5 +424,30 @@ func TestAliasesAndSchemaSize(t *testing.T) {
 	_, err := Parse("p.yaml", []byte(b.String()))
 	if err == nil || !strings.Contains(err.Error(), "too large") {
 		t.Fatalf("err = %v; want a too-large error", err)
+	}
+}
+
+// An action without run loads (an MCP server runs it); mcp.confirm is read
+// and refused on an action that has no card.
+func TestMCPKeys(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "p.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p, err := Load(write("actions:\n  wipe:\n    effect: destructive\n    card: {reason: \"Wipe it?\"}\n    mcp: {confirm: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Action("wipe")
+	if !a.MCP.Confirm || a.Run.URL != nil {
+		t.Fatalf("wipe: MCP %+v, run URL %v; want confirm and no run", a.MCP, a.Run.URL)
+	}
+	_, err = Load(write("actions:\n  look:\n    effect: read\n    mcp: {confirm: true}\n"))
+	if err == nil || !strings.Contains(err.Error(), `action "look": mcp.confirm: only destructive and external`) {
+		t.Fatalf("confirm on a read action: %v", err)
 	}
 }

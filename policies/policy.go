@@ -96,8 +96,11 @@ type Action struct {
 	Schema json.RawMessage
 	// Card is what the person confirms; nil for read and write actions.
 	Card *Card
-	// Run is the action's HTTP endpoint.
+	// Run is the action's HTTP endpoint; its URL is nil when the policy
+	// gives none (the action is then released only by an MCP server).
 	Run Endpoint
+	// MCP is how an MCP route treats the action.
+	MCP MCP
 	// Reply is what the model reads after a successful run ("" when not given).
 	Reply string
 	// TTL is how long a held call waits for the person; 0 means the gate's
@@ -126,6 +129,15 @@ type Action struct {
 	schema *jsonschema.Schema // Schema compiled once at load; nil without one
 	agent  *jsonschema.Schema // AgentSchema(Schema) compiled at load; nil when it is Schema
 	cache  *schemaCache       // schemas from requests, compiled once each
+}
+
+// MCP is an action's behaviour on an MCP route.
+type MCP struct {
+	// Confirm lets a destructive or external call from an MCP client that
+	// declares URL-mode elicitation wait for the person's confirmation of
+	// its card, opened from the client. Off (the default), such calls are
+	// refused over MCP with a tool error, as the reference package does.
+	Confirm bool
 }
 
 // Endpoint is where a released call goes. The gate sends the final arguments

@@ -19,6 +19,9 @@ type Kind string
 const (
 	KindCard Kind = "card" // a confirmation card (destructive, external)
 	KindForm Kind = "form" // a form for missing fields (read, write)
+	// KindTicket is the record behind one MCP requestState: redeemed by
+	// one claim, never shown on a page.
+	KindTicket Kind = "ticket"
 )
 
 // State is where a hold is in its life.
@@ -46,6 +49,7 @@ const (
 	AnswerLater    = "later"     // the person closed the form without answering ("Not now")
 	AnswerMovedOn  = "moved_on"  // the person wrote a new message instead
 	AnswerTimedOut = "timed_out" // settled after expiry
+	AnswerUsed     = "used"      // an MCP ticket redeemed by the client's retry
 )
 
 // Hold is one gated call waiting for (or answered by) a person.

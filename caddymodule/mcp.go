@@ -1,0 +1,416 @@
+package caddymodule
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/policies"
+)
+
+func init() {
+	caddy.RegisterModule(MCP{})
+}
+
+// MCP gates the tools/call requests of a route in front of an MCP server
+// (Streamable HTTP): put it before the reverse_proxy to the server.
+//
+// Only POSTed tools/call requests for tools the policy declares are
+// decided here; everything else passes as it came, streamed: legacy
+// sessions (initialize, Mcp-Session-Id, SSE answers, the client's JSON-RPC
+// responses, GET streams, DELETE, Last-Event-ID) and 2026-07-28 traffic
+// (server/discover, subscriptions/listen, per-request _meta). A tools/list
+// answer gets the policy's required-for-agents fields and the
+// ask-for-missing hint on the declared tools.
+//
+// A gated call passes when complete and valid (read and write actions).
+// Otherwise a 2026-07-28 client that declares form elicitation gets an
+// input_required result with the form; one that declares URL elicitation
+// gets a URL request to the card page, for destructive and external
+// actions whose policy sets mcp.confirm. Its retry, with our signed
+// requestState, is checked again before it reaches the server. Every other
+// client gets a tool error (isError) naming what is missing or why.
+type MCP struct {
+	// Policy is the path of the policy file declaring the actions this
+	// route gates. Required; loaded and checked when the config loads.
+	Policy string `json:"policy,omitempty"`
+
+	// Owner tells who is calling: a placeholder filled by the platform's
+	// authentication. Default "{http.auth.user.id}". A gated call with no
+	// caller is refused.
+	Owner string `json:"owner,omitempty"`
+
+	// Tenant optionally names the caller's tenant (a placeholder).
+	Tenant string `json:"tenant,omitempty"`
+
+	// StateTTL is how long the requestState of a form may be redeemed.
+	// Default 10m. A confirmation's lives as long as its card waits (the
+	// action's ttl).
+	StateTTL caddy.Duration `json:"state_ttl,omitempty"`
+
+	// MaxRequestBody caps a POSTed message, in bytes; a larger one is
+	// refused with 413 (it could not be checked). Default 16 MiB.
+	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+
+	// MaxResponseBody caps a JSON answer held for rewriting (tools/list,
+	// or a gated call whose server asks for input), in bytes. Default 16
+	// MiB.
+	MaxResponseBody int64 `json:"max_response_body,omitempty"`
+
+	app       *App
+	policy    *policies.Policy
+	policyKey string
+	logger    *zap.Logger
+	schemas   *sync.Map // tool name → input schema the server listed last ([]byte)
+}
+
+// CaddyModule returns the Caddy module information.
+func (MCP) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.toolgate_mcp", New: func() caddy.Module { return new(MCP) }}
+}
+
+// Provision loads the policy and joins the toolgate app.
+func (h *MCP) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.Policy == "" {
+		return errors.New("policy is required")
+	}
+	abs, err := filepath.Abs(caddy.NewReplacer().ReplaceAll(h.Policy, ""))
+	if err != nil {
+		return fmt.Errorf("policy %q: %w", h.Policy, err)
+	}
+	h.policyKey = filepath.Clean(abs)
+	if h.policy, err = policies.Load(h.policyKey); err != nil {
+		return err
+	}
+	appIface, err := ctx.App("toolgate")
+	if err != nil {
+		return fmt.Errorf("getting toolgate app: %w", err)
+	}
+	h.app = appIface.(*App)
+	h.app.register(h.policyKey, h.policy)
+	h.schemas = new(sync.Map)
+	if h.Owner == "" {
+		h.Owner = "{http.auth.user.id}"
+	}
+	if h.MaxRequestBody <= 0 {
+		h.MaxRequestBody = 16 << 20
+	}
+	if h.MaxResponseBody <= 0 {
+		h.MaxResponseBody = 16 << 20
+	}
+	h.logger.Info("policy loaded", zap.String("policy", h.policyKey), zap.Int("actions", len(h.policy.Actions)))
+	return nil
+}
+
+// Validate checks the configuration.
+func (h *MCP) Validate() error {
+	if h.StateTTL < 0 {
+		return errors.New("state_ttl must not be negative")
+	}
+	return nil
+}
+
+// ServeHTTP gates one MCP message.
+func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if r.Method != http.MethodPost {
+		return next.ServeHTTP(w, r) // GET streams, DELETE: no tool calls
+	}
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer putBody(buf)
+	if r.ContentLength > 0 && r.ContentLength <= h.MaxRequestBody {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, h.MaxRequestBody+1))
+	r.Body.Close()
+	if err != nil {
+		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("reading request body: %w", err))
+	}
+	body := buf.Bytes()
+	if int64(len(body)) > h.MaxRequestBody {
+		return caddyhttp.Error(http.StatusRequestEntityTooLarge, fmt.Errorf("MCP message over %d bytes; it cannot be checked", h.MaxRequestBody))
+	}
+	setBody(r, body)
+
+	if interceptor.IsMCPBatch(body) {
+		for _, name := range interceptor.MCPBatchCalls(body) {
+			if h.policy.Action(name) != nil {
+				return writeRPCError(w, nil, http.StatusBadRequest, -32600, "toolgate: a tools/call of a gated tool cannot be sent in a batch; send it on its own")
+			}
+		}
+		return next.ServeHTTP(w, r)
+	}
+	switch interceptor.MCPMethod(body) {
+	case "tools/list":
+		return h.serveList(w, r, body, next)
+	case "tools/call":
+		if h.policy.Action(gjson.GetBytes(body, "params.name").String()) == nil {
+			return next.ServeHTTP(w, r)
+		}
+		return h.serveCall(w, r, body, next)
+	}
+	return next.ServeHTTP(w, r)
+}
+
+// serveList applies the policy to the listed tools and remembers their
+// schemas for the forms of later calls.
+func (h *MCP) serveList(w http.ResponseWriter, r *http.Request, body []byte, next caddyhttp.Handler) error {
+	id := []byte(gjson.GetBytes(body, "id").Raw)
+	r.Header.Set("Accept-Encoding", "identity")
+	rw := interceptor.NewMCPResultWriter(w, id, func(result []byte) []byte {
+		return interceptor.RewriteMCPTools(result, h.listTool)
+	}, h.MaxResponseBody)
+	return h.finish(w, rw, next.ServeHTTP(rw, r))
+}
+
+// listTool is the tools/list rewrite of one tool.
+func (h *MCP) listTool(name string, schema []byte) ([]byte, string) {
+	a := h.policy.Action(name)
+	if a == nil {
+		return nil, ""
+	}
+	if gjson.ValidBytes(schema) && len(schema) > 0 {
+		h.schemas.Store(name, append([]byte(nil), schema...))
+	}
+	if len(a.RequiredForAgents) == 0 && !a.AskForMissing {
+		return nil, ""
+	}
+	base := a.Schema
+	if base == nil {
+		base = schema
+	}
+	hint := ""
+	if a.AskForMissing {
+		hint = askHint
+	}
+	return a.AgentSchema(base), hint
+}
+
+// serveCall decides a gated tools/call.
+func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, next caddyhttp.Handler) error {
+	req, err := interceptor.ParseMCPRequest(body)
+	if err != nil {
+		return writeRPCError(w, []byte(gjson.GetBytes(body, "id").Raw), http.StatusOK, -32602, "toolgate: "+err.Error())
+	}
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	front := h.app.gate.MCPFront(h.policy, h.policyKey, func() gate.Person { return h.caller(repl) }, time.Duration(h.StateTTL))
+	a := h.policy.Action(req.Name)
+	schema := a.Schema
+	if schema == nil {
+		schema = h.toolSchema(r, body, req.Name, next)
+	}
+	modern := req.Modern(r.Header.Get(interceptor.MCPVersionHeader))
+	v := front.MCP(r.Context(), gate.MCPCall{
+		Name: req.Name, Arguments: req.Arguments, Schema: schema, Modern: modern,
+		Elicit: req.Elicit, State: req.State, Responses: req.Responses,
+	})
+	if v.Result != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, err := w.Write(interceptor.MCPResponse(req.ID, v.Result))
+		return err
+	}
+	if v.Rewritten {
+		nb, err := interceptor.RewriteMCPCall(body, v.Arguments, v.State, v.Responses)
+		if err != nil {
+			return writeRPCError(w, req.ID, http.StatusOK, -32603, "toolgate: the call could not be rewritten")
+		}
+		setBody(r, nb)
+		// The server checks the Mcp-Param-* headers against the body.
+		for k := range r.Header {
+			if strings.HasPrefix(k, interceptor.MCPParamHeaderPrefix) {
+				r.Header.Del(k)
+			}
+		}
+		if modern {
+			for k, val := range interceptor.MCPParamHeaders(schema, v.Arguments) {
+				r.Header.Set(k, val)
+			}
+		}
+	}
+	if v.Relay == nil {
+		return next.ServeHTTP(w, r)
+	}
+	r.Header.Set("Accept-Encoding", "identity")
+	ctx := r.Context()
+	rw := interceptor.NewMCPResultWriter(w, req.ID, func(result []byte) []byte {
+		return front.WrapMCP(ctx, v.Relay, result)
+	}, h.MaxResponseBody)
+	return h.finish(w, rw, next.ServeHTTP(rw, r))
+}
+
+// finish closes a result writer; an answer that could not be checked is
+// refused whole (fail closed).
+func (h *MCP) finish(w http.ResponseWriter, rw *interceptor.MCPResultWriter, nextErr error) error {
+	closeErr := rw.Close()
+	if nextErr != nil {
+		return nextErr
+	}
+	if closeErr != nil {
+		h.logger.Error("MCP answer refused", zap.Error(closeErr))
+		for k := range w.Header() {
+			delete(w.Header(), k)
+		}
+		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking MCP answer: %w", closeErr))
+	}
+	return nil
+}
+
+// caller is who is calling, from the configured placeholders.
+func (h *MCP) caller(repl *caddy.Replacer) gate.Person {
+	var p gate.Person
+	if repl == nil {
+		return p
+	}
+	p.Owner = strings.TrimSpace(repl.ReplaceAll(h.Owner, ""))
+	if h.Tenant != "" {
+		p.Tenant = strings.TrimSpace(repl.ReplaceAll(h.Tenant, ""))
+	}
+	return p
+}
+
+// toolSchema returns the input schema the server lists for a tool: the
+// one seen last in a tools/list answer, else asked for now with the
+// caller's own headers (session, protocol version, credentials).
+func (h *MCP) toolSchema(r *http.Request, body []byte, name string, next caddyhttp.Handler) []byte {
+	if s, ok := h.schemas.Load(name); ok {
+		return s.([]byte)
+	}
+	cursor := ""
+	for page := 0; page < 10; page++ {
+		list := []byte(`{"jsonrpc":"2.0","id":"toolgate-tools-list","method":"tools/list","params":{}}`)
+		if meta := gjson.GetBytes(body, "params._meta"); meta.IsObject() {
+			list, _ = sjson.SetRawBytes(list, "params._meta", []byte(meta.Raw))
+		}
+		if cursor != "" {
+			list, _ = sjson.SetBytes(list, "params.cursor", cursor)
+		}
+		r2 := r.Clone(r.Context())
+		setBody(r2, list)
+		r2.Header.Set("Accept-Encoding", "identity")
+		for k := range r2.Header {
+			if strings.HasPrefix(k, interceptor.MCPParamHeaderPrefix) {
+				r2.Header.Del(k)
+			}
+		}
+		r2.Header.Del(interceptor.MCPNameHeader)
+		if r2.Header.Get(interceptor.MCPMethodHeader) != "" {
+			r2.Header.Set(interceptor.MCPMethodHeader, "tools/list")
+		}
+		rec := &capture{header: http.Header{}}
+		if err := next.ServeHTTP(rec, r2); err != nil || rec.status/100 != 2 {
+			h.logger.Warn("listing tools for a form", zap.String("action", name), zap.Int("status", rec.status), zap.Error(err))
+			return nil
+		}
+		result := rpcResult(rec.body.Bytes(), "toolgate-tools-list", rec.header.Get("Content-Type"))
+		if result == nil {
+			return nil
+		}
+		var found []byte
+		gjson.GetBytes(result, "tools").ForEach(func(_, t gjson.Result) bool {
+			n := t.Get("name").String()
+			if s := t.Get("inputSchema"); s.IsObject() && h.policy.Action(n) != nil {
+				h.schemas.Store(n, []byte(s.Raw))
+				if n == name {
+					found = []byte(s.Raw)
+				}
+			}
+			return true
+		})
+		if found != nil {
+			return found
+		}
+		if cursor = gjson.GetBytes(result, "nextCursor").String(); cursor == "" {
+			return nil
+		}
+	}
+	return nil
+}
+
+// rpcResult finds the result of the response to id in a JSON or SSE body.
+func rpcResult(body []byte, id, contentType string) []byte {
+	match := func(m []byte) []byte {
+		if gjson.GetBytes(m, "id").String() == id {
+			if res := gjson.GetBytes(m, "result"); res.IsObject() {
+				return []byte(res.Raw)
+			}
+		}
+		return nil
+	}
+	if !strings.HasPrefix(strings.TrimSpace(contentType), "text/event-stream") {
+		return match(body)
+	}
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		line = bytes.TrimRight(line, "\r")
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if res := match(bytes.TrimSpace(d)); res != nil {
+				return res
+			}
+		}
+	}
+	return nil
+}
+
+// capture records an answer the gate asked for itself.
+type capture struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (c *capture) Header() http.Header { return c.header }
+func (c *capture) WriteHeader(s int) {
+	if c.status == 0 {
+		c.status = s
+	}
+}
+func (c *capture) Flush() {}
+func (c *capture) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	if c.body.Len()+len(p) > 16<<20 {
+		return 0, errors.New("tools/list answer too large")
+	}
+	return c.body.Write(p)
+}
+
+// writeRPCError answers with a JSON-RPC error.
+func writeRPCError(w http.ResponseWriter, id []byte, status, code int, msg string) error {
+	b := []byte(`{"jsonrpc":"2.0","id":`)
+	if len(id) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, id...)
+	}
+	b = append(b, `,"error":{"code":`...)
+	b = fmt.Appendf(b, "%d", code)
+	b = append(b, `,"message":`...)
+	b = gjson.AppendJSONString(b, msg)
+	b = append(b, "}}"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err := w.Write(b)
+	return err
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*MCP)(nil)
+	_ caddy.Validator             = (*MCP)(nil)
+	_ caddyhttp.MiddlewareHandler = (*MCP)(nil)
+)

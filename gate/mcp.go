@@ -1,0 +1,498 @@
+package gate
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/forms"
+	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/store"
+)
+
+// The MCP front. A gated tools/call is decided before it reaches the MCP
+// server: it passes, gets a tool error, or gets an input_required result
+// (2026-07-28) asking the client for a form, or for the person's
+// confirmation on the card page (URL mode). The client's retry carries our
+// requestState: signed, bound to the person, the tool, a digest of the
+// arguments and a short TTL, and backed by a ticket in the store that one
+// retry claims. Nothing runs here: a call that passes every check goes on
+// to the MCP server, which runs the tool.
+
+// ProtocolMCP is the protocol of holds made on an MCP route.
+const ProtocolMCP = "mcp"
+
+// Keys of the gate's input requests. They are namespaced so that they
+// cannot collide with an MCP server's own keys, which pass as they are.
+const (
+	MCPFormKey    = "io.toolgate/form"
+	MCPConfirmKey = "io.toolgate/confirm"
+)
+
+// DefaultMCPStateTTL is how long a form's requestState may be redeemed.
+// A confirmation's lives as long as its card waits (the action's TTL).
+const DefaultMCPStateTTL = 10 * time.Minute
+
+// OutcomeMCPConfirmed is what a card confirmed over MCP reads until the
+// client's retry runs it.
+const OutcomeMCPConfirmed = "The person confirmed; it runs when the assistant continues the call."
+
+// statePrefix marks a requestState of ours; anything else is the MCP
+// server's own, carried inside ours.
+const statePrefix = "tg1."
+
+// maxState caps a requestState the gate will read.
+const maxState = 64 << 10
+
+// MCPCall is one gated tools/call as the MCP front read it.
+type MCPCall struct {
+	Name      string
+	Arguments []byte // a JSON object
+	// Schema is the tool's input schema as the server lists it; nil when
+	// unknown (the policy's schema, when it gives one, wins anyway).
+	Schema []byte
+	Modern bool                    // the request speaks 2026-07-28
+	Elicit interceptor.ElicitModes // what the request declares it can answer
+	// State is the requestState sent ("" none); Responses the
+	// inputResponses, raw, by key.
+	State     string
+	Responses map[string][]byte
+}
+
+// MCPVerdict is what becomes of a call. With Result set the gate answers
+// the client itself (a tool error or input_required) and nothing goes to
+// the server. Otherwise the call goes on: unchanged unless Rewritten, in
+// which case with Arguments, State and Responses as given.
+type MCPVerdict struct {
+	Result    []byte
+	Rewritten bool
+	Arguments []byte
+	State     string
+	Responses map[string][]byte
+	// Relay is set when the server's own input_required must be wrapped in
+	// our state (WrapMCP): the retry will carry the client's original
+	// arguments, and must reach the server with these.
+	Relay *MCPRelay
+}
+
+// MCPRelay is what WrapMCP needs to carry a server's round trip.
+type MCPRelay struct {
+	call MCPCall
+	args []byte // the arguments the server saw
+}
+
+// mcpState is the signed part of a requestState of ours.
+type mcpState struct {
+	Kind     string `json:"k"` // form, card or relay
+	ID       string `json:"i"` // the ticket in the store
+	Person   string `json:"p"` // a MAC of the caller's identity, never the identity
+	Tool     string `json:"t"`
+	Digest   string `json:"d"` // of the arguments the client sends with the retry
+	Expires  int64  `json:"e"` // unix seconds
+	Upstream string `json:"u,omitempty"`
+}
+
+// MCP decides one gated tools/call. See the file comment.
+func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
+	a := f.policy.Action(c.Name)
+	if a == nil {
+		return MCPVerdict{} // not gated: the handler does not ask
+	}
+	p := f.Person()
+	if p.Owner == "" {
+		return f.mcpRefuse(c, "no_owner", "the gate could not tell who is calling; nothing ran.")
+	}
+	if strings.HasPrefix(c.State, statePrefix) {
+		return f.mcpRetry(ctx, c, a)
+	}
+	if a.Effect.NeedsCard() {
+		switch {
+		case !a.MCP.Confirm:
+			return f.mcpRefuse(c, "mcp_confirm", "it needs the person's confirmation, which this gate does not ask for over MCP; nothing ran. The person can do it in the app.")
+		case !c.Modern || !c.Elicit.URL:
+			return f.mcpRefuse(c, "no_url_mode", "it needs the person's confirmation on a page, and this client cannot open one (it declares no URL-mode elicitation); nothing ran.")
+		case f.g.cfg.Pages == "":
+			return f.mcpRefuse(c, "policy", "the gate has no pages to confirm it on; nothing ran.")
+		}
+	}
+	f.toolSchema = func(string) []byte { return c.Schema }
+	pl := f.plan(ctx, interceptor.Call{Name: c.Name, Arguments: c.Arguments}, 0)
+	switch {
+	case pl.refusal != nil:
+		f.g.cfg.Observer.Refused(c.Name, pl.refusal.reason)
+		return MCPVerdict{Result: interceptor.MCPToolError(pl.refusal.text, c.Modern)}
+	case pl.pass:
+		return MCPVerdict{}
+	case pl.kind == store.KindForm:
+		if !c.Modern || !c.Elicit.Form {
+			s, _ := readShown(pl.shown)
+			return f.mcpRefuse(c, "no_form", fmt.Sprintf("it is missing %s, and this client cannot show the person a form (it declares no form elicitation). Nothing ran; call it again with them, or ask the person in words.", describeReasons(s.decision())))
+		}
+		return f.mcpAskForm(ctx, c, pl.shown, pl.form, c.Arguments, c.State)
+	default:
+		return f.mcpAskConfirm(ctx, c, a, pl, c.State)
+	}
+}
+
+func (f *Front) mcpRefuse(c MCPCall, reason, why string) MCPVerdict {
+	f.g.cfg.Observer.Refused(c.Name, reason)
+	f.g.log.Info("mcp call refused", zap.String("action", c.Name), zap.String("reason", reason))
+	return MCPVerdict{Result: interceptor.MCPToolError("Toolgate refused "+c.Name+": "+why, c.Modern)}
+}
+
+// mcpAskForm answers input_required with the form, backed by a form
+// ticket that keeps the decision and the arguments the form completes.
+func (f *Front) mcpAskForm(ctx context.Context, c MCPCall, shown, form, args []byte, upstream string) MCPVerdict {
+	now := f.g.cfg.Now()
+	t := f.ticket(c, now.Add(f.stateTTL))
+	t.Shown, t.Arguments = shown, args
+	state, err := f.issue(ctx, t, "form", c, upstream)
+	if err != nil {
+		return f.mcpRefuse(c, "store", "the gate could not keep the question; nothing ran.")
+	}
+	f.g.cfg.Observer.Held(c.Name)
+	f.g.log.Info("mcp call asks for a form", zap.String("ticket", t.ID), zap.String("action", c.Name), zap.String("person", t.Owner))
+	return MCPVerdict{Result: interceptor.MCPInputRequired([]interceptor.MCPElicitation{{Key: MCPFormKey, Params: form}}, state)}
+}
+
+// mcpAskConfirm stores the card as a hold the person's page shows and
+// answers input_required with a URL-mode request to that page.
+func (f *Front) mcpAskConfirm(ctx context.Context, c MCPCall, a *policies.Action, pl plan, upstream string) MCPVerdict {
+	g := f.g
+	now := g.cfg.Now()
+	ttl := g.cfg.TTL
+	if a.TTL > 0 {
+		ttl = a.TTL
+	}
+	h := store.Hold{
+		Owner: f.person.Owner, Tenant: f.person.Tenant, Policy: f.policyKey, Action: c.Name,
+		Kind: store.KindCard, Protocol: ProtocolMCP, Shown: pl.shown, Fingerprint: pl.print,
+		Arguments: pl.args, State: store.Waiting, Created: now, Expires: now.Add(ttl),
+	}
+	var err error
+	if h.ID, err = store.NewID(); err == nil {
+		h.StepID, err = store.NewID()
+	}
+	if err == nil {
+		err = g.cfg.Store.Put(ctx, []store.Hold{h})
+	}
+	if err != nil {
+		g.log.Error("storing mcp hold", zap.String("action", c.Name), zap.Error(err))
+		return f.mcpRefuse(c, "store", "the gate could not keep the confirmation; nothing ran.")
+	}
+	g.cfg.Observer.Held(c.Name)
+	g.log.Info("mcp call waits for confirmation", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", c.Name), zap.String("owner", h.Owner))
+	return f.mcpConfirmRequest(ctx, c, h, pl.say, upstream)
+}
+
+// mcpConfirmRequest issues a card ticket for a waiting card hold.
+func (f *Front) mcpConfirmRequest(ctx context.Context, c MCPCall, h store.Hold, sentence string, upstream string) MCPVerdict {
+	t := f.ticket(c, h.Expires)
+	t.CallID, t.Arguments = h.ID, h.Arguments
+	state, err := f.issue(ctx, t, "card", c, upstream)
+	if err != nil {
+		return f.mcpRefuse(c, "store", "the gate could not keep the confirmation; nothing ran.")
+	}
+	msg := "Please confirm in your browser: " + sentence
+	return MCPVerdict{Result: interceptor.MCPInputRequired([]interceptor.MCPElicitation{{
+		Key: MCPConfirmKey, Params: interceptor.MCPURLElicitation(msg, f.g.Link(h.StepID)),
+	}}, state)}
+}
+
+// ticket is a single-use record behind one requestState.
+func (f *Front) ticket(c MCPCall, expires time.Time) store.Hold {
+	now := f.g.cfg.Now()
+	id, _ := store.NewID()
+	return store.Hold{
+		ID: id, StepID: id, Owner: f.person.Owner, Tenant: f.person.Tenant, Policy: f.policyKey,
+		Action: c.Name, Kind: store.KindTicket, Protocol: ProtocolMCP, State: store.Waiting,
+		Created: now, Expires: expires,
+	}
+}
+
+// issue stores a ticket and signs the requestState that redeems it.
+func (f *Front) issue(ctx context.Context, t store.Hold, kind string, c MCPCall, upstream string) (string, error) {
+	if t.ID == "" {
+		return "", errors.New("no ticket id")
+	}
+	digest, err := argsDigest(c.Arguments)
+	if err != nil {
+		return "", err
+	}
+	if err := f.g.cfg.Store.Put(ctx, []store.Hold{t}); err != nil {
+		f.g.log.Error("storing mcp ticket", zap.String("action", c.Name), zap.Error(err))
+		return "", err
+	}
+	return f.g.signState(mcpState{
+		Kind: kind, ID: t.ID, Person: f.g.personMAC(t.Owner), Tool: c.Name, Digest: digest,
+		Expires: t.Expires.Unix(), Upstream: upstream,
+	}), nil
+}
+
+// mcpRetry redeems a requestState of ours: every binding is checked and
+// the ticket claimed once before anything else happens.
+func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCPVerdict {
+	g := f.g
+	st, ok := g.readState(c.State)
+	if !ok {
+		return f.mcpRefuse(c, "bad_state", "its requestState is not one this gate signed; nothing ran.")
+	}
+	now := g.cfg.Now()
+	switch {
+	case now.Unix() >= st.Expires:
+		return f.mcpRefuse(c, "expired", "its requestState expired; nothing ran. Call it again to start over.")
+	case !hmac.Equal([]byte(st.Person), []byte(g.personMAC(f.person.Owner))):
+		return f.mcpRefuse(c, "other_person", "its requestState was issued to someone else; nothing ran.")
+	case st.Tool != c.Name:
+		return f.mcpRefuse(c, "bad_state", "its requestState was issued for another tool; nothing ran.")
+	}
+	if d, err := argsDigest(c.Arguments); err != nil || d != st.Digest {
+		return f.mcpRefuse(c, "bad_state", "its requestState was issued for other arguments; nothing ran.")
+	}
+	claimed, err := g.cfg.Store.Claim(ctx, st.ID, store.Answer{Choice: store.AnswerUsed, By: f.person.Owner})
+	switch {
+	case errors.Is(err, store.ErrAnswered):
+		return f.mcpRefuse(c, "replayed", "its requestState was already used; nothing ran.")
+	case errors.Is(err, store.ErrExpired):
+		return f.mcpRefuse(c, "expired", "its requestState expired; nothing ran. Call it again to start over.")
+	case errors.Is(err, store.ErrNotFound):
+		return f.mcpRefuse(c, "bad_state", "its requestState is unknown to this gate; nothing ran.")
+	case err != nil:
+		g.log.Error("claiming mcp ticket", zap.String("action", c.Name), zap.Error(err))
+		return f.mcpRefuse(c, "store", "the gate's store is unavailable; nothing ran.")
+	}
+	t := claimed.Hold
+	if err := g.cfg.Store.Settle(ctx, t.ID, "used"); err != nil {
+		g.log.Warn("settling mcp ticket", zap.String("ticket", t.ID), zap.Error(err))
+	}
+	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Action != c.Name || t.Policy != f.policyKey {
+		return f.mcpRefuse(c, "bad_state", "its requestState does not match the gate's record; nothing ran.")
+	}
+	rest := map[string][]byte{}
+	for k, v := range c.Responses {
+		if k != MCPFormKey && k != MCPConfirmKey {
+			rest[k] = v
+		}
+	}
+	switch st.Kind {
+	case "form":
+		return f.mcpFormAnswer(ctx, c, t, st.Upstream, rest)
+	case "card":
+		return f.mcpCardRetry(ctx, c, a, t, st.Upstream, rest)
+	case "relay":
+		g.log.Info("mcp call continues the server's round trip", zap.String("ticket", t.ID), zap.String("action", c.Name))
+		return MCPVerdict{Rewritten: true, Arguments: t.Arguments, State: st.Upstream, Responses: rest, Relay: &MCPRelay{call: c, args: t.Arguments}}
+	}
+	return f.mcpRefuse(c, "bad_state", "its requestState is of an unknown kind; nothing ran.")
+}
+
+// mcpFormAnswer checks the client's answer to our form as the forms issue
+// checks a page's: against the form as it reads now, then the tool's full
+// schema on the merged arguments.
+func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upstream string, rest map[string][]byte) MCPVerdict {
+	g := f.g
+	raw, ok := c.Responses[MCPFormKey]
+	form, a, err := g.formOf(ctx, t, "")
+	if err != nil {
+		g.log.Error("rebuilding form", zap.String("ticket", t.ID), zap.String("action", c.Name), zap.Error(err))
+		return f.mcpRefuse(c, "form", "the form cannot be built now; nothing ran.")
+	}
+	if !ok {
+		// The retry lacks our answer: ask again (the spec's SHOULD), with
+		// a fresh ticket.
+		params, _ := json.Marshal(form)
+		return f.mcpAskForm(ctx, c, t.Shown, params, t.Arguments, upstream)
+	}
+	ans, err := interceptor.ReadElicitAnswer(raw)
+	if err != nil {
+		return f.mcpRefuse(c, "answer", "the answer to its form is not readable; nothing ran.")
+	}
+	var keys []string
+	for _, fd := range form.Fields() {
+		keys = append(keys, fd.Key)
+	}
+	fields := strings.Join(keys, ", ")
+	switch ans.Action {
+	case "decline":
+		g.cfg.Observer.Decided(c.Name, store.AnswerDecline)
+		return MCPVerdict{Result: interceptor.MCPToolError("The person declined to fill in "+fields+"; nothing ran.", c.Modern)}
+	case "cancel":
+		g.cfg.Observer.Decided(c.Name, store.AnswerLater)
+		return MCPVerdict{Result: interceptor.MCPToolError("The person closed the form without answering ("+fields+"); nothing ran.", c.Modern)}
+	}
+	content := ans.Content
+	if content == nil {
+		content = []byte("{}")
+	}
+	values, errs := forms.CheckJSON(form, content)
+	if len(errs) > 0 {
+		return f.mcpRefuse(c, "answer", "the person's answer was refused ("+FieldErrors(errs).Error()+"); nothing ran.")
+	}
+	args, err := forms.Merge(form, t.Arguments, values)
+	if err != nil {
+		return f.mcpRefuse(c, "answer", "the answer cannot be merged with the call; nothing ran.")
+	}
+	s, _ := readShown(t.Shown)
+	if err := a.CheckArgumentsWith(s.Schema, args); err != nil {
+		return f.mcpRefuse(c, "answer", "the answer does not fit the tool's schema ("+err.Error()+"); nothing ran.")
+	}
+	g.cfg.Observer.Decided(c.Name, store.AnswerSubmit)
+	g.log.Info("mcp form answered", zap.String("ticket", t.ID), zap.String("action", c.Name), zap.String("answered_by", f.person.Owner))
+	return MCPVerdict{Rewritten: true, Arguments: args, State: upstream, Responses: rest, Relay: &MCPRelay{call: c, args: args}}
+}
+
+// mcpCardRetry runs a confirmed card's call once: only when the person
+// confirmed that card, unchanged, within the TTL.
+func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action, t store.Hold, upstream string, rest map[string][]byte) MCPVerdict {
+	g := f.g
+	h, err := g.cfg.Store.Get(ctx, t.CallID)
+	if err != nil || h.Protocol != ProtocolMCP || h.Owner != f.person.Owner || h.Action != c.Name {
+		return f.mcpRefuse(c, "bad_state", "its confirmation is unknown to this gate; nothing ran.")
+	}
+	now := g.cfg.Now()
+	if raw, ok := c.Responses[MCPConfirmKey]; ok && h.StateAt(now) == store.Waiting {
+		if ans, err := interceptor.ReadElicitAnswer(raw); err == nil && ans.Action != "accept" {
+			// The client turned the page down: no confirmation can follow.
+			if _, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: store.AnswerDecline, By: f.person.Owner}); err == nil {
+				_ = g.cfg.Store.Settle(ctx, h.ID, OutcomeDeclined)
+			}
+			g.cfg.Observer.Decided(c.Name, store.AnswerDecline)
+			return MCPVerdict{Result: interceptor.MCPToolError("The person declined to open the confirmation; nothing ran.", c.Modern)}
+		}
+	}
+	switch h.StateAt(now) {
+	case store.Waiting, store.Answered:
+		// Not answered yet (the client's accept is consent to open the
+		// page, not the answer): ask again, with a fresh ticket.
+		var card struct {
+			Sentence string `json:"sentence"`
+		}
+		_ = json.Unmarshal(h.Shown, &card)
+		return f.mcpConfirmRequest(ctx, c, h, card.Sentence, upstream)
+	case store.Expired:
+		return MCPVerdict{Result: interceptor.MCPToolError("The confirmation expired before the person answered; nothing ran.", c.Modern)}
+	}
+	if h.Answer != store.AnswerConfirm || h.Outcome != OutcomeMCPConfirmed {
+		text := h.Outcome
+		if text == "" || h.Answer == store.AnswerDecline {
+			text = OutcomeDeclined
+		}
+		return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
+	}
+	if h.AnsweredBy != f.person.Owner {
+		return f.mcpRefuse(c, "other_person", "it was confirmed by someone else; nothing ran.")
+	}
+	if !g.sameCard(ctx, h, a) {
+		return MCPVerdict{Result: interceptor.MCPToolError(OutcomeChanged, c.Modern)}
+	}
+	g.log.Info("mcp confirmed call goes to the server", zap.String("hold_id", h.ID), zap.String("action", c.Name), zap.String("answered_by", h.AnsweredBy))
+	return MCPVerdict{Rewritten: true, Arguments: h.Arguments, State: upstream, Responses: rest, Relay: &MCPRelay{call: c, args: h.Arguments}}
+}
+
+// WrapMCP carries the MCP server's own input_required through: its
+// requestState goes inside ours (with the arguments the server saw), its
+// inputRequests pass as they are. It returns the result the client gets.
+func (f *Front) WrapMCP(ctx context.Context, r *MCPRelay, result []byte) []byte {
+	upstream, keys, ok := interceptor.MCPUpstreamInput(result)
+	if !ok {
+		return nil
+	}
+	c := r.call
+	for _, k := range keys {
+		if k == MCPFormKey || k == MCPConfirmKey {
+			return f.mcpRefuse(c, "collision", "the MCP server asked under a key the gate reserves; nothing more ran.").Result
+		}
+	}
+	t := f.ticket(c, f.g.cfg.Now().Add(f.stateTTL))
+	t.Arguments = r.args
+	state, err := f.issue(ctx, t, "relay", c, upstream)
+	if err != nil {
+		return f.mcpRefuse(c, "store", "the gate could not keep the server's question; nothing more ran.").Result
+	}
+	out, err := interceptor.SetMCPState(result, state)
+	if err != nil {
+		return f.mcpRefuse(c, "relay", "the server's question could not be relayed; nothing more ran.").Result
+	}
+	return out
+}
+
+// MCPFront returns the gate for one request on an MCP route. stateTTL is
+// how long a form's requestState may be redeemed (DefaultMCPStateTTL when
+// zero).
+func (g *Gate) MCPFront(p *policies.Policy, policyKey string, who func() Person, stateTTL time.Duration) *Front {
+	f := g.Front(p, policyKey, who, ProtocolMCP)
+	f.stateTTL = stateTTL
+	if f.stateTTL <= 0 {
+		f.stateTTL = DefaultMCPStateTTL
+	}
+	return f
+}
+
+// stateKey is the HMAC key of request states, derived from the secret so
+// that no other signature of the gate can stand in for one.
+func (g *Gate) stateKey() []byte {
+	m := hmac.New(sha256.New, g.cfg.Secret)
+	m.Write([]byte("toolgate mcp requestState v1"))
+	return m.Sum(nil)
+}
+
+func (g *Gate) personMAC(person string) string {
+	m := hmac.New(sha256.New, g.stateKey())
+	m.Write([]byte("person\x00" + person))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+func (g *Gate) signState(s mcpState) string {
+	payload, _ := json.Marshal(s)
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	m := hmac.New(sha256.New, g.stateKey())
+	m.Write([]byte(p))
+	return statePrefix + p + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// readState checks a requestState's signature and reads it.
+func (g *Gate) readState(token string) (mcpState, bool) {
+	var s mcpState
+	if len(token) > maxState || len(g.cfg.Secret) == 0 {
+		return s, false
+	}
+	p, sig, ok := strings.Cut(strings.TrimPrefix(token, statePrefix), ".")
+	if !ok {
+		return s, false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return s, false
+	}
+	m := hmac.New(sha256.New, g.stateKey())
+	m.Write([]byte(p))
+	if !hmac.Equal(got, m.Sum(nil)) {
+		return s, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil || json.Unmarshal(payload, &s) != nil || s.ID == "" {
+		return mcpState{}, false
+	}
+	return s, true
+}
+
+// argsDigest digests arguments in canonical form, so a client that
+// re-encodes the same arguments on its retry still matches.
+func argsDigest(args []byte) (string, error) {
+	c, err := interceptor.CanonicalJSON(args)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,220 @@
+package interceptor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// MCPResultWriter rewrites the result of one JSON-RPC request on its way
+// back from an MCP server, in whichever form the server answers: one JSON
+// body, or an SSE stream that may carry the request's notifications (and,
+// on legacy sessions, the server's own requests, such as elicitation/create)
+// before the response. Every other event goes out as it comes, flushed at
+// once, so a legacy flow that waits on the client mid-stream never stalls.
+// Any other status or content type passes untouched.
+type MCPResultWriter struct {
+	http.ResponseWriter
+	id      []byte
+	rewrite func(result []byte) []byte
+	max     int64
+
+	mode   bodyType
+	wrote  bool
+	buf    *bytes.Buffer // JSON: the body, until Close
+	sse    sseFrame
+	err    error
+	header bool
+}
+
+// NewMCPResultWriter wraps w so that rewrite sees the result of the
+// response to id; max caps a buffered JSON body (and one SSE event).
+func NewMCPResultWriter(w http.ResponseWriter, id []byte, rewrite func(result []byte) []byte, max int64) *MCPResultWriter {
+	return &MCPResultWriter{ResponseWriter: w, id: id, rewrite: rewrite, max: max}
+}
+
+// errMCPTooLarge is a JSON answer over the cap: it cannot be rewritten and
+// is not passed unread either (the gate fails closed).
+var errMCPTooLarge = errors.New("mcp: upstream answer over the size limit")
+
+// WriteHeader picks the mode from the status and content type.
+func (w *MCPResultWriter) WriteHeader(status int) {
+	if w.header {
+		return
+	}
+	w.header = true
+	if status >= 200 && status <= 299 && !encoded(w.Header()) {
+		switch bodyKind(w.Header().Get("Content-Type")) {
+		case jsonBody:
+			w.mode = jsonBody
+			w.buf = getBuf()
+			w.Header().Del("Content-Length")
+			return // the status goes out with the body, in Close
+		case sseBody:
+			w.mode = sseBody
+			w.Header().Del("Content-Length")
+		}
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *MCPResultWriter) Write(p []byte) (int, error) {
+	if !w.header {
+		w.WriteHeader(http.StatusOK)
+	}
+	switch w.mode {
+	case jsonBody:
+		if int64(w.buf.Len()+len(p)) > w.max {
+			w.err = errMCPTooLarge
+			return 0, w.err
+		}
+		return w.buf.Write(p)
+	case sseBody:
+		return w.sse.frameWrite(w, p, fmt.Errorf("mcp stream: event over %d bytes", maxEvent))
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// ReadFrom keeps io.Copy going through Write, never around it.
+func (w *MCPResultWriter) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{w}, r)
+}
+
+// Flush flushes what went out; a buffered JSON body waits for Close.
+func (w *MCPResultWriter) Flush() {
+	if w.mode != jsonBody {
+		http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the writer below.
+func (w *MCPResultWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Close finishes the answer: a JSON body is rewritten and written now. A
+// JSON body that could not be held (over the cap) fails with an error
+// and nothing written, so the caller can answer 502.
+func (w *MCPResultWriter) Close() error {
+	defer func() {
+		if w.buf != nil {
+			putBuf(w.buf)
+			w.buf = nil
+		}
+		if w.sse.pend != nil {
+			putBuf(w.sse.pend)
+			w.sse.pend = nil
+		}
+	}()
+	switch w.mode {
+	case jsonBody:
+		if w.err != nil {
+			return w.err
+		}
+		body := w.message(w.buf.Bytes())
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.ResponseWriter.WriteHeader(http.StatusOK)
+		_, err := w.ResponseWriter.Write(body)
+		return err
+	case sseBody:
+		if w.sse.pend != nil && w.sse.pend.Len() > 0 {
+			w.write(w.sse.pend.Bytes()) // an unterminated last event goes out as it came
+		}
+		return w.err
+	}
+	return nil
+}
+
+// message rewrites one JSON-RPC message when it is the response to our id
+// with a result; anything else comes back as it was.
+func (w *MCPResultWriter) message(m []byte) []byte {
+	if !gjson.ValidBytes(m) {
+		return m
+	}
+	root := gjson.ParseBytes(m)
+	res := root.Get("result")
+	if !res.IsObject() || !sameID([]byte(root.Get("id").Raw), w.id) || root.Get("method").Exists() {
+		return m
+	}
+	nr := w.rewrite([]byte(res.Raw))
+	if nr == nil {
+		return m
+	}
+	out := make([]byte, 0, len(m)+len(nr)-len(res.Raw))
+	out = append(out, m[:res.Index]...)
+	out = append(out, nr...)
+	return append(out, m[res.Index+len(res.Raw):]...)
+}
+
+// The sseSink of the stream.
+
+func (w *MCPResultWriter) passes(ev []byte) bool {
+	return !bytes.Contains(ev, []byte(`"result"`))
+}
+
+func (w *MCPResultWriter) slow(ev []byte) {
+	data, ok := w.sse.data(ev)
+	if !ok {
+		w.write(ev)
+		return
+	}
+	nd := w.message(data)
+	if bytes.Equal(nd, data) {
+		w.write(ev)
+		return
+	}
+	// The event again with its other fields (id, event, retry) in place
+	// and one data line.
+	var out []byte
+	wroteData := false
+	for b := ev; len(b) > 0; {
+		var line []byte
+		line, b = nextLine(b)
+		name, _ := field(line)
+		if string(name) == "data" {
+			if !wroteData {
+				out = append(append(append(out, "data: "...), nd...), '\n')
+				wroteData = true
+			}
+			continue
+		}
+		if len(line) == 0 {
+			continue // the blank line that ends the event
+		}
+		out = append(append(out, line...), '\n')
+	}
+	w.write(append(out, '\n'))
+}
+
+func (w *MCPResultWriter) handle(ev []byte) {
+	if w.passes(ev) {
+		w.write(ev)
+	} else {
+		w.slow(ev)
+	}
+}
+
+func (w *MCPResultWriter) write(b []byte) {
+	if len(b) == 0 || w.err != nil {
+		return
+	}
+	if _, err := w.ResponseWriter.Write(b); err != nil {
+		w.err = err
+	}
+}
+
+func (w *MCPResultWriter) flushNow() {
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *MCPResultWriter) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+func (w *MCPResultWriter) failed() error { return w.err }
