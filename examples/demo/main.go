@@ -10,6 +10,8 @@
 //     on :8080 with openai-go, prints the reply with the link, waits for you
 //     to answer in the browser, then sends the next turn.
 //
+// With -mcp it shows the same card over MCP instead (see mcp.go).
+//
 // Start the gate first (see the README), then: go run ./examples/demo
 package main
 
@@ -17,6 +19,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -37,9 +40,16 @@ func main() {
 	if secret == "" {
 		log.Fatal("set TOOLGATE_SECRET to the gate's secret")
 	}
+	overMCP := flag.Bool("mcp", false, "call delete_post from an MCP client through the gate's MCP route (:8082)")
+	flag.Parse()
+	b := newBlog([]byte(secret))
 	go serve(":9101", http.HandlerFunc(model))
-	go serve(":9102", newBlog([]byte(secret)))
+	go serve(":9102", b)
 	time.Sleep(200 * time.Millisecond)
+	if *overMCP {
+		mcpDemo(b)
+		return
+	}
 
 	ctx := context.Background()
 	client := openai.NewClient(
