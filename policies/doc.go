@@ -35,7 +35,8 @@
 //	      rows:                  # label: gjson path in the record; shown in file order
 //	        Post: title
 //	        Status: status
-//	    run:                     # the action's HTTP endpoint (required)
+//	    run:                     # the action's HTTP endpoint; may be left out when only
+//	                             # MCP routes gate the action (the MCP server runs it)
 //	      method: DELETE         # GET, POST (default), PUT, PATCH or DELETE
 //	      url: http://blog.internal/posts/{post}
 //	      headers:               # optional static headers
@@ -43,6 +44,10 @@
 //	    reply: Removed.          # what the model reads after a successful run
 //	    ttl: 30m                 # how long the person has to answer: whole seconds or
 //	                             # a Go duration, 1s to 24h; absent or 0: the gate's default
+//	    mcp:                     # how MCP routes treat it
+//	      confirm: true          # destructive/external only: a 2026-07-28 client with
+//	                             # URL-mode elicitation may have the person confirm the
+//	                             # card; false (default): refused over MCP
 //
 // A read or write action may ask the person for what the model left out
 // (see package forms for what a form can hold):
