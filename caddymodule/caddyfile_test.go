@@ -73,6 +73,27 @@ gate.example.com {
 	}
 }
 
+func TestCaddyfileAdaptsMCP(t *testing.T) {
+	cfg, err := adapt(t, `mcp.example.com {
+	reverse_proxy 127.0.0.1:3001
+	toolgate_mcp {
+		policy /etc/toolgate/blog.yaml
+		tenant {http.request.header.X-Tenant}
+		state_ttl 2m
+		max_response_body 2000
+	}
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, _ := json.Marshal(cfg["apps"].(map[string]any)["http"])
+	s := string(servers)
+	mcp := `{"handler":"toolgate_mcp","max_response_body":2000,"policy":"/etc/toolgate/blog.yaml","state_ttl":120000000000,"tenant":"{http.request.header.X-Tenant}"}`
+	if gi, pi := strings.Index(s, mcp), strings.Index(s, `"handler":"reverse_proxy"`); gi < 0 || pi < 0 || gi > pi {
+		t.Errorf("toolgate_mcp missing or not before reverse_proxy (want %s) in %s", mcp, s)
+	}
+}
+
 func TestCaddyfileErrors(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"unknown global key", "{\n toolgate {\n colour red\n }\n}\n:80 {\n respond ok\n}", `unrecognized subdirective "colour"`},
@@ -83,6 +104,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"no policy", ":80 {\n toolgate {\n owner {http.auth.user.id}\n }\n}", "policy is required"},
 		{"bad size", ":80 {\n toolgate {\n policy p.yaml\n max_request_body lots\n }\n}", "max_request_body"},
 		{"unknown pages key", ":80 {\n toolgate_pages {\n who x\n }\n}", `unrecognized subdirective "who"`},
+		{"mcp without policy", ":80 {\n toolgate_mcp {\n owner x\n }\n}", "policy is required"},
+		{"mcp unknown key", ":80 {\n toolgate_mcp {\n policy p.yaml\n provider openai-chat\n }\n}", `unrecognized subdirective "provider"`},
+		{"mcp bad state ttl", ":80 {\n toolgate_mcp {\n policy p.yaml\n state_ttl never\n }\n}", "state_ttl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
