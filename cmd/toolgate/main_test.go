@@ -63,6 +63,14 @@ func TestCommand(t *testing.T) {
 	}
 	reverse_proxy 127.0.0.1:1
 }
+:1 {
+	route /mcp {
+		toolgate_mcp {
+			policy ` + pf + `
+		}
+		reverse_proxy 127.0.0.1:2
+	}
+}
 `
 		if err := os.WriteFile(cf, []byte(caddyfile), 0o600); err != nil {
 			t.Fatal(err)
@@ -88,6 +96,7 @@ func TestCommand(t *testing.T) {
 		{"destructive without card", "actions:\n  delete_post:\n    effect: destructive\n    run:\n      url: http://a/b\n", "card"},
 		{"textarea on a non-string", "actions:\n  delete_post:\n    effect: write\n    ask_for_missing: true\n    schema:\n      type: object\n      properties:\n        n: {type: integer}\n    ask:\n      textarea: [n]\n    run:\n      url: http://a/b\n", "textarea"},
 		{"choice outside the enum", "actions:\n  delete_post:\n    effect: write\n    ask_for_missing: true\n    schema:\n      type: object\n      properties:\n        s: {type: string, enum: [a, b]}\n    ask:\n      choices:\n        s: {c: C}\n    run:\n      url: http://a/b\n", "choices"},
+		{"mcp confirm on a write action", "actions:\n  delete_post:\n    effect: write\n    mcp: {confirm: true}\n    run:\n      url: http://a/b\n", "mcp.confirm"},
 		{"row without record", "actions:\n  delete_post:\n    effect: destructive\n    card:\n      reason: x\n      rows:\n        Post: title\n    run:\n      url: http://a/b\n", "rows"},
 	} {
 		t.Run("validate "+tt.name, func(t *testing.T) {
