@@ -147,6 +147,9 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	setBody(r, body)
 
 	if interceptor.IsMCPBatch(body) {
+		if interceptor.DuplicateKey(body) {
+			return writeRPCError(w, nil, http.StatusBadRequest, -32600, "toolgate: a message in the batch gives a key twice")
+		}
 		for _, name := range interceptor.MCPBatchCalls(body) {
 			if h.policy.Action(name) != nil {
 				return writeRPCError(w, nil, http.StatusBadRequest, -32600, "toolgate: a tools/call of a gated tool cannot be sent in a batch; send it on its own")
@@ -154,11 +157,15 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 		}
 		return next.ServeHTTP(w, r)
 	}
-	switch interceptor.MCPMethod(body) {
+	method, tool, ok := interceptor.MCPMethod(body)
+	if !ok {
+		return writeRPCError(w, nil, http.StatusBadRequest, -32600, "toolgate: the message names its method, params or tool twice")
+	}
+	switch method {
 	case "tools/list":
 		return h.serveList(w, r, body, next)
 	case "tools/call":
-		if h.policy.Action(gjson.GetBytes(body, "params.name").String()) == nil {
+		if h.policy.Action(tool) == nil {
 			return next.ServeHTTP(w, r)
 		}
 		return h.serveCall(w, r, body, next)

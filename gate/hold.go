@@ -227,6 +227,10 @@ func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan 
 	if schema == nil && f.toolSchema != nil {
 		schema = f.toolSchema(c.Name)
 	}
+	if interceptor.DuplicateKey(args) {
+		// The card would read one value and the app act on another.
+		return refuse("arguments", "its arguments give a key twice; nothing ran. Call it again with each key once.")
+	}
 	d := forms.Plan(a, schema, args)
 	if d.Outcome == forms.Refuse && a.AskForMissing && schema != nil {
 		// A mistake only knowable now: the ask does not fit the schema the

@@ -65,14 +65,25 @@ type MCPRequest struct {
 // means form.
 type ElicitModes struct{ Form, URL bool }
 
-// MCPMethod returns a POSTed body's JSON-RPC method without parsing the
-// rest: "" for a response, a batch or anything else. It is all the
-// pass-through reads.
-func MCPMethod(body []byte) string {
+// MCPMethod returns a POSTed body's JSON-RPC method and, for tools/call,
+// the tool's name, reading nothing deeper: "" for a response, a batch or
+// anything else. ok is false when the message names its method, params or
+// the tool's name twice (see DuplicateKey): the server might read the
+// other one. It is all the pass-through reads.
+func MCPMethod(body []byte) (method, tool string, ok bool) {
 	if i := firstByte(body); i < 0 || body[i] != '{' {
-		return ""
+		return "", "", true
 	}
-	return gjson.GetBytes(body, "method").String()
+	top, ok := topLevel(gjson.ParseBytes(body), "method", "params")
+	if !ok {
+		return "", "", false
+	}
+	method = top[0].String()
+	if method != "tools/call" {
+		return method, "", true
+	}
+	p, ok := topLevel(top[1], "name")
+	return method, p[0].String(), ok
 }
 
 // IsMCPBatch reports whether a POSTed body is a JSON-RPC batch (an array),
@@ -112,6 +123,9 @@ func ParseMCPRequest(body []byte) (MCPRequest, error) {
 	var r MCPRequest
 	if !gjson.ValidBytes(body) {
 		return r, ErrMCPMessage
+	}
+	if DuplicateKey(body) {
+		return r, errors.New("mcp: a key is given twice in one object")
 	}
 	root := gjson.ParseBytes(body)
 	if !root.IsObject() {

@@ -69,10 +69,10 @@ func TestParseMCPRequestRefuses(t *testing.T) {
 }
 
 func TestMCPMethodReadsOnlyObjects(t *testing.T) {
-	if m := MCPMethod([]byte(" {\"method\":\"tools/list\",\"id\":1}")); m != "tools/list" {
+	if m, _, _ := MCPMethod([]byte(" {\"method\":\"tools/list\",\"id\":1}")); m != "tools/list" {
 		t.Errorf("method %q", m)
 	}
-	if m := MCPMethod([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)); m != "" {
+	if m, _, _ := MCPMethod([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)); m != "" {
 		t.Errorf("a response has method %q", m)
 	}
 	if !IsMCPBatch([]byte("\n[{}]")) || IsMCPBatch([]byte("{}")) {
@@ -298,5 +298,52 @@ func TestMCPResultWriterPassesOtherAnswers(t *testing.T) {
 	w.Close()
 	if rec.Code != 400 || rec.Body.String() != body {
 		t.Errorf("a 400 must pass unchanged: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+func TestDuplicateKey(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"a":1,"b":2}`:             false,
+		`{"a":1,"a":2}`:             true,
+		`{"a":1,"\u0061":2}`:        true,
+		`{"post":7,"Post":8}`:       true,
+		`{"k":1,"\u212a":2}`:        true, // Kelvin sign folds to k
+		`{"x":[{"a":1},{"a":2}]}`:   false,
+		`{"x":[{"a":1,"a":2}]}`:     true,
+		`{"x":{"y":{"z":1,"z":1}}}`: true,
+		`[1,2,{"q":1}]`:             false,
+		`"plain"`:                   false,
+		strings.Repeat("[", 300) + strings.Repeat("]", 300): true,
+	} {
+		if got := DuplicateKey([]byte(raw)); got != want {
+			t.Errorf("DuplicateKey(%.40s) = %v, want %v", raw, got, want)
+		}
+	}
+	many := `{` + strings.Repeat(`"k0":0,`, 0)
+	for i := range 40 {
+		many += `"k` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":0,`
+	}
+	if DuplicateKey([]byte(many+`"kaa":1}`)) != true || DuplicateKey([]byte(many+`"zz":1}`)) != false {
+		t.Error("duplicates among many keys")
+	}
+}
+
+func TestMCPMethodRefusesAmbiguity(t *testing.T) {
+	for body, want := range map[string][3]string{
+		`{"method":"tools/call","params":{"name":"a"}}`:                             {"tools/call", "a", "ok"},
+		`{"method":"ping","method":"tools/call","params":{"name":"a"}}`:             {"", "", ""},
+		`{"method":"tools/call","Method":"ping"}`:                                   {"", "", ""},
+		`{"method":"tools/call","params":{"name":"echo","name":"wipe"}}`:            {"tools/call", "", ""},
+		`{"method":"tools/call","params":{"name":"echo"},"params":{"name":"wipe"}}`: {"", "", ""},
+		`{"method":"tools\/call","params":{"n\u0061me":"wipe"}}`:                    {"tools/call", "wipe", "ok"},
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                                      {"", "", "ok"},
+	} {
+		m, tool, ok := MCPMethod([]byte(body))
+		if ok != (want[2] == "ok") || (ok && (m != want[0] || tool != want[1])) {
+			t.Errorf("%s: %q %q %v, want %v", body, m, tool, ok, want)
+		}
+	}
+	if _, err := ParseMCPRequest([]byte(`{"method":"tools/call","params":{"name":"x","arguments":{"post":7,"post":8}}}`)); err == nil {
+		t.Error("a call with a key twice in its arguments was read")
 	}
 }
