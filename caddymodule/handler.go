@@ -237,7 +237,13 @@ const askHint = " If you do not know every field, call it with what you know: th
 // rewriteTool offers the policy's actions to the model as the policy says:
 // required-for-agents fields required and not nullable, and the ask hint.
 func (h *Handler) rewriteTool(name string, parameters []byte) ([]byte, string, bool) {
-	a := h.policy.Action(name)
+	return rewriteTool(h.policy, name, parameters)
+}
+
+// rewriteTool is the one rule both fronts apply to a declared tool's
+// definition.
+func rewriteTool(p *policies.Policy, name string, parameters []byte) ([]byte, string, bool) {
+	a := p.Action(name)
 	if a == nil || (len(a.RequiredForAgents) == 0 && !a.AskForMissing) || parameters == nil {
 		return nil, "", false
 	}

@@ -179,32 +179,29 @@ func (h *MCP) serveList(w http.ResponseWriter, r *http.Request, body []byte, nex
 	id := []byte(gjson.GetBytes(body, "id").Raw)
 	r.Header.Set("Accept-Encoding", "identity")
 	rw := interceptor.NewMCPResultWriter(w, id, func(result []byte) []byte {
-		return interceptor.RewriteMCPTools(result, h.listTool)
+		out, err := interceptor.RewriteMCPTools(result, h.listTool)
+		if err != nil {
+			h.logger.Error("rewriting tools/list", zap.Error(err))
+			return nil // as the server listed them; calls are checked anyway
+		}
+		return out
 	}, h.MaxResponseBody)
 	return h.finish(w, rw, next.ServeHTTP(rw, r))
 }
 
-// listTool is the tools/list rewrite of one tool.
-func (h *MCP) listTool(name string, schema []byte) ([]byte, string) {
+// listTool is the tools/list rewrite of one tool; it remembers the
+// schemas of declared tools for the forms of later calls.
+func (h *MCP) listTool(name string, schema []byte) ([]byte, string, bool) {
 	a := h.policy.Action(name)
 	if a == nil {
-		return nil, ""
+		return nil, "", false
 	}
-	if gjson.ValidBytes(schema) && len(schema) > 0 {
+	if len(schema) > 0 && gjson.ValidBytes(schema) {
 		h.schemas.Store(name, append([]byte(nil), schema...))
 	}
-	if len(a.RequiredForAgents) == 0 && !a.AskForMissing {
-		return nil, ""
-	}
-	base := a.Schema
-	if base == nil {
-		base = schema
-	}
-	hint := ""
-	if a.AskForMissing {
-		hint = askHint
-	}
-	return a.AgentSchema(base), hint
+	// The server's own schema, as the model front takes the request's: it
+	// carries the server's annotations (x-mcp-header), which clients need.
+	return rewriteTool(h.policy, name, schema)
 }
 
 // serveCall decides a gated tools/call.
@@ -244,7 +241,13 @@ func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, nex
 			}
 		}
 		if modern {
-			for k, val := range interceptor.MCPParamHeaders(schema, v.Arguments) {
+			// Only the server's own schema carries its x-mcp-header
+			// annotations; a policy's schema does not.
+			listed := schema
+			if a.Schema != nil {
+				listed = h.toolSchema(r, body, req.Name, next)
+			}
+			for k, val := range interceptor.MCPParamHeaders(listed, v.Arguments) {
 				r.Header.Set(k, val)
 			}
 		}

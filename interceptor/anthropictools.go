@@ -3,10 +3,8 @@ package interceptor
 import (
 	"bytes"
 	"errors"
-	"fmt"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 // anthClientTool reports whether a tools entry is a client tool, the kind
@@ -44,62 +42,12 @@ func (Anthropic) RewriteTools(body []byte, rewrite ToolRewrite) ([]byte, error) 
 	if !tools.IsArray() {
 		return body, nil
 	}
-	var edits []edit
-	var err error
-	tools.ForEach(func(_, tool gjson.Result) bool {
+	return rewriteToolList(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
 		if !anthClientTool(tool) {
 			return true
 		}
-		name := tool.Get("name").Str
-		var schema []byte
-		if p := tool.Get("input_schema"); p.Exists() {
-			schema = []byte(p.Raw)
-		}
-		newSchema, suffix, ok := rewrite(name, schema)
-		if !ok {
-			return true
-		}
-		out := tool.Raw
-		if newSchema != nil {
-			if !gjson.ValidBytes(newSchema) {
-				err = fmt.Errorf("anthropic request: tool %q: the new input_schema is not valid JSON", name)
-				return false
-			}
-			if out, err = sjson.SetRaw(out, "input_schema", string(newSchema)); err != nil {
-				return false
-			}
-		}
-		if suffix != "" {
-			desc := tool.Get("description")
-			var d []byte
-			if desc.Type == gjson.String {
-				// The description's own bytes stay, escapes and all.
-				d = append(d, desc.Raw[:len(desc.Raw)-1]...)
-				d = append(d, gjson.AppendJSONString(nil, suffix)[1:]...)
-			} else {
-				d = gjson.AppendJSONString(d, suffix)
-			}
-			if out, err = sjson.SetRaw(out, "description", string(d)); err != nil {
-				return false
-			}
-		}
-		if out == tool.Raw {
-			return true
-		}
-		var e edit
-		if e, err = editOf(body, tool, out); err != nil {
-			return false
-		}
-		edits = append(edits, e)
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(edits) == 0 {
-		return body, nil
-	}
-	return applyEdits(body, edits), nil
+		return add(tool, "input_schema", tool.Get("name").Str)
+	}, rewrite, "anthropic request")
 }
 
 // AnthropicToolSchema returns the input_schema a Messages request body

@@ -3,10 +3,8 @@ package interceptor
 import (
 	"bytes"
 	"errors"
-	"fmt"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 var toolsKey = []byte(`"tools"`)
@@ -35,65 +33,11 @@ func (Chat) RewriteTools(body []byte, rewrite ToolRewrite) ([]byte, error) {
 	if !tools.IsArray() {
 		return body, nil
 	}
-	var edits []edit
-	var err error
-	tools.ForEach(func(_, tool gjson.Result) bool {
+	return rewriteToolList(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
 		if !tool.IsObject() || tool.Get("type").Str != "function" {
 			return true
 		}
 		fn := tool.Get("function")
-		if !fn.IsObject() {
-			return true
-		}
-		name := fn.Get("name").Str
-		var params []byte
-		if p := fn.Get("parameters"); p.Exists() {
-			params = []byte(p.Raw)
-		}
-		newParams, suffix, ok := rewrite(name, params)
-		if !ok {
-			return true
-		}
-		out := fn.Raw
-		if newParams != nil {
-			if !gjson.ValidBytes(newParams) {
-				err = fmt.Errorf("chat request: tool %q: the new parameters are not valid JSON", name)
-				return false
-			}
-			if out, err = sjson.SetRaw(out, "parameters", string(newParams)); err != nil {
-				return false
-			}
-		}
-		if suffix != "" {
-			desc := fn.Get("description")
-			var d []byte
-			if desc.Type == gjson.String {
-				// The description's own bytes stay, escapes and all.
-				d = append(d, desc.Raw[:len(desc.Raw)-1]...)
-				q := gjson.AppendJSONString(nil, suffix)
-				d = append(d, q[1:]...)
-			} else {
-				d = gjson.AppendJSONString(d, suffix)
-			}
-			if out, err = sjson.SetRaw(out, "description", string(d)); err != nil {
-				return false
-			}
-		}
-		if out == fn.Raw {
-			return true
-		}
-		var e edit
-		if e, err = editOf(body, fn, out); err != nil {
-			return false
-		}
-		edits = append(edits, e)
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(edits) == 0 {
-		return body, nil
-	}
-	return applyEdits(body, edits), nil
+		return add(fn, "parameters", fn.Get("name").Str)
+	}, rewrite, "chat request")
 }

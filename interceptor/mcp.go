@@ -329,30 +329,19 @@ func SetMCPState(result []byte, state string) ([]byte, error) {
 	return sjson.SetBytes(result, "requestState", state)
 }
 
-// RewriteMCPTools applies fn to each tool of a tools/list result: fn gets
-// the tool's name and inputSchema and returns the schema to list (nil:
-// keep it) and text to add to the description. Tools fn leaves alone are
-// not re-encoded.
-func RewriteMCPTools(result []byte, fn func(name string, schema []byte) (newSchema []byte, describe string)) []byte {
-	out := result
-	i := 0
-	gjson.GetBytes(result, "tools").ForEach(func(_, t gjson.Result) bool {
-		at := "tools." + strconv.Itoa(i)
-		s, more := fn(t.Get("name").String(), []byte(t.Get("inputSchema").Raw))
-		if s != nil {
-			if o, err := sjson.SetRawBytes(out, at+".inputSchema", s); err == nil {
-				out = o
-			}
-		}
-		if more != "" {
-			if o, err := sjson.SetBytes(out, at+".description", t.Get("description").String()+more); err == nil {
-				out = o
-			}
-		}
-		i++
-		return true
-	})
-	return out
+// RewriteMCPTools rewrites the tools of a tools/list result as the model
+// adapters rewrite a request's tools: rewrite gets each tool's name and
+// inputSchema; when it says ok, the schema is replaced (unless nil) and the
+// suffix appended to the description. Tools it leaves alone keep their
+// bytes; a result it changes nothing in comes back as the same slice.
+func RewriteMCPTools(result []byte, rewrite ToolRewrite) ([]byte, error) {
+	tools := gjson.GetBytes(result, "tools")
+	if !tools.IsArray() {
+		return result, nil
+	}
+	return rewriteToolList(result, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
+		return add(tool, "inputSchema", tool.Get("name").String())
+	}, rewrite, "mcp tools/list")
 }
 
 // MCPParamHeaders computes the Mcp-Param-* headers a 2026-07-28 tools/call

@@ -176,12 +176,15 @@ func TestMCPParamHeaders(t *testing.T) {
 
 func TestRewriteMCPTools(t *testing.T) {
 	result := []byte(`{"tools":[{"name":"a","description":"A.","inputSchema":{"type":"object"}},{"name":"b","description":"B.","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}]}`)
-	out := RewriteMCPTools(result, func(name string, schema []byte) ([]byte, string) {
+	out, err := RewriteMCPTools(result, func(name string, schema []byte) ([]byte, string, bool) {
 		if name == "b" {
-			return []byte(`{"type":"object","required":["x"]}`), " More."
+			return []byte(`{"type":"object","required":["x"]}`), " More.", true
 		}
-		return nil, ""
+		return nil, "", false
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if gjson.GetBytes(out, "tools.1.description").String() != "B. More." || gjson.GetBytes(out, "tools.1.inputSchema.required.0").String() != "x" {
 		t.Errorf("rewritten %s", out)
 	}

@@ -400,92 +400,24 @@ func (Responses) RewriteTools(body []byte, rewrite ToolRewrite) ([]byte, error) 
 	if !tools.IsArray() {
 		return body, nil
 	}
-	var edits []edit
-	var err error
-	one := func(tool gjson.Result, ns string) bool {
-		var e edit
-		var ok bool
-		if e, ok, err = rewriteTool(body, tool, ns, rewrite); err != nil {
-			return false
-		}
-		if ok {
-			edits = append(edits, e)
-		}
-		return true
-	}
-	tools.ForEach(func(_, tool gjson.Result) bool {
+	return rewriteToolList(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
 		switch tool.Get("type").Str {
 		case "function":
-			return one(tool, "")
+			return add(tool, "parameters", tool.Get("name").Str)
 		case "namespace":
 			ns := tool.Get("name").Str
+			ok := true
 			tool.Get("tools").ForEach(func(_, sub gjson.Result) bool {
 				if sub.Get("type").Str == "function" {
-					return one(sub, ns)
+					name := sub.Get("name").Str
+					ok = add(sub, "parameters", ns+"/"+name, name)
 				}
-				return true
+				return ok
 			})
+			return ok
 		}
-		return err == nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(edits) == 0 {
-		return body, nil
-	}
-	return applyEdits(body, edits), nil
-}
-
-// rewriteTool rewrites one flat function tool; ok is false when it stays.
-func rewriteTool(body []byte, tool gjson.Result, ns string, rewrite ToolRewrite) (e edit, ok bool, err error) {
-	if !tool.IsObject() {
-		return edit{}, false, nil
-	}
-	name := tool.Get("name").Str
-	var params []byte
-	if p := tool.Get("parameters"); p.Exists() {
-		params = []byte(p.Raw)
-	}
-	var newParams []byte
-	var suffix string
-	if ns != "" {
-		newParams, suffix, ok = rewrite(ns+"/"+name, params)
-	}
-	if !ok {
-		newParams, suffix, ok = rewrite(name, params)
-	}
-	if !ok {
-		return edit{}, false, nil
-	}
-	out := tool.Raw
-	if newParams != nil {
-		if !gjson.ValidBytes(newParams) {
-			return edit{}, false, fmt.Errorf("responses request: tool %q: the new parameters are not valid JSON", name)
-		}
-		if out, err = sjson.SetRaw(out, "parameters", string(newParams)); err != nil {
-			return edit{}, false, err
-		}
-	}
-	if suffix != "" {
-		desc := tool.Get("description")
-		var d []byte
-		if desc.Type == gjson.String {
-			d = append(d, desc.Raw[:len(desc.Raw)-1]...)
-			q := gjson.AppendJSONString(nil, suffix)
-			d = append(d, q[1:]...)
-		} else {
-			d = gjson.AppendJSONString(d, suffix)
-		}
-		if out, err = sjson.SetRaw(out, "description", string(d)); err != nil {
-			return edit{}, false, err
-		}
-	}
-	if out == tool.Raw {
-		return edit{}, false, nil
-	}
-	e, err = editOf(body, tool, out)
-	return e, err == nil, err
+		return true
+	}, rewrite, "responses request")
 }
 
 // ToolParameters returns the raw JSON Schema "parameters" a Responses API

@@ -1,0 +1,93 @@
+package interceptor
+
+import (
+	"fmt"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// toolEdit rewrites one tool object of a request (or of an MCP tools/list
+// result): the object obj inside body holds the tool's name, its schema
+// under schemaKey and its description. rewrite is asked under each of
+// names in turn until it says ok; then the schema is replaced (unless the
+// new one is nil) and the suffix appended to the description, created if
+// absent or not a string. Only the object changes, spliced into body, so
+// every other byte stays. ok is false when the tool stays as it is. Each
+// provider differs only in where the object sits and what its schema key
+// is; this is the part they share.
+func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, rewrite ToolRewrite, proto string) (e edit, ok bool, err error) {
+	if !obj.IsObject() {
+		return edit{}, false, nil
+	}
+	var schema []byte
+	if p := obj.Get(schemaKey); p.Exists() {
+		schema = []byte(p.Raw)
+	}
+	var newSchema []byte
+	var suffix string
+	for _, n := range names {
+		if newSchema, suffix, ok = rewrite(n, schema); ok {
+			break
+		}
+	}
+	if !ok {
+		return edit{}, false, nil
+	}
+	out := obj.Raw
+	if newSchema != nil {
+		if !gjson.ValidBytes(newSchema) {
+			return edit{}, false, fmt.Errorf("%s: tool %q: the new %s is not valid JSON", proto, names[len(names)-1], schemaKey)
+		}
+		if out, err = sjson.SetRaw(out, schemaKey, string(newSchema)); err != nil {
+			return edit{}, false, err
+		}
+	}
+	if suffix != "" {
+		desc := obj.Get("description")
+		var d []byte
+		if desc.Type == gjson.String {
+			// The description's own bytes stay, escapes and all.
+			d = append(d, desc.Raw[:len(desc.Raw)-1]...)
+			d = append(d, gjson.AppendJSONString(nil, suffix)[1:]...)
+		} else {
+			d = gjson.AppendJSONString(d, suffix)
+		}
+		if out, err = sjson.SetRaw(out, "description", string(d)); err != nil {
+			return edit{}, false, err
+		}
+	}
+	if out == obj.Raw {
+		return edit{}, false, nil
+	}
+	e, err = editOf(body, obj, out)
+	return e, err == nil, err
+}
+
+// rewriteToolList applies toolEdit to every object each(tools) yields and
+// splices the edits into body (the same slice when nothing changed).
+func rewriteToolList(body []byte, tools gjson.Result, visit func(tool gjson.Result, add func(obj gjson.Result, schemaKey string, names ...string) bool) bool, rewrite ToolRewrite, proto string) ([]byte, error) {
+	var edits []edit
+	var err error
+	add := func(obj gjson.Result, schemaKey string, names ...string) bool {
+		var e edit
+		var ok bool
+		if e, ok, err = toolEdit(body, obj, schemaKey, names, rewrite, proto); err != nil {
+			return false
+		}
+		if ok {
+			edits = append(edits, e)
+		}
+		return true
+	}
+	tools.ForEach(func(_, tool gjson.Result) bool {
+		return visit(tool, add) && err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(edits) == 0 {
+		return body, nil
+	}
+	return applyEdits(body, edits), nil
+}
