@@ -25,7 +25,6 @@ type MCPResultWriter struct {
 	max     int64
 
 	mode   bodyType
-	wrote  bool
 	buf    *bytes.Buffer // JSON: the body, until Close
 	sse    sseFrame
 	err    error
