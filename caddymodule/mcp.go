@@ -234,18 +234,20 @@ func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, nex
 			return writeRPCError(w, req.ID, http.StatusOK, -32603, "toolgate: the call could not be rewritten")
 		}
 		setBody(r, nb)
-		// The server checks the Mcp-Param-* headers against the body.
-		for k := range r.Header {
-			if strings.HasPrefix(k, interceptor.MCPParamHeaderPrefix) {
-				r.Header.Del(k)
-			}
+		// The server checks the Mcp-Param-* headers against the body, so
+		// they are computed again from the arguments sent. Only the
+		// server's own schema carries its x-mcp-header annotations (a
+		// policy's does not); when it cannot be had, the client's headers
+		// stay, right for every argument the client sent.
+		listed := schema
+		if a.Schema != nil {
+			listed = h.toolSchema(r, body, req.Name, next)
 		}
-		if modern {
-			// Only the server's own schema carries its x-mcp-header
-			// annotations; a policy's schema does not.
-			listed := schema
-			if a.Schema != nil {
-				listed = h.toolSchema(r, body, req.Name, next)
+		if modern && listed != nil {
+			for k := range r.Header {
+				if strings.HasPrefix(k, interceptor.MCPParamHeaderPrefix) {
+					r.Header.Del(k)
+				}
 			}
 			for k, val := range interceptor.MCPParamHeaders(listed, v.Arguments) {
 				r.Header.Set(k, val)

@@ -45,7 +45,7 @@ const DefaultMCPStateTTL = 10 * time.Minute
 
 // OutcomeMCPConfirmed is what a card confirmed over MCP reads until the
 // client's retry runs it.
-const OutcomeMCPConfirmed = "The person confirmed; it runs when the assistant continues the call."
+const OutcomeMCPConfirmed = "The person confirmed. It runs once, when the assistant's client continues the call."
 
 // statePrefix marks a requestState of ours; anything else is the MCP
 // server's own, carried inside ours.
@@ -132,6 +132,7 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 		f.g.cfg.Observer.Refused(c.Name, pl.refusal.reason)
 		return MCPVerdict{Result: interceptor.MCPToolError(pl.refusal.text, c.Modern)}
 	case pl.pass:
+		f.g.log.Debug("mcp call passes", zap.String("action", c.Name))
 		return MCPVerdict{}
 	case pl.kind == store.KindForm:
 		if !c.Modern || !c.Elicit.Form {
@@ -275,7 +276,7 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	if err := g.cfg.Store.Settle(ctx, t.ID, "used"); err != nil {
 		g.log.Warn("settling mcp ticket", zap.String("ticket", t.ID), zap.Error(err))
 	}
-	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Action != c.Name || t.Policy != f.policyKey {
+	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {
 		return f.mcpRefuse(c, "bad_state", "its requestState does not match the gate's record; nothing ran.")
 	}
 	rest := map[string][]byte{}
@@ -356,7 +357,7 @@ func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upst
 func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action, t store.Hold, upstream string, rest map[string][]byte) MCPVerdict {
 	g := f.g
 	h, err := g.cfg.Store.Get(ctx, t.CallID)
-	if err != nil || h.Protocol != ProtocolMCP || h.Owner != f.person.Owner || h.Action != c.Name {
+	if err != nil || h.Protocol != ProtocolMCP || h.Owner != f.person.Owner || h.Tenant != f.person.Tenant || h.Action != c.Name {
 		return f.mcpRefuse(c, "bad_state", "its confirmation is unknown to this gate; nothing ran.")
 	}
 	now := g.cfg.Now()
