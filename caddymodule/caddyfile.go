@@ -118,20 +118,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "tenant":
 			return oneArg(d, &h.Tenant)
-		case "max_request_body", "max_response_body":
-			var s string
-			if err := oneArg(d, &s); err != nil {
-				return err
-			}
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil || n <= 0 {
-				return d.Errf("%s: want a positive number of bytes, got %q", key, s)
-			}
-			if key == "max_request_body" {
-				h.MaxRequestBody = n
-			} else {
-				h.MaxResponseBody = n
-			}
+		case "max_request_body":
+			return bytesArg(d, key, &h.MaxRequestBody)
+		case "max_response_body":
+			return bytesArg(d, key, &h.MaxResponseBody)
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}
@@ -143,6 +133,20 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if h.Policy == "" {
 		return d.Err("policy is required")
 	}
+	return nil
+}
+
+// bytesArg reads a size in bytes, a positive whole number.
+func bytesArg(d *caddyfile.Dispenser, key string, n *int64) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 {
+		return d.Errf("%s: want a positive number of bytes, got %q", key, s)
+	}
+	*n = v
 	return nil
 }
 
@@ -181,20 +185,10 @@ func (h *MCP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("state_ttl: want a positive duration, got %q", s)
 			}
 			h.StateTTL = caddy.Duration(dur)
-		case "max_request_body", "max_response_body":
-			var s string
-			if err := oneArg(d, &s); err != nil {
-				return err
-			}
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil || n <= 0 {
-				return d.Errf("%s: want a positive number of bytes, got %q", key, s)
-			}
-			if key == "max_request_body" {
-				h.MaxRequestBody = n
-			} else {
-				h.MaxResponseBody = n
-			}
+		case "max_request_body":
+			return bytesArg(d, key, &h.MaxRequestBody)
+		case "max_response_body":
+			return bytesArg(d, key, &h.MaxResponseBody)
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}

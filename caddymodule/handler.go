@@ -91,24 +91,10 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // Provision loads the policy and joins the toolgate app.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
-	if h.Policy == "" {
-		return errors.New("policy is required")
-	}
-	path := caddy.NewReplacer().ReplaceAll(h.Policy, "")
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return fmt.Errorf("policy %q: %w", path, err)
-	}
-	h.policyKey = filepath.Clean(abs)
-	if h.policy, err = policies.Load(h.policyKey); err != nil {
+	var err error
+	if h.app, h.policyKey, h.policy, err = joinApp(ctx, h.Policy); err != nil {
 		return err
 	}
-	appIface, err := ctx.App("toolgate")
-	if err != nil {
-		return fmt.Errorf("getting toolgate app: %w", err)
-	}
-	h.app = appIface.(*App)
-	h.app.register(h.policyKey, h.policy)
 	if h.Provider != "" && h.Provider != "auto" && adapters[h.Provider] == nil {
 		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(providerNames(), ", "))
 	}
@@ -120,6 +106,32 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.logger.Info("policy loaded", zap.String("policy", h.policyKey), zap.Int("actions", len(h.policy.Actions)))
 	return nil
+}
+
+// joinApp loads a handler's policy file and registers it with the
+// toolgate app, which it returns, under the file's clean absolute path:
+// the key a hold names its policy by.
+func joinApp(ctx caddy.Context, policy string) (*App, string, *policies.Policy, error) {
+	if policy == "" {
+		return nil, "", nil, errors.New("policy is required")
+	}
+	path := caddy.NewReplacer().ReplaceAll(policy, "")
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("policy %q: %w", path, err)
+	}
+	key := filepath.Clean(abs)
+	p, err := policies.Load(key)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	appIface, err := ctx.App("toolgate")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("getting toolgate app: %w", err)
+	}
+	app := appIface.(*App)
+	app.register(key, p)
+	return app, key, p, nil
 }
 
 // ServeHTTP gates one model request.

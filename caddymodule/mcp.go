@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -86,23 +85,10 @@ func (MCP) CaddyModule() caddy.ModuleInfo {
 // Provision loads the policy and joins the toolgate app.
 func (h *MCP) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
-	if h.Policy == "" {
-		return errors.New("policy is required")
-	}
-	abs, err := filepath.Abs(caddy.NewReplacer().ReplaceAll(h.Policy, ""))
-	if err != nil {
-		return fmt.Errorf("policy %q: %w", h.Policy, err)
-	}
-	h.policyKey = filepath.Clean(abs)
-	if h.policy, err = policies.Load(h.policyKey); err != nil {
+	var err error
+	if h.app, h.policyKey, h.policy, err = joinApp(ctx, h.Policy); err != nil {
 		return err
 	}
-	appIface, err := ctx.App("toolgate")
-	if err != nil {
-		return fmt.Errorf("getting toolgate app: %w", err)
-	}
-	h.app = appIface.(*App)
-	h.app.register(h.policyKey, h.policy)
 	h.schemas = new(sync.Map)
 	if h.Owner == "" {
 		h.Owner = "{http.auth.user.id}"

@@ -26,7 +26,7 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B, body []byte, events [][]byte) *benchEnv {
 	b.Helper()
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return startBench(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		if strings.Contains(r.URL.RawQuery, "stream") {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -39,11 +39,19 @@ func newBenchEnv(b *testing.B, body []byte, events [][]byte) *benchEnv {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
-	}))
+	}), policyYAML, "toolgate")
+}
+
+// startBench serves up behind one Caddy with two routes: one through the
+// gate's directive (toolgate or toolgate_mcp) with policy, one plain
+// reverse_proxy.
+func startBench(b *testing.B, upstream http.Handler, policy, directive string) *benchEnv {
+	b.Helper()
+	up := httptest.NewServer(upstream)
 	b.Cleanup(up.Close)
 	dir := b.TempDir()
 	pf := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(pf, []byte(strings.ReplaceAll(policyYAML, "APP", "http://127.0.0.1:1")), 0o600); err != nil {
+	if err := os.WriteFile(pf, []byte(strings.ReplaceAll(policy, "APP", "http://127.0.0.1:1")), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	gp, pp, pages := testkit.FreePort(b), testkit.FreePort(b), testkit.FreePort(b)
@@ -61,7 +69,7 @@ func newBenchEnv(b *testing.B, body []byte, events [][]byte) *benchEnv {
 	}
 }
 http://127.0.0.1:%d {
-	toolgate {
+	%s {
 		policy %s
 		owner {http.request.header.X-User-Id}
 	}
@@ -70,7 +78,7 @@ http://127.0.0.1:%d {
 http://127.0.0.1:%d {
 	reverse_proxy %s
 }
-`, filepath.Join(dir, "store"), secret, pages, gp, pf, up.URL, pp, up.URL))
+`, filepath.Join(dir, "store"), secret, pages, gp, directive, pf, up.URL, pp, up.URL))
 	return &benchEnv{
 		gated:  fmt.Sprintf("http://127.0.0.1:%d", gp),
 		plain:  fmt.Sprintf("http://127.0.0.1:%d", pp),
