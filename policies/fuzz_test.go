@@ -22,12 +22,14 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("loaded a policy without actions")
 		}
 		for name, a := range p.Actions {
-			if a.Name != name || a.Run.URL == nil || a.Effect.NeedsCard() != (a.Card != nil) {
+			if a.Name != name || a.Effect.NeedsCard() != (a.Card != nil) || (a.Run.Method == "") != (a.Run.URL == nil) || (a.MCP.Confirm && !a.Effect.NeedsCard()) {
 				t.Fatalf("action %q loaded inconsistently: %+v", name, a)
 			}
 			// Whatever loaded must be usable without panics.
 			_ = a.CheckArguments([]byte(`{"post":7,"q":"x"}`))
-			_, _ = a.Run.URL.Expand([]byte(`{"post":7,"q":"x"}`))
+			if a.Run.URL != nil { // nil: only an MCP server runs it
+				_, _ = a.Run.URL.Expand([]byte(`{"post":7,"q":"x"}`))
+			}
 		}
 	})
 }
