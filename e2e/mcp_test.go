@@ -55,6 +55,12 @@ actions:
   schedule_post:
     effect: write
     required_for_agents: [publish_on]
+  wait_read:
+    effect: read
+    schema:
+      type: object
+      properties:
+        text: {type: string}
   book_desk:
     effect: write
     ask_for_missing: true
