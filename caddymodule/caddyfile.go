@@ -163,6 +163,7 @@ func parseMCP(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		owner             <placeholder>
 //		tenant            <placeholder>
 //		state_ttl         <duration>
+//		confirm_wait      <duration>
 //		max_request_body  <bytes>
 //		max_response_body <bytes>
 //	}
@@ -185,6 +186,19 @@ func (h *MCP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("state_ttl: want a positive duration, got %q", s)
 			}
 			h.StateTTL = caddy.Duration(dur)
+		case "confirm_wait":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur < 0 {
+				return d.Errf("confirm_wait: want a duration, 0 for none, got %q", s)
+			}
+			if dur == 0 {
+				dur = -1 // in JSON, 0 is the default
+			}
+			h.ConfirmWait = caddy.Duration(dur)
 		case "max_request_body":
 			return bytesArg(d, key, &h.MaxRequestBody)
 		case "max_response_body":

@@ -80,6 +80,7 @@ func TestCaddyfileAdaptsMCP(t *testing.T) {
 		policy /etc/toolgate/blog.yaml
 		tenant {http.request.header.X-Tenant}
 		state_ttl 2m
+		confirm_wait 0
 		max_response_body 2000
 	}
 }`)
@@ -88,7 +89,7 @@ func TestCaddyfileAdaptsMCP(t *testing.T) {
 	}
 	servers, _ := json.Marshal(cfg["apps"].(map[string]any)["http"])
 	s := string(servers)
-	mcp := `{"handler":"toolgate_mcp","max_response_body":2000,"policy":"/etc/toolgate/blog.yaml","state_ttl":120000000000,"tenant":"{http.request.header.X-Tenant}"}`
+	mcp := `{"confirm_wait":-1,"handler":"toolgate_mcp","max_response_body":2000,"policy":"/etc/toolgate/blog.yaml","state_ttl":120000000000,"tenant":"{http.request.header.X-Tenant}"}`
 	if gi, pi := strings.Index(s, mcp), strings.Index(s, `"handler":"reverse_proxy"`); gi < 0 || pi < 0 || gi > pi {
 		t.Errorf("toolgate_mcp missing or not before reverse_proxy (want %s) in %s", mcp, s)
 	}

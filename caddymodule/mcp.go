@@ -61,6 +61,12 @@ type MCP struct {
 	// action's ttl).
 	StateTTL caddy.Duration `json:"state_ttl,omitempty"`
 
+	// ConfirmWait is how long a client's retry of a confirmation may wait
+	// for the person's answer on the card page before it is asked to open
+	// the page again; clients retry as soon as the page is open (their
+	// accept is consent, not the answer). Default 60s; negative: no wait.
+	ConfirmWait caddy.Duration `json:"confirm_wait,omitempty"`
+
 	// MaxRequestBody caps a POSTed message, in bytes; a larger one is
 	// refused with 413 (it could not be checked). Default 16 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
@@ -76,6 +82,10 @@ type MCP struct {
 	logger    *zap.Logger
 	schemas   *sync.Map // tool name → input schema the server listed last ([]byte)
 }
+
+// DefaultConfirmWait is how long a confirmation's retry waits for the
+// person unless ConfirmWait says otherwise.
+const DefaultConfirmWait = 60 * time.Second
 
 // CaddyModule returns the Caddy module information.
 func (MCP) CaddyModule() caddy.ModuleInfo {
@@ -197,7 +207,11 @@ func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, nex
 		return writeRPCError(w, []byte(gjson.GetBytes(body, "id").Raw), http.StatusOK, -32602, "toolgate: "+err.Error())
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	front := h.app.gate.MCPFront(h.policy, h.policyKey, func() gate.Person { return h.caller(repl) }, time.Duration(h.StateTTL))
+	wait := time.Duration(h.ConfirmWait)
+	if wait == 0 {
+		wait = DefaultConfirmWait
+	}
+	front := h.app.gate.MCPFront(h.policy, h.policyKey, func() gate.Person { return h.caller(repl) }, time.Duration(h.StateTTL), wait)
 	a := h.policy.Action(req.Name)
 	schema := a.Schema
 	if schema == nil {

@@ -346,6 +346,7 @@ type mcpEnvOptions struct {
 	stateless    bool   // the MCP server speaks 2026-07-28 (else: legacy, stateful)
 	jsonResponse bool   // the MCP server answers a POST with JSON, not SSE
 	stateTTL     string // the toolgate_mcp block's state_ttl ("" default)
+	confirmWait  string // the toolgate_mcp block's confirm_wait ("" default)
 }
 
 // modern and legacy are the two eras of MCP server.
@@ -365,6 +366,9 @@ func newMCPEnv(t *testing.T, o mcpEnvOptions) *mcpEnv {
 	extra := ""
 	if o.stateTTL != "" {
 		extra = "\n\t\tstate_ttl " + o.stateTTL
+	}
+	if o.confirmWait != "" {
+		extra += "\n\t\tconfirm_wait " + o.confirmWait
 	}
 	gatePort, pagesPort := testkit.FreePort(t), testkit.FreePort(t)
 	e.gateURL = fmt.Sprintf("http://127.0.0.1:%d/mcp", gatePort)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -236,7 +237,8 @@ func TestMCPConfirmPageRefusedByClient(t *testing.T) {
 // confirmed on the page the retry runs once; any further retry runs
 // nothing.
 func TestMCPConfirmStateChain(t *testing.T) {
-	e := newMCPEnv(t, modern)
+	// confirm_wait 0: a retry before the answer is asked again at once.
+	e := newMCPEnv(t, mcpEnvOptions{stateless: true, confirmWait: "0"})
 	e.app.SetRecord("/posts/7", postRecord)
 	cs := e.connect(t, "ana", &mcp.ClientOptions{
 		Capabilities: urlCaps,
@@ -322,5 +324,47 @@ func TestMCPConfirmRefused(t *testing.T) {
 	}
 	if n := len(e.server.ToolRequests("delete_post")) + len(e.server.ToolRequests("wipe_all")); n != 0 {
 		t.Errorf("%d refused calls reached the server", n)
+	}
+}
+
+// A client that retries as soon as it opened the page (its accept is the
+// person's consent to go there, not their answer): the gate holds that
+// retry until the person answers, so the page is asked for once and the
+// tool runs once after the confirmation; a decline ends it the same way.
+func TestMCPConfirmRetryWaitsForTheAnswer(t *testing.T) {
+	e := newMCPEnv(t, modern)
+	e.app.SetRecord("/posts/7", postRecord)
+	for _, choice := range []string{"decline", "confirm"} {
+		var prompts []string
+		answered := make(chan int, 1)
+		cs := e.connect(t, "ana", &mcp.ClientOptions{
+			Capabilities: urlCaps,
+			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				prompts = append(prompts, req.Params.URL)
+				go func(url string) { // the person, on the page, a moment later
+					time.Sleep(300 * time.Millisecond)
+					answered <- (&env{t: t}).answerOnly(ana, url, choice)
+				}(req.Params.URL)
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			},
+		}, "")
+		res := callTool(t, cs, &mcp.CallToolParams{Name: "delete_post", Arguments: map[string]any{"post": 7}})
+		if st := <-answered; st != http.StatusSeeOther {
+			t.Fatalf("%s on the page: %d", choice, st)
+		}
+		if len(prompts) != 1 {
+			t.Errorf("%s: the client was asked to open the page %d times", choice, len(prompts))
+		}
+		if choice == "decline" {
+			wantToolError(t, res, "declined")
+			e.wantNoCalls(t, "delete_post")
+			continue
+		}
+		if res.IsError || resultText(res) != "deleted 7" {
+			t.Errorf("after confirming: isError=%v %q", res.IsError, resultText(res))
+		}
+	}
+	if got := e.server.Calls(); len(got) != 1 || got[0] != `delete_post {"post":7}` {
+		t.Errorf("server ran %q", got)
 	}
 }

@@ -35,7 +35,8 @@ type Front struct {
 	// an action whose policy gives no schema; nil when none.
 	toolSchema func(name string) []byte
 
-	stateTTL time.Duration // MCP: how long a form's requestState lives
+	stateTTL    time.Duration // MCP: how long a form's requestState lives
+	confirmWait time.Duration // MCP: how long a confirmation's retry waits for the answer
 }
 
 // WithToolSchemas tells the gate where to find the tools' schemas the

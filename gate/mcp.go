@@ -260,6 +260,11 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	if d, err := argsDigest(c.Arguments); err != nil || d != st.Digest {
 		return f.mcpRefuse(c, "bad_state", "its requestState was issued for other arguments; nothing ran.")
 	}
+	if st.Kind == "card" && f.confirmWait > 0 {
+		if ans, err := interceptor.ReadElicitAnswer(c.Responses[MCPConfirmKey]); err == nil && ans.Action == "accept" {
+			f.waitForAnswer(ctx, st.ID)
+		}
+	}
 	claimed, err := g.cfg.Store.Claim(ctx, st.ID, store.Answer{Choice: store.AnswerUsed, By: f.person.Owner})
 	switch {
 	case errors.Is(err, store.ErrAnswered):
@@ -296,6 +301,36 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	}
 	return f.mcpRefuse(c, "bad_state", "its requestState is of an unknown kind; nothing ran.")
 }
+
+// waitForAnswer holds a confirmation's retry while its card waits for the
+// person, up to the front's confirmWait (and the card's expiry): a client
+// that retries as soon as it opened the page (its accept is consent, not
+// the answer) then gets the outcome in one round instead of being asked to
+// open the page again. Nothing is claimed while it waits.
+func (f *Front) waitForAnswer(ctx context.Context, ticketID string) {
+	g := f.g
+	t, err := g.cfg.Store.Get(ctx, ticketID)
+	if err != nil || t.Kind != store.KindTicket || t.CallID == "" {
+		return
+	}
+	deadline := g.cfg.Now().Add(f.confirmWait)
+	tick := time.NewTicker(mcpPoll)
+	defer tick.Stop()
+	for {
+		h, err := g.cfg.Store.Get(ctx, t.CallID)
+		if err != nil || h.Owner != f.person.Owner || h.StateAt(g.cfg.Now()) != store.Waiting || !g.cfg.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// mcpPoll is how often a held confirmation retry looks at its card.
+const mcpPoll = 200 * time.Millisecond
 
 // mcpFormAnswer checks the client's answer to our form as the forms issue
 // checks a page's: against the form as it reads now, then the tool's full
@@ -429,13 +464,15 @@ func (f *Front) WrapMCP(ctx context.Context, r *MCPRelay, result []byte) []byte 
 
 // MCPFront returns the gate for one request on an MCP route. stateTTL is
 // how long a form's requestState may be redeemed (DefaultMCPStateTTL when
-// zero).
-func (g *Gate) MCPFront(p *policies.Policy, policyKey string, who func() Person, stateTTL time.Duration) *Front {
+// zero); confirmWait how long a confirmation's retry may wait for the
+// person's answer (none when zero).
+func (g *Gate) MCPFront(p *policies.Policy, policyKey string, who func() Person, stateTTL, confirmWait time.Duration) *Front {
 	f := g.Front(p, policyKey, who, ProtocolMCP)
 	f.stateTTL = stateTTL
 	if f.stateTTL <= 0 {
 		f.stateTTL = DefaultMCPStateTTL
 	}
+	f.confirmWait = confirmWait
 	return f
 }
 
