@@ -3,16 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/toolgate/toolgate/internal/testkit"
 )
 
 // On 2026-07-28 a client that gives up on a call closes its request, and
@@ -23,7 +17,7 @@ import (
 func TestMCPClientDisconnectCancels(t *testing.T) {
 	type seen struct{ tool, what string }
 	events := make(chan seen, 8)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := rawGate(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body bytes.Buffer
 		body.ReadFrom(r.Body)
 		tool := "wait"
@@ -41,39 +35,10 @@ func TestMCPClientDisconnectCancels(t *testing.T) {
 			events <- seen{tool, "not cancelled"}
 		}
 	}))
-	t.Cleanup(up.Close)
-	dir := t.TempDir()
-	pol := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(pol, []byte(strings.ReplaceAll(mcpPolicy, "APP", "http://127.0.0.1:1")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := testkit.FreePort(t)
-	testkit.Run(t, fmt.Sprintf(`{
-	admin off
-	auto_https off
-	default_bind 127.0.0.1
-	log {
-		level ERROR
-	}
-	toolgate {
-		store %s
-		secret %s
-		pages http://127.0.0.1:1/toolgate
-	}
-}
-http://127.0.0.1:%d {
-	toolgate_mcp {
-		policy %s
-		owner {http.request.header.X-User-Id}
-	}
-	reverse_proxy %s
-}
-`, filepath.Join(dir, "store"), secret, port, pol, up.URL))
-
 	for _, tool := range []string{"wait", "wait_read"} {
 		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"` + tool + `","arguments":{"text":"x"}}}`
 		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
