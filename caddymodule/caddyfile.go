@@ -57,23 +57,12 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 			return oneArg(d, &a.Secret)
 		case "pages":
 			return oneArg(d, &a.Pages)
-		case "ttl", "retention", "action_timeout":
-			var s string
-			if err := oneArg(d, &s); err != nil {
-				return err
-			}
-			dur, err := caddy.ParseDuration(s)
-			if err != nil {
-				return d.Errf("%s: %v", key, err)
-			}
-			switch key {
-			case "ttl":
-				a.TTL = caddy.Duration(dur)
-			case "retention":
-				a.Retention = caddy.Duration(dur)
-			default:
-				a.ActionTimeout = caddy.Duration(dur)
-			}
+		case "ttl":
+			return durationArg(d, key, &a.TTL)
+		case "retention":
+			return durationArg(d, key, &a.Retention)
+		case "action_timeout":
+			return durationArg(d, key, &a.ActionTimeout)
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}
@@ -136,6 +125,23 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
+// durationArg reads a duration (1m30s, or whole seconds), not negative.
+func durationArg(d *caddyfile.Dispenser, key string, v *caddy.Duration) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil {
+		return d.Errf("%s: %v", key, err)
+	}
+	if dur < 0 {
+		return d.Errf("%s: %q is negative", key, s)
+	}
+	*v = caddy.Duration(dur)
+	return nil
+}
+
 // bytesArg reads a size in bytes, a positive whole number.
 func bytesArg(d *caddyfile.Dispenser, key string, n *int64) error {
 	var s string
@@ -177,28 +183,19 @@ func (h *MCP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "tenant":
 			return oneArg(d, &h.Tenant)
 		case "state_ttl":
-			var s string
-			if err := oneArg(d, &s); err != nil {
+			if err := durationArg(d, key, &h.StateTTL); err != nil {
 				return err
 			}
-			dur, err := caddy.ParseDuration(s)
-			if err != nil || dur <= 0 {
-				return d.Errf("state_ttl: want a positive duration, got %q", s)
+			if h.StateTTL == 0 {
+				return d.Errf("state_ttl: want a positive duration")
 			}
-			h.StateTTL = caddy.Duration(dur)
 		case "confirm_wait":
-			var s string
-			if err := oneArg(d, &s); err != nil {
+			if err := durationArg(d, key, &h.ConfirmWait); err != nil {
 				return err
 			}
-			dur, err := caddy.ParseDuration(s)
-			if err != nil || dur < 0 {
-				return d.Errf("confirm_wait: want a duration, 0 for none, got %q", s)
+			if h.ConfirmWait == 0 {
+				h.ConfirmWait = -1 // none; in JSON, 0 is the default
 			}
-			if dur == 0 {
-				dur = -1 // in JSON, 0 is the default
-			}
-			h.ConfirmWait = caddy.Duration(dur)
 		case "max_request_body":
 			return bytesArg(d, key, &h.MaxRequestBody)
 		case "max_response_body":
