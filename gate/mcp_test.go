@@ -1,8 +1,14 @@
 package gate
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/store"
 )
 
 func TestRequestStateSignature(t *testing.T) {
@@ -52,5 +58,40 @@ func TestArgsDigestIsCanonical(t *testing.T) {
 	}
 	if _, err := argsDigest([]byte(`{`)); err == nil {
 		t.Error("broken JSON digested")
+	}
+}
+
+// downStore is a store whose every operation fails, as a closed or broken
+// database does.
+type downStore struct{ store.Store }
+
+func (downStore) Put(context.Context, []store.Hold) error { return store.ErrUnavailable }
+func (downStore) Get(context.Context, string) (store.Hold, error) {
+	return store.Hold{}, store.ErrUnavailable
+}
+func (downStore) Claim(context.Context, string, store.Answer) (store.Claimed, error) {
+	return store.Claimed{}, store.ErrUnavailable
+}
+
+// With the store down nothing is asked for and nothing goes on: the client
+// reads a tool error saying so, for a new call and for a retry.
+func TestMCPStoreDown(t *testing.T) {
+	p, err := policies.Parse("p.yaml", []byte("actions:\n  draft_post:\n    effect: write\n    ask_for_missing: true\n    schema:\n      type: object\n      properties:\n        title: {type: string}\n        body: {type: string}\n      required: [title, body]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(Config{Store: downStore{}, Secret: []byte("0123456789abcdef0123"), Policy: func(string) *policies.Policy { return p }})
+	who := func() Person { return Person{Owner: "ana"} }
+	call := MCPCall{Name: "draft_post", Arguments: []byte(`{"title":"x"}`), Modern: true, Elicit: interceptor.ElicitModes{Form: true}}
+
+	v := g.MCPFront(p, "p.yaml", who, 0, 0).MCP(context.Background(), call)
+	if v.Rewritten || !strings.Contains(string(v.Result), `"isError":true`) || !strings.Contains(string(v.Result), "could not keep") {
+		t.Errorf("new call: %+v %s", v, v.Result)
+	}
+	digest, _ := argsDigest(call.Arguments)
+	call.State = g.signState(mcpState{Kind: "form", ID: "T", Person: g.personMAC("ana"), Tool: "draft_post", Digest: digest, Expires: time.Now().Add(time.Minute).Unix()})
+	v = g.MCPFront(p, "p.yaml", who, 0, 0).MCP(context.Background(), call)
+	if v.Rewritten || !strings.Contains(string(v.Result), "store is unavailable") {
+		t.Errorf("retry: %+v %s", v, v.Result)
 	}
 }
