@@ -172,3 +172,50 @@ func TestMCPSessionTrafficPassesRaw(t *testing.T) {
 		}
 	}
 }
+
+// Input the gate cannot decide on is refused with a clear error and never
+// reaches the server: a message over the size limit, a gated call whose
+// arguments are not an object, one naming its tool twice, a batch holding
+// a gated call.
+func TestMCPBadInputRefused(t *testing.T) {
+	reached := make(chan string, 8)
+	url := rawGate(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		bufio.NewReader(r.Body).WriteTo(&b)
+		reached <- b.String()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	call := func(params string) string {
+		return `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":` + params + `}`
+	}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"oversized", call(`{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 17<<20) + `"}}`), 413, ""},
+		{"arguments not an object", call(`{"name":"draft_post","arguments":["title"]}`), 200, `"code":-32602`},
+		{"tool named twice", call(`{"name":"echo","name":"wipe_all"}`), 400, "twice"},
+		{"method twice", `{"jsonrpc":"2.0","id":5,"method":"ping","method":"tools/call","params":{"name":"wipe_all"}}`, 400, "twice"},
+		{"gated call in a batch", `[` + call(`{"name":"wipe_all","arguments":{}}`) + `]`, 400, "batch"},
+	} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-User-Id", "ana")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		bufio.NewReader(resp.Body).WriteTo(&b)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(b.String(), tc.want) {
+			t.Errorf("%s: %d %.200s, want %d with %q", tc.name, resp.StatusCode, b.String(), tc.status, tc.want)
+		}
+	}
+	select {
+	case got := <-reached:
+		t.Errorf("the server was reached with %.200s", got)
+	default:
+	}
+}
