@@ -205,6 +205,9 @@ func (s *anthStream) passesRead(ev []byte) bool {
 		return false
 	}
 	root := gjson.ParseBytes(data)
+	if _, ok := anthType(ev, root); !ok {
+		return false // the slow path refuses it
+	}
 	switch root.Get("type").Str {
 	case "content_block_start":
 		cb := root.Get("content_block")
@@ -229,13 +232,15 @@ func (s *anthStream) fold() {
 		if e < 0 {
 			e = len(b)
 		}
-		data, ok := s.data(b[:e])
+		b0 := b[:e]
+		data, ok := s.data(b0)
 		b = b[e:]
 		if !ok || !gjson.ValidBytes(data) {
 			continue
 		}
 		root := gjson.ParseBytes(data)
-		switch root.Get("type").Str {
+		typ, _ := anthType(b0, root)
+		switch typ {
 		case "message_start":
 			s.readStart(root.Get("message"))
 		case "content_block_start":
@@ -263,6 +268,28 @@ func (s *anthStream) fold() {
 		}
 	}
 	s.log.Reset()
+}
+
+// anthType is an event's type: its data's "type", or, without one, its
+// event: line's name (readers differ in which they go by). ok is false
+// when the two are both given and disagree.
+func anthType(ev []byte, root gjson.Result) (typ string, ok bool) {
+	name := ""
+	for b := ev; len(b) > 0; {
+		var line []byte
+		line, b = nextLine(b)
+		if k, v := field(line); string(k) == "event" {
+			name = string(v)
+		}
+	}
+	t := root.Get("type")
+	switch {
+	case t.Type != gjson.String:
+		return name, true
+	case name != "" && t.Str != name:
+		return t.Str, false
+	}
+	return t.Str, true
 }
 
 // block returns the response's block with the provider's index, or nil.
@@ -382,7 +409,14 @@ func (s *anthStream) slow(ev []byte) {
 		}
 		return
 	}
-	switch root.Get("type").Str {
+	typ, ok := anthType(ev, root)
+	if !ok && hasToolUse(data) {
+		// A reader that goes by the event: line would see a block this
+		// one cannot place: fail closed.
+		s.fail(errors.New("anthropic stream: an event around tool_use whose event: line and data type disagree"))
+		return
+	}
+	switch typ {
 	case "ping", "error":
 		s.write(ev)
 	case "message_start":
