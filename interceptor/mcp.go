@@ -131,6 +131,14 @@ func ParseMCPRequest(body []byte) (MCPRequest, error) {
 	if !root.IsObject() {
 		return r, ErrMCPMessage
 	}
+	// A key the gate reads, given in another case, could be what a
+	// case-insensitive server reads instead (see DuplicateKey).
+	if _, ok := topLevel(root, "jsonrpc", "id", "method", "params"); !ok {
+		return r, errors.New("mcp: a key is given in another case")
+	}
+	if _, ok := topLevel(root.Get("params"), "_meta", "name", "arguments", "requestState", "inputResponses"); !ok {
+		return r, errors.New("mcp: a key of params is given in another case")
+	}
 	r.Method = root.Get("method").String()
 	if id := root.Get("id"); id.Exists() {
 		r.ID = []byte(id.Raw)

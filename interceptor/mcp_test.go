@@ -350,3 +350,16 @@ func TestMCPMethodRefusesAmbiguity(t *testing.T) {
 		t.Error("a call with a key twice in its arguments was read")
 	}
 }
+
+func TestParseMCPRequestRefusesCaseVariants(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","Params":{"name":"wipe_all"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"wipe_all"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","Arguments":{"post":8}}}`,
+		`{"jsonrpc":"2.0","ID":1,"method":"tools/call","params":{"name":"x"}}`,
+	} {
+		if _, err := ParseMCPRequest([]byte(body)); err == nil {
+			t.Errorf("read %s", body)
+		}
+	}
+}
