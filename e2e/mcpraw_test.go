@@ -202,6 +202,9 @@ func TestMCPBadInputRefused(t *testing.T) {
 		req, _ := http.NewRequest("POST", url, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-User-Id", "ana")
+		// A fresh connection each: the server answers the oversized body
+		// before reading it all, and the rest must not meet the next request.
+		req.Close = true
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
