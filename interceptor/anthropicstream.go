@@ -68,8 +68,6 @@ type anthStream struct {
 	log      *bytes.Buffer // passed events, not yet read (pooled)
 	dirty    bool          // written since the last flush
 	unended  bool          // the last event written (at Close) lacks its closing blank line
-	closed   bool
-	err      error // sticky: once set, nothing more is written
 
 	// The current response.
 	blocks     []*anthBlock // its blocks, in order of start (complete once the log is folded)
@@ -120,13 +118,7 @@ var (
 )
 
 func (s *anthStream) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	if s.closed {
-		return 0, errAnthClosed
-	}
-	return s.frameWrite(s, p, errAnthEventLarge)
+	return s.frameWrite(s, p, errAnthEventLarge, errAnthClosed)
 }
 
 // Close handles a last event left without its closing blank line, then
@@ -141,7 +133,7 @@ func (s *anthStream) Close() error {
 		ev := s.pend.Bytes()
 		was := s.dirty
 		s.dirty = false
-		s.handle(ev)
+		s.handle(s, ev)
 		s.unended = s.dirty // passed on as it came, without its blank line
 		s.dirty = s.dirty || was
 		s.flushNow()
@@ -153,24 +145,6 @@ func (s *anthStream) Close() error {
 	putBuf(s.log)
 	s.pend, s.log = nil, nil
 	return s.err
-}
-
-func (s *anthStream) fail(err error) error {
-	if s.err == nil {
-		s.err = err
-	}
-	return s.err
-}
-
-func (s *anthStream) failed() error { return s.err }
-
-// handle writes one event, through the fast or the slow path.
-func (s *anthStream) handle(ev []byte) {
-	if s.passes(ev) {
-		s.write(ev)
-	} else {
-		s.slow(ev)
-	}
 }
 
 // passes reports whether ev goes out unread: no inspected call was seen in

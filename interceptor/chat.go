@@ -338,8 +338,6 @@ type chatStream struct {
 	choices  []*chatChoice // per choice index, in order of appearance
 	waiting  int           // choices with held calls not yet handed to Hold
 	dirty    bool          // written since the last flush
-	closed   bool
-	err      error // sticky: once set, nothing more is written
 
 	// Continuation state (a Turn's stream only; the rest is in t).
 	slowAll  bool // read every event: the response continues an earlier one, or its end is withheld
@@ -379,13 +377,7 @@ var (
 )
 
 func (s *chatStream) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	if s.closed {
-		return 0, errClosed
-	}
-	return s.frameWrite(s, p, errEventLarge)
+	return s.frameWrite(s, p, errEventLarge, errClosed)
 }
 
 // Close handles a last event left without its closing blank line, then
@@ -398,7 +390,7 @@ func (s *chatStream) Close() error {
 	s.closed = true
 	if s.err == nil && s.pend != nil && s.pend.Len() > 0 {
 		ev := s.pend.Bytes()
-		s.handle(ev)
+		s.handle(s, ev)
 		s.flushNow()
 		if s.err == nil && ev[len(ev)-1] != '\n' {
 			s.err = errMidLine
@@ -409,15 +401,6 @@ func (s *chatStream) Close() error {
 	s.pend, s.log = nil, nil
 	return s.err
 }
-
-func (s *chatStream) fail(err error) error {
-	if s.err == nil {
-		s.err = err
-	}
-	return s.err
-}
-
-func (s *chatStream) failed() error { return s.err }
 
 // eventEnd returns the length of the first event in b, through its closing
 // blank line, or -1 if b holds no complete event. A line ends with "\n"; a
@@ -434,15 +417,6 @@ func eventEnd(b []byte) int {
 		if blank {
 			return i
 		}
-	}
-}
-
-// handle writes one event, through the fast or the slow path.
-func (s *chatStream) handle(ev []byte) {
-	if s.passes(ev) {
-		s.write(ev)
-	} else {
-		s.slow(ev)
 	}
 }
 

@@ -24,11 +24,10 @@ type MCPResultWriter struct {
 	rewrite func(result []byte) []byte
 	max     int64
 
-	mode   bodyType
-	buf    *bytes.Buffer // JSON: the body, until Close
-	sse    sseFrame
-	err    error
-	header bool
+	mode     bodyType
+	buf      *bytes.Buffer // JSON: the body, until Close
+	header   bool
+	sseFrame // SSE: the event begun and not yet complete; the sticky error of either mode
 }
 
 // NewMCPResultWriter wraps w so that rewrite sees the result of the
@@ -40,6 +39,11 @@ func NewMCPResultWriter(w http.ResponseWriter, id []byte, rewrite func(result []
 // errMCPTooLarge is a JSON answer over the cap: it cannot be rewritten and
 // is not passed unread either (the gate fails closed).
 var errMCPTooLarge = errors.New("mcp: upstream answer over the size limit")
+
+var (
+	errMCPEventLarge = fmt.Errorf("mcp stream: event over %d bytes", maxEvent)
+	errMCPClosed     = errors.New("mcp stream: write after close")
+)
 
 // WriteHeader picks the mode from the status and content type.
 func (w *MCPResultWriter) WriteHeader(status int) {
@@ -74,7 +78,7 @@ func (w *MCPResultWriter) Write(p []byte) (int, error) {
 		}
 		return w.buf.Write(p)
 	case sseBody:
-		return w.sse.frameWrite(w, p, fmt.Errorf("mcp stream: event over %d bytes", maxEvent))
+		return w.frameWrite(w, p, errMCPEventLarge, errMCPClosed)
 	}
 	return w.ResponseWriter.Write(p)
 }
@@ -103,11 +107,12 @@ func (w *MCPResultWriter) Close() error {
 			putBuf(w.buf)
 			w.buf = nil
 		}
-		if w.sse.pend != nil {
-			putBuf(w.sse.pend)
-			w.sse.pend = nil
+		if w.pend != nil {
+			putBuf(w.pend)
+			w.pend = nil
 		}
 	}()
+	w.closed = true
 	switch w.mode {
 	case jsonBody:
 		if w.err != nil {
@@ -119,8 +124,8 @@ func (w *MCPResultWriter) Close() error {
 		_, err := w.ResponseWriter.Write(body)
 		return err
 	case sseBody:
-		if w.sse.pend != nil && w.sse.pend.Len() > 0 {
-			w.write(w.sse.pend.Bytes()) // an unterminated last event goes out as it came
+		if w.pend != nil && w.pend.Len() > 0 {
+			w.write(w.pend.Bytes()) // an unterminated last event goes out as it came
 		}
 		return w.err
 	}
@@ -155,7 +160,7 @@ func (w *MCPResultWriter) passes(ev []byte) bool {
 }
 
 func (w *MCPResultWriter) slow(ev []byte) {
-	data, ok := w.sse.data(ev)
+	data, ok := w.data(ev)
 	if !ok {
 		w.write(ev)
 		return
@@ -188,14 +193,6 @@ func (w *MCPResultWriter) slow(ev []byte) {
 	w.write(append(out, '\n'))
 }
 
-func (w *MCPResultWriter) handle(ev []byte) {
-	if w.passes(ev) {
-		w.write(ev)
-	} else {
-		w.slow(ev)
-	}
-}
-
 func (w *MCPResultWriter) write(b []byte) {
 	if len(b) == 0 || w.err != nil {
 		return
@@ -208,12 +205,3 @@ func (w *MCPResultWriter) write(b []byte) {
 func (w *MCPResultWriter) flushNow() {
 	http.NewResponseController(w.ResponseWriter).Flush()
 }
-
-func (w *MCPResultWriter) fail(err error) error {
-	if w.err == nil {
-		w.err = err
-	}
-	return w.err
-}
-
-func (w *MCPResultWriter) failed() error { return w.err }

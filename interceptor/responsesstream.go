@@ -25,8 +25,6 @@ type respStream struct {
 
 	sseFrame      // the event begun in an earlier Write, not yet complete
 	dirty    bool // written since the last flush
-	closed   bool
-	err      error // sticky: once set, nothing more is written
 
 	// Across the turn's responses.
 	lastSeq  int64    // the last sequence_number written; -1: none yet
@@ -84,13 +82,7 @@ var (
 )
 
 func (s *respStream) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	if s.closed {
-		return 0, errRespClosed
-	}
-	return s.frameWrite(s, p, errRespEventLarge)
+	return s.frameWrite(s, p, errRespEventLarge, errRespClosed)
 }
 
 // Close handles a last event left without its closing blank line, writes
@@ -104,7 +96,7 @@ func (s *respStream) Close() error {
 	s.closed = true
 	if s.err == nil && s.pend != nil && s.pend.Len() > 0 {
 		ev := s.pend.Bytes()
-		s.handle(ev)
+		s.handle(s, ev)
 		if s.err == nil && ev[len(ev)-1] != '\n' {
 			s.err = errRespMidLine
 		}
@@ -116,23 +108,6 @@ func (s *respStream) Close() error {
 	putBuf(s.pend)
 	s.pend = nil
 	return s.err
-}
-
-func (s *respStream) fail(err error) error {
-	if s.err == nil {
-		s.err = err
-	}
-	return s.err
-}
-
-func (s *respStream) failed() error { return s.err }
-
-func (s *respStream) handle(ev []byte) {
-	if s.passes(ev) {
-		s.write(ev)
-	} else {
-		s.slow(ev)
-	}
 }
 
 // passes reports whether ev goes out unread: the response continues no

@@ -11,6 +11,28 @@ type sseFrame struct {
 	pend      *bytes.Buffer // the event begun in an earlier Write, not yet complete (pooled)
 	lineStart int           // where the current, unfinished line starts in pend
 	joined    []byte        // scratch: an event's data lines joined
+	err       error         // sticky: once set, nothing more is written
+	closed    bool          // Close ran: a later Write is an error
+}
+
+// fail records the stream's first error and returns it.
+func (f *sseFrame) fail(err error) error {
+	if f.err == nil {
+		f.err = err
+	}
+	return f.err
+}
+
+// failed returns the stream's first error.
+func (f *sseFrame) failed() error { return f.err }
+
+// handle routes one whole event of s through its fast or its slow path.
+func (f *sseFrame) handle(s sseSink, ev []byte) {
+	if s.passes(ev) {
+		s.write(ev)
+	} else {
+		s.slow(ev)
+	}
 }
 
 // sseSink is what a stream rewriter does with whole events.
@@ -19,8 +41,6 @@ type sseSink interface {
 	passes(ev []byte) bool
 	// slow handles an event that does not pass as it came.
 	slow(ev []byte)
-	// handle routes one whole event through passes or slow.
-	handle(ev []byte)
 	// write sends bytes on; flushNow flushes what was written.
 	write(b []byte)
 	flushNow()
@@ -32,8 +52,14 @@ type sseSink interface {
 // frameWrite is the Write of a stream rewriter s: complete events in p are
 // handled in place, a run of events that pass goes out in one write, and
 // the unfinished rest waits in the frame. An event over maxEvent fails the
-// stream with tooLarge.
-func (f *sseFrame) frameWrite(s sseSink, p []byte, tooLarge error) (int, error) {
+// stream with tooLarge; a Write after Close is the error closed.
+func (f *sseFrame) frameWrite(s sseSink, p []byte, tooLarge, closed error) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	if f.closed {
+		return 0, closed
+	}
 	n := len(p)
 	if f.pend != nil && f.pend.Len() > 0 {
 		end := f.pendingEnd(p)
@@ -51,7 +77,7 @@ func (f *sseFrame) frameWrite(s sseSink, p []byte, tooLarge error) (int, error) 
 			return 0, s.fail(tooLarge)
 		}
 		f.pend.Write(p[:end])
-		s.handle(f.pend.Bytes())
+		f.handle(s, f.pend.Bytes())
 		f.pend.Reset()
 		f.lineStart = 0
 		p = p[end:]
