@@ -46,7 +46,7 @@ import (
 // member by member, stop_reason and stop_sequence from the follow-up
 // (stop_reason as for streams); every other byte of the answer stays.
 func (Anthropic) NewTurn(ctx context.Context, h Holder, request []byte, continuations int) Turn {
-	t := &anthTurn{ctx: ctx, h: h, request: request, max: continuations}
+	t := &anthTurn{ctx: ctx, h: h, turnCore: turnCore[anthStep]{request: request, max: continuations}}
 	t.s.ctx, t.s.h, t.s.t, t.s.hold = ctx, h, t, -1
 	return t
 }
@@ -57,18 +57,9 @@ type anthTurn struct {
 	ctx context.Context
 	h   Holder
 
-	request []byte    // the body of the last request sent upstream
-	max     int       // follow-ups allowed
-	done    int       // follow-ups sent
-	check   int8      // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
-	pending *anthStep // refused calls of the last response, to send back
-	next    []byte    // the follow-up body, once built
-	fail    string    // the text for a follow-up that brought no usable answer
-
-	streaming bool
-	s         anthStream // stream mode
-	acc       []byte     // JSON mode: the answer so far
-	finished  bool
+	turnCore[anthStep]
+	check int8       // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
+	s     anthStream // stream mode
 
 	// Stream mode, across responses.
 	endData string // the withheld message_delta's data
@@ -103,46 +94,18 @@ func (t *anthTurn) JSON(body []byte) error {
 	if err != nil {
 		return err
 	}
-	if t.acc != nil {
-		if out, err = mergeAnthJSON(t.acc, out); err != nil {
-			return err
-		}
-	}
-	t.acc, t.pending = out, step
-	return nil
+	return t.takeJSON(out, step, mergeAnthJSON)
 }
 
 // Continuation implements Turn.
 func (t *anthTurn) Continuation() ([]byte, bool) {
-	if t.pending == nil || t.finished || t.streaming && (t.s.err != nil || !t.s.ending) {
-		return nil, false
-	}
-	if t.next == nil {
-		next, err := appendAnthStep(t.request, t.pending)
-		if err != nil {
-			return nil, false // Finish shows the refusals in place
-		}
-		t.next = next
-	}
-	return t.next, true
+	return t.continuation(!t.streaming || t.s.err == nil && t.s.ending, appendAnthStep)
 }
 
 // Continue implements Turn.
 func (t *anthTurn) Continue() {
-	if t.next == nil || t.pending == nil || t.finished {
-		return
-	}
-	t.request, t.next, t.pending = t.next, nil, nil
-	t.done++
-	if t.streaming {
+	if t.advance() && t.streaming {
 		t.s.continueResponse()
-	}
-}
-
-// Fail implements Turn.
-func (t *anthTurn) Fail(reason string) {
-	if t.done > 0 && t.fail == "" {
-		t.fail = couldNotContinue(reason)
 	}
 }
 
@@ -151,19 +114,9 @@ func (t *anthTurn) Finish() ([]byte, error) {
 	if t.finished {
 		return t.acc, t.s.err
 	}
-	t.finished = true
-	text := t.fail
-	if t.pending != nil {
-		text = t.pending.fallback // no follow-up was sent
-		t.pending = nil
-	}
+	text := t.finish(func(s *anthStep) string { return s.fallback })
 	if !t.streaming {
-		if text != "" && t.acc != nil {
-			if out, err := appendAnthText(t.acc, text); err == nil {
-				t.acc = out
-			}
-		}
-		return t.acc, nil
+		return t.endJSON(text, appendAnthText), nil
 	}
 	s := &t.s
 	if s.err != nil {

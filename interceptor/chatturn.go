@@ -47,7 +47,7 @@ import (
 // message has calls, "stop" instead of "tool_calls" if it has none), usage
 // summed; every other byte of the answer stays.
 func (Chat) NewTurn(ctx context.Context, h Holder, request []byte, continuations int) Turn {
-	t := &chatTurn{ctx: ctx, h: h, request: request, max: continuations}
+	t := &chatTurn{ctx: ctx, h: h, turnCore: turnCore[chatStep]{request: request, max: continuations}}
 	t.s.ctx, t.s.h, t.s.t = ctx, h, t
 	return t
 }
@@ -58,18 +58,9 @@ type chatTurn struct {
 	ctx context.Context
 	h   Holder
 
-	request []byte    // the body of the last request sent upstream
-	max     int       // follow-ups allowed
-	done    int       // follow-ups sent
-	check   int8      // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
-	pending *chatStep // refused calls of the last response, to send back
-	next    []byte    // the follow-up body, once built
-	fail    string    // the text for a follow-up that brought no usable answer
-
-	streaming bool
-	s         chatStream // stream mode
-	acc       []byte     // JSON mode: the answer so far
-	finished  bool
+	turnCore[chatStep]
+	check int8       // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
+	s     chatStream // stream mode
 
 	// Stream mode, across responses.
 	idRaw     string // the turn's chunk id (raw JSON), set when a continuation is first pending
@@ -121,46 +112,18 @@ func (t *chatTurn) JSON(body []byte) error {
 	if err != nil {
 		return err
 	}
-	if t.acc != nil {
-		if out, err = mergeChatJSON(t.acc, out); err != nil {
-			return err
-		}
-	}
-	t.acc, t.pending = out, step
-	return nil
+	return t.takeJSON(out, step, mergeChatJSON)
 }
 
 // Continuation implements Turn.
 func (t *chatTurn) Continuation() ([]byte, bool) {
-	if t.pending == nil || t.finished || t.streaming && (t.s.err != nil || !t.s.ending) {
-		return nil, false
-	}
-	if t.next == nil {
-		next, err := appendStep(t.request, t.pending)
-		if err != nil {
-			return nil, false // Finish shows the refusals in place
-		}
-		t.next = next
-	}
-	return t.next, true
+	return t.continuation(!t.streaming || t.s.err == nil && t.s.ending, appendStep)
 }
 
 // Continue implements Turn.
 func (t *chatTurn) Continue() {
-	if t.next == nil || t.pending == nil || t.finished {
-		return
-	}
-	t.request, t.next, t.pending = t.next, nil, nil
-	t.done++
-	if t.streaming {
+	if t.advance() && t.streaming {
 		t.s.continueResponse()
-	}
-}
-
-// Fail implements Turn.
-func (t *chatTurn) Fail(reason string) {
-	if t.done > 0 && t.fail == "" {
-		t.fail = couldNotContinue(reason)
 	}
 }
 
@@ -169,19 +132,9 @@ func (t *chatTurn) Finish() ([]byte, error) {
 	if t.finished {
 		return t.acc, t.s.err
 	}
-	t.finished = true
-	text := t.fail
-	if t.pending != nil {
-		text = t.pending.fallback // no follow-up was sent
-		t.pending = nil
-	}
+	text := t.finish(func(s *chatStep) string { return s.fallback })
 	if !t.streaming {
-		if text != "" && t.acc != nil {
-			if out, err := appendChoiceText(t.acc, text); err == nil {
-				t.acc = out
-			}
-		}
-		return t.acc, nil
+		return t.endJSON(text, appendChoiceText), nil
 	}
 	s := &t.s
 	if s.err != nil {

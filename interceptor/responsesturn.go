@@ -69,7 +69,7 @@ import (
 // every response (as rewritten), its "usage" their sum and its "id" the
 // first response's (the last one's with previous_response_id).
 func (Responses) NewTurn(ctx context.Context, h Holder, request []byte, continuations int) Turn {
-	t := &respTurn{ctx: ctx, h: h, request: request, max: continuations}
+	t := &respTurn{ctx: ctx, h: h, turnCore: turnCore[respStep]{request: request, max: continuations}}
 	t.s.t = t
 	t.s.lastSeq = -1
 	t.s.r.first = -1
@@ -116,23 +116,14 @@ type respTurn struct {
 	ctx context.Context
 	h   Holder
 
-	request []byte // the body of the last request sent upstream
-	max     int    // follow-ups allowed
-	done    int    // follow-ups sent
+	turnCore[respStep]
 
 	read       bool   // readRequest ran
 	mode       byte   // how a follow-up is made: 0 it cannot be; 'a' input list; 'p' previous_response_id; 'c' conversation
 	conv       string // the request's conversation id
 	storeFalse bool   // the request set store:false
 
-	pending *respStep // refused calls of the last response, to send back
-	next    []byte    // the follow-up body, once built
-	fail    string    // the text for a follow-up that brought no usable answer
-
-	streaming bool
-	s         respStream // stream mode
-	acc       []byte     // JSON mode: the answer so far
-	finished  bool
+	s respStream // stream mode
 }
 
 // readRequest reads what a follow-up needs from the request body, once.
@@ -314,46 +305,22 @@ func (t *respTurn) JSON(body []byte) error {
 	if err != nil {
 		return err
 	}
-	if t.acc != nil {
-		if out, err = mergeResponsesJSON(t.acc, out, t.mode != 'p'); err != nil {
-			return err
-		}
-	}
-	t.acc, t.pending = out, step
-	return nil
+	return t.takeJSON(out, step, func(acc, next []byte) ([]byte, error) {
+		return mergeResponsesJSON(acc, next, t.mode != 'p')
+	})
 }
 
 // Continuation implements Turn.
 func (t *respTurn) Continuation() ([]byte, bool) {
-	if t.pending == nil || t.finished || t.streaming && (t.s.err != nil || !t.s.ending) {
-		return nil, false
-	}
-	if t.next == nil {
-		next, err := t.followUp(t.pending)
-		if err != nil {
-			return nil, false // Finish shows the refusals in place
-		}
-		t.next = next
-	}
-	return t.next, true
+	return t.continuation(!t.streaming || t.s.err == nil && t.s.ending, func(_ []byte, step *respStep) ([]byte, error) {
+		return t.followUp(step)
+	})
 }
 
 // Continue implements Turn.
 func (t *respTurn) Continue() {
-	if t.next == nil || t.pending == nil || t.finished {
-		return
-	}
-	t.request, t.next, t.pending = t.next, nil, nil
-	t.done++
-	if t.streaming {
+	if t.advance() && t.streaming {
 		t.s.continueResponse()
-	}
-}
-
-// Fail implements Turn.
-func (t *respTurn) Fail(reason string) {
-	if t.done > 0 && t.fail == "" {
-		t.fail = couldNotContinue(reason)
 	}
 }
 
@@ -362,19 +329,9 @@ func (t *respTurn) Finish() ([]byte, error) {
 	if t.finished {
 		return t.acc, t.s.err
 	}
-	t.finished = true
-	text := t.fail
-	if t.pending != nil {
-		text = t.pending.fallback // no follow-up was sent
-		t.pending = nil
-	}
+	text := t.finish(func(s *respStep) string { return s.fallback })
 	if !t.streaming {
-		if text != "" && t.acc != nil {
-			if out, err := appendMessage(t.acc, text); err == nil {
-				t.acc = out
-			}
-		}
-		return t.acc, nil
+		return t.endJSON(text, appendMessage), nil
 	}
 	s := &t.s
 	if s.err != nil {
