@@ -54,19 +54,18 @@ import (
 // mid-line; an inspected call whose message never reached message_delta is
 // simply never written or held.
 func (Anthropic) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
-	return &anthStream{ctx: ctx, dst: dst, flush: flush, h: h, hold: -1}
+	s := &anthStream{ctx: ctx, h: h, hold: -1}
+	s.attach(dst, flush, "anthropic stream")
+	return s
 }
 
 type anthStream struct {
-	ctx   context.Context
-	dst   io.Writer
-	flush func() error
-	h     Holder
-	t     *anthTurn // the turn it belongs to; nil: no continuation
+	ctx context.Context
+	h   Holder
+	t   *anthTurn // the turn it belongs to; nil: no continuation
 
 	sseFrame               // the event begun in an earlier Write, not yet complete
 	log      *bytes.Buffer // passed events, not yet read (pooled)
-	dirty    bool          // written since the last flush
 	unended  bool          // the last event written (at Close) lacks its closing blank line
 
 	// The current response.
@@ -871,29 +870,5 @@ func anthAppendData(dst []byte, data string) []byte {
 			return dst
 		}
 		data = rest
-	}
-}
-
-func (s *anthStream) write(b []byte) {
-	if len(b) == 0 || s.err != nil {
-		return
-	}
-	if _, err := s.dst.Write(b); err != nil {
-		s.fail(fmt.Errorf("anthropic stream: writing: %w", err))
-		return
-	}
-	s.dirty = true
-}
-
-func (s *anthStream) flushNow() {
-	if !s.dirty || s.err != nil {
-		return
-	}
-	s.dirty = false
-	if s.flush == nil {
-		return
-	}
-	if err := s.flush(); err != nil {
-		s.fail(fmt.Errorf("anthropic stream: flushing: %w", err))
 	}
 }

@@ -83,8 +83,7 @@ func (t *anthTurn) allowed() bool {
 // Stream implements Turn.
 func (t *anthTurn) Stream(dst io.Writer, flush func() error) Stream {
 	t.streaming = true
-	t.s.dst, t.s.flush = dst, flush
-	t.s.closed = false
+	t.s.attach(dst, flush, "anthropic stream")
 	return &t.s
 }
 

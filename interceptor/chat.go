@@ -323,21 +323,20 @@ const foldAt = 256 << 10
 // over 8 MiB, or dst and flush. Close reports a body that ends mid-line; a
 // held call whose choice never finished is simply never written or held.
 func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
-	return &chatStream{ctx: ctx, dst: dst, flush: flush, h: h}
+	s := &chatStream{ctx: ctx, h: h}
+	s.attach(dst, flush, "chat stream")
+	return s
 }
 
 type chatStream struct {
-	ctx   context.Context
-	dst   io.Writer
-	flush func() error
-	h     Holder
-	t     *chatTurn // the turn it belongs to; nil: no continuation
+	ctx context.Context
+	h   Holder
+	t   *chatTurn // the turn it belongs to; nil: no continuation
 
 	sseFrame               // the event begun in an earlier Write, not yet complete
 	log      *bytes.Buffer // passed events that may carry content, not yet read (pooled)
 	choices  []*chatChoice // per choice index, in order of appearance
 	waiting  int           // choices with held calls not yet handed to Hold
-	dirty    bool          // written since the last flush
 
 	// Continuation state (a Turn's stream only; the rest is in t).
 	slowAll  bool // read every event: the response continues an earlier one, or its end is withheld
@@ -1089,29 +1088,5 @@ func (s *chatStream) writeEvent(ev []byte, data string) {
 	s.out = out
 	if data != "" || other {
 		s.write(out)
-	}
-}
-
-func (s *chatStream) write(b []byte) {
-	if len(b) == 0 || s.err != nil {
-		return
-	}
-	if _, err := s.dst.Write(b); err != nil {
-		s.fail(fmt.Errorf("chat stream: writing: %w", err))
-		return
-	}
-	s.dirty = true
-}
-
-func (s *chatStream) flushNow() {
-	if !s.dirty || s.err != nil {
-		return
-	}
-	s.dirty = false
-	if s.flush == nil {
-		return
-	}
-	if err := s.flush(); err != nil {
-		s.fail(fmt.Errorf("chat stream: flushing: %w", err))
 	}
 }

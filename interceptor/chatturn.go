@@ -99,8 +99,7 @@ func (t *chatTurn) allowed() bool {
 // Stream implements Turn.
 func (t *chatTurn) Stream(dst io.Writer, flush func() error) Stream {
 	t.streaming = true
-	t.s.dst, t.s.flush = dst, flush
-	t.s.closed = false
+	t.s.attach(dst, flush, "chat stream")
 	return &t.s
 }
 

@@ -33,7 +33,9 @@ type MCPResultWriter struct {
 // NewMCPResultWriter wraps w so that rewrite sees the result of the
 // response to id; max caps a buffered JSON body (and one SSE event).
 func NewMCPResultWriter(w http.ResponseWriter, id []byte, rewrite func(result []byte) []byte, max int64) *MCPResultWriter {
-	return &MCPResultWriter{ResponseWriter: w, id: id, rewrite: rewrite, max: max}
+	rw := &MCPResultWriter{ResponseWriter: w, id: id, rewrite: rewrite, max: max}
+	rw.attach(w, flusher(w), "mcp stream")
+	return rw
 }
 
 // errMCPTooLarge is a JSON answer over the cap: it cannot be rewritten and
@@ -191,17 +193,4 @@ func (w *MCPResultWriter) slow(ev []byte) {
 		out = append(append(out, line...), '\n')
 	}
 	w.write(append(out, '\n'))
-}
-
-func (w *MCPResultWriter) write(b []byte) {
-	if len(b) == 0 || w.err != nil {
-		return
-	}
-	if _, err := w.ResponseWriter.Write(b); err != nil {
-		w.err = err
-	}
-}
-
-func (w *MCPResultWriter) flushNow() {
-	http.NewResponseController(w.ResponseWriter).Flush()
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,12 +18,9 @@ const maxRespHeld = 32 << 20
 // respStream is the SSE rewriter of a Responses turn (see
 // Responses.NewStream and NewTurn).
 type respStream struct {
-	t     *respTurn
-	dst   io.Writer
-	flush func() error
+	t *respTurn
 
-	sseFrame      // the event begun in an earlier Write, not yet complete
-	dirty    bool // written since the last flush
+	sseFrame // the event begun in an earlier Write, not yet complete
 
 	// Across the turn's responses.
 	lastSeq  int64    // the last sequence_number written; -1: none yet
@@ -894,28 +890,4 @@ func (s *respStream) continueResponse() {
 	s.inCont = true
 	s.ending = false
 	s.lineStart = 0
-}
-
-func (s *respStream) write(b []byte) {
-	if len(b) == 0 || s.err != nil {
-		return
-	}
-	if _, err := s.dst.Write(b); err != nil {
-		s.fail(fmt.Errorf("responses stream: writing: %w", err))
-		return
-	}
-	s.dirty = true
-}
-
-func (s *respStream) flushNow() {
-	if !s.dirty || s.err != nil {
-		return
-	}
-	s.dirty = false
-	if s.flush == nil {
-		return
-	}
-	if err := s.flush(); err != nil {
-		s.fail(fmt.Errorf("responses stream: flushing: %w", err))
-	}
 }

@@ -294,8 +294,7 @@ func (t *respTurn) followUp(step *respStep) ([]byte, error) {
 // Stream implements Turn.
 func (t *respTurn) Stream(dst io.Writer, flush func() error) Stream {
 	t.streaming = true
-	t.s.dst, t.s.flush = dst, flush
-	t.s.closed = false
+	t.s.attach(dst, flush, "responses stream")
 	return &t.s
 }
 

@@ -1,6 +1,10 @@
 package interceptor
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+	"io"
+)
 
 // sseFrame cuts an upstream SSE body, arriving in any split, into whole
 // events for a stream rewriter. It holds the event begun in an earlier
@@ -13,6 +17,44 @@ type sseFrame struct {
 	joined    []byte        // scratch: an event's data lines joined
 	err       error         // sticky: once set, nothing more is written
 	closed    bool          // Close ran: a later Write is an error
+
+	dst   io.Writer    // where the events go
+	flush func() error // flushes dst; nil when it cannot
+	dirty bool         // written since the last flush
+	name  string       // the stream in its errors ("chat stream")
+}
+
+// attach points the stream at dst for a response (again, for a follow-up
+// written on the same stream).
+func (f *sseFrame) attach(dst io.Writer, flush func() error, name string) {
+	f.dst, f.flush, f.name = dst, flush, name
+	f.closed = false
+}
+
+// write sends b on, unless the stream failed.
+func (f *sseFrame) write(b []byte) {
+	if len(b) == 0 || f.err != nil {
+		return
+	}
+	if _, err := f.dst.Write(b); err != nil {
+		f.fail(fmt.Errorf("%s: writing: %w", f.name, err))
+		return
+	}
+	f.dirty = true
+}
+
+// flushNow flushes what was written since the last flush.
+func (f *sseFrame) flushNow() {
+	if !f.dirty || f.err != nil {
+		return
+	}
+	f.dirty = false
+	if f.flush == nil {
+		return
+	}
+	if err := f.flush(); err != nil {
+		f.fail(fmt.Errorf("%s: flushing: %w", f.name, err))
+	}
 }
 
 // fail records the stream's first error and returns it.

@@ -144,14 +144,7 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 		rw.mode, rw.kind = streaming, sseBody
 		h.Del("Content-Length")
 		rw.ResponseWriter.WriteHeader(status)
-		rc := http.NewResponseController(rw.ResponseWriter)
-		rw.flushFn = func() error {
-			// A writer that cannot flush still gets every byte, later.
-			if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-				return err
-			}
-			return nil
-		}
+		rw.flushFn = flusher(rw.ResponseWriter)
 		rw.turn = rw.newTurn()
 		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
 	default:
@@ -438,6 +431,18 @@ const (
 	jsonBody
 	sseBody
 )
+
+// flusher flushes w for a stream. A writer that cannot flush still gets
+// every byte, later: that is not an error.
+func flusher(w http.ResponseWriter) func() error {
+	rc := http.NewResponseController(w)
+	return func() error {
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	}
+}
 
 // bodyKind reads the media type of a Content-Type value, parameters ignored.
 func bodyKind(ct string) bodyType {
