@@ -36,7 +36,8 @@ type BadgerOptions struct {
 	// the clock of another.
 	Now func() time.Time
 	// Logger receives Badger's own log lines (info and debug lines at debug
-	// level). May be nil.
+	// level, under "badger") and the GC loop's (what it reclaimed at debug,
+	// failures as warnings). May be nil.
 	Logger *zap.Logger
 	// InMemory keeps everything in memory: no directory, no lock, nothing
 	// survives Close. For tests only; dir is ignored.
