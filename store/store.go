@@ -1,9 +1,33 @@
 // Package store keeps holds: the gated calls waiting for a person.
 //
-// A hold is one record; the calls of one model response share a step id and
-// one link. The Store interface is the seam for a second backend (e.g.
-// PostgreSQL or Redis, where Claim is one atomic statement); nothing
-// backend-specific leaks past it. The embedded default is Badger (badger.go).
+// A hold is one record; the calls of one model response share a step id,
+// one link and one assistant message (stored once for the step). The Store
+// interface is the seam for a second backend; nothing backend-specific
+// leaks past it. The embedded default is Badger (badger.go); a backend
+// shared by several processes (PostgreSQL) keeps every guarantee across
+// them. Each guarantee maps to one atomic operation there:
+//
+//   - Claim: UPDATE … SET state='answered' … WHERE id=$1 AND state='waiting'
+//     AND (expires > now OR allow_expired) RETURNING …, reading the step in
+//     the same transaction for Complete (the step's rows locked FOR UPDATE,
+//     so claims on one step run one after the other).
+//   - Begin: UPDATE … SET state='running', started_at=now WHERE id=$1 AND
+//     state='answered' RETURNING ….
+//   - Settle: UPDATE … SET state='settled', outcome=$2, values=NULL WHERE
+//     id=$1 AND state IN ('answered','running'); when no row changed, one
+//     read of the (then final) row tells a retry with the same outcome from
+//     ErrAnswered, ErrNotFound and a waiting hold.
+//   - Put under MaxWaiting: one transaction that first locks a row per
+//     (tenant, owner) (INSERT … ON CONFLICT DO UPDATE, or an advisory
+//     transaction lock on their hash), counts the pair's waiting rows with
+//     expires > now, and inserts the step or refuses it.
+//   - Unsettled: SELECT … WHERE state <> 'settled' AND id > $1 ORDER BY id
+//     LIMIT $2, over a partial index on id WHERE state <> 'settled'.
+//   - Expiry is decided from the stored Expires against the store's clock
+//     (Hold.StateAt), never by a sweeper.
+//
+// The contract is tested once, as a table of cases run against every
+// backend (contract_test.go).
 package store
 
 import (
@@ -32,8 +56,12 @@ const (
 	// Expired (see Hold.StateAt) without any sweeper having run.
 	Waiting State = "waiting"
 	// Answered: claimed by exactly one answer (Hold.Answer says which);
-	// the run, if any, has not finished yet.
+	// the run, if any, has not begun yet.
 	Answered State = "answered"
+	// Running: the release of an answered hold has begun (Begin won); its
+	// outcome is not recorded yet. A crash leaves it Running; the gate's
+	// sweeper settles it as unknown, never runs it again.
+	Running State = "running"
 	// Settled: the outcome is final and Outcome holds what the model reads.
 	Settled State = "settled"
 	// Expired is never stored; StateAt reports it for a waiting hold past
@@ -73,6 +101,10 @@ type Hold struct {
 	// Arguments its arguments as a JSON object; Message the assistant
 	// message it came from (raw, for restoring history); Position the
 	// call's index in that message.
+	//
+	// Message belongs to the step: the store keeps it once, and every hold
+	// of the step reads back with it, including one put without it. Holds
+	// read together may share its bytes: treat it as read-only.
 	CallID    string          `json:"call_id"`
 	Call      json.RawMessage `json:"call"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
@@ -89,6 +121,7 @@ type Hold struct {
 	Created    time.Time `json:"created"`
 	Expires    time.Time `json:"expires"`
 	AnsweredAt time.Time `json:"answered_at,omitzero"`
+	StartedAt  time.Time `json:"started_at,omitzero"` // when Begin ran (store clock)
 }
 
 // StateAt is the hold's state at now: a waiting hold past Expires is
@@ -124,13 +157,40 @@ var (
 	ErrAnswered    = errors.New("hold already answered") // a lost or late claim
 	ErrExpired     = errors.New("hold expired")
 	ErrUnavailable = errors.New("store unavailable") // wraps the backend's error
+	// ErrLimit: Put would leave the (tenant, owner) with more waiting holds
+	// than the store's MaxWaiting.
+	ErrLimit = errors.New("too many holds waiting for this person")
 )
 
-// Store keeps holds. Implementations are safe for concurrent use.
+// Stats is the store's size, for a metric.
+type Stats struct {
+	Bytes int64 // on disk (Badger: LSM + value log); the backend's own measure
+}
+
+// Store keeps holds. Implementations are safe for concurrent use, by any
+// number of goroutines and, where the backend is shared (PostgreSQL), by
+// any number of processes: every guarantee below holds across them.
+//
+// The life of a hold: Put (Waiting) → Claim (Answered) → Begin (Running,
+// only when an action is released) → Settle (Settled). Claim and Begin are
+// each won by exactly one caller; Settle records the outcome once.
+// Expiry is not a stored state: a Waiting hold past Expires reads as
+// Expired (Hold.StateAt), judged on the store's clock from the stored
+// Expires, with no sweeper.
 type Store interface {
 	// Put writes the holds of one step, durably, before it returns. Each
 	// record is kept until its Expires plus the store's retention, so a
-	// late request still reads the outcome.
+	// late request still reads the outcome. The holds must be Waiting, or
+	// Settled with an Outcome (a call refused when it was held, kept so
+	// history can pair it with its result). Their non-empty Messages must
+	// be one message, the step's, which is kept once; a step whose holds
+	// carry different messages is refused.
+	//
+	// With a MaxWaiting cap, Put refuses the whole step with ErrLimit when
+	// its Waiting holds would leave their (Tenant, Owner) with more than
+	// MaxWaiting Waiting, unexpired holds. The count is exact under any
+	// concurrency: racing Puts for one (tenant, owner) never together
+	// pass the cap. A hold stops counting once claimed or expired.
 	Put(ctx context.Context, holds []Hold) error
 	// Get returns one hold by id.
 	Get(ctx context.Context, id string) (Hold, error)
@@ -142,9 +202,28 @@ type Store interface {
 	// ErrAnswered. An expired hold gives ErrExpired (unless
 	// Answer.AllowExpired).
 	Claim(ctx context.Context, id string, a Answer) (Claimed, error)
-	// Settle records the outcome of an answered hold, marks it Settled and
-	// drops the person's values.
+	// Begin marks an answered hold Running just before its action is sent:
+	// one atomic operation that exactly one of any number of racing callers
+	// wins (across processes sharing the backend). Any state but Answered
+	// gives ErrAnswered (waiting, expired, running, settled). The hold is
+	// returned as now stored, StartedAt set from the store clock.
+	Begin(ctx context.Context, id string) (Hold, error)
+	// Settle records the outcome of an Answered or Running hold, marks it
+	// Settled and drops Values. Settling again with the same outcome
+	// succeeds (a retry); with another outcome it fails with ErrAnswered
+	// (the first settlement stands). A Waiting hold must be claimed first
+	// (an error that is neither ErrAnswered nor ErrUnavailable).
 	Settle(ctx context.Context, id, outcome string) error
+	// Unsettled lists holds that are not Settled — waiting (expired or
+	// not), answered, running; tickets too — with id > after, in id order,
+	// at most limit (limit > 0). Listed holds carry every field but
+	// Message (read the step for it): the list is for a sweeper, which
+	// decides from state, answer and expiry. The gate's sweeper pages
+	// through it at start-up and periodically to find answers a crash
+	// left unsettled and steps whose last waiting hold expired. It never
+	// scans settled records (an index of unsettled ids), so its cost
+	// follows what is open, not what is kept.
+	Unsettled(ctx context.Context, after string, limit int) ([]Hold, error)
 	// Index files a step under a key, such as the provider's response or
 	// conversation that holds the step's calls, for as long as the step's
 	// records are kept (expires is the step's Expires). A step filed twice
@@ -155,6 +234,9 @@ type Store interface {
 	Indexed(ctx context.Context, key string) ([]string, error)
 	// Unindex takes a step off a key.
 	Unindex(ctx context.Context, key, stepID string) error
-	// Close releases the backend.
+	// Stats reports the store's size, for a metric.
+	Stats(ctx context.Context) (Stats, error)
+	// Close releases the backend. Closing twice is harmless; every call
+	// after Close fails with ErrUnavailable.
 	Close() error
 }
