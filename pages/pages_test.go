@@ -2,7 +2,12 @@ package pages
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/cards"
+	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/store"
 )
 
 func TestStepFromPath(t *testing.T) {
@@ -72,6 +77,31 @@ func TestWantsJSON(t *testing.T) {
 		r.Header.Set("Accept", accept)
 		if got := wantsJSON(r); got != want {
 			t.Errorf("wantsJSON(%q) = %v", accept, got)
+		}
+	}
+}
+
+// TestCutRowIsMarked: a shortened value is shown with a visible
+// "shortened" mark next to it (text, so a screen reader reads it too),
+// both while the card waits and after it was answered; a full value is
+// not marked.
+func TestCutRowIsMarked(t *testing.T) {
+	card := &cards.Card{Sentence: "Delete this post?", Rows: []cards.Row{
+		{Label: "Post", Value: "Spring…", Cut: true},
+		{Label: "Status", Value: "draft"},
+	}}
+	for _, state := range []store.State{store.Waiting, store.Settled} {
+		v := gate.StepView{StepID: "s", Holds: []gate.HoldView{{ID: "h1", Kind: store.KindCard, Card: card, State: state}}}
+		var b strings.Builder
+		if err := pageTemplate.Execute(&b, newPage(v, map[string]string{"h1": "t"}, "", nil, "n")); err != nil {
+			t.Fatal(err)
+		}
+		html := b.String()
+		if !strings.Contains(html, `<dd>Spring… <span class="cut" title="The full value is longer than shown here.">shortened</span></dd>`) {
+			t.Errorf("%s: the cut row is not marked:\n%s", state, html)
+		}
+		if !strings.Contains(html, "<dd>draft</dd>") {
+			t.Errorf("%s: a full value is marked or missing:\n%s", state, html)
 		}
 	}
 }

@@ -171,6 +171,7 @@ form.inline{display:inline}button{font:inherit;padding:.4rem 1rem;margin-right:.
 button.confirm{background:#b3261e;border-color:#b3261e;color:#fff}button.submit{background:#1f5fbf;border-color:#1f5fbf;color:#fff}.muted{color:#555}
 h1{font-size:1.4rem;margin:.2rem 0 .8rem}.field{margin:0 0 1rem}.field label.name{display:block;font-weight:600}
 .field input[type=text],.field input[type=email],.field input[type=url],.field input[type=number],.field input[type=date],.field select,.field textarea{font:inherit;width:100%;box-sizing:border-box;padding:.3rem}
+.cut{display:inline-block;margin-left:.4rem;padding:0 .35rem;border:1px solid #8a5a00;border-radius:.25rem;color:#8a5a00;font-size:.85em;white-space:nowrap}
 .req{color:#b3261e;font-weight:400}.help{color:#555;margin:.1rem 0}.error{color:#b3261e;margin:.2rem 0}
 </style>
 </head>
@@ -183,7 +184,7 @@ h1{font-size:1.4rem;margin:.2rem 0 .8rem}.field{margin:0 0 1rem}.field label.nam
 {{if .Card}}
 <h1>Waiting for your confirmation</h1>
 <p class="sentence">{{.Card.Sentence}}</p>
-{{if .Card.Rows}}<dl>{{range .Card.Rows}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>{{end}}</dl>{{end}}
+{{if .Card.Rows}}<dl>{{range .Card.Rows}}{{template "row" .}}{{end}}</dl>{{end}}
 <form method="post" class="inline"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline"><button type="submit" class="decline">Decline</button></form>
 <form method="post" class="inline"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">Confirm</button></form>
 {{else if .Form}}
@@ -256,12 +257,13 @@ document.querySelectorAll('form.answer').forEach(function (form) {
 {{range .Done}}
 <section class="card done" id="hold-{{.ID}}">
 {{with .Card}}<p class="sentence">{{.Sentence}}</p>
-{{if .Rows}}<dl>{{range .Rows}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>{{end}}</dl>{{end}}{{end}}
+{{if .Rows}}<dl>{{range .Rows}}{{template "row" .}}{{end}}</dl>{{end}}{{end}}
 <p class="status"><strong>{{.Status}}</strong></p>
 </section>
 {{end}}
 </body>
 </html>
+{{define "row"}}<dt>{{.Label}}</dt><dd>{{.Value}}{{if .Cut}} <span class="cut" title="The full value is longer than shown here.">shortened</span>{{end}}</dd>{{end}}
 `))
 
 var errorTemplate = template.Must(template.New("error").Parse(`<!doctype html>
