@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/actions"
@@ -200,53 +196,84 @@ func (g *Gate) run(ctx context.Context, h store.Hold) string {
 		g.cfg.Observer.Decided(h.Action, "policy_gone")
 		return "The gate's policy no longer allows this action; nothing ran."
 	}
-	if !g.sameCard(ctx, h, a) {
-		return OutcomeChanged
+	if out := g.recheck(ctx, h, a); out != "" {
+		return out
 	}
 	if a.Run.URL == nil {
 		return "The gate's policy gives the action no endpoint; nothing ran."
 	}
-	return "The person confirmed. " + g.release1(ctx, h, a, h.Arguments)
+	return g.release1(ctx, h, a, h.Arguments).After(PersonConfirmed)
 }
 
-// sameCard builds a confirmed hold's card again from the record, read as
-// the person who answered, and reports whether it is the card they
-// confirmed.
+// sameCard reports whether a confirmed hold's card reads as the person saw
+// it (recheck finds nothing).
 func (g *Gate) sameCard(ctx context.Context, h store.Hold, a *policies.Action) bool {
+	return g.recheck(ctx, h, a) == ""
+}
+
+// recheck builds a confirmed hold's card again from the record, read as
+// the person who answered. It returns "" when it is the card they
+// confirmed, else what the model reads: the record changed (a card that
+// reads differently), or could not be checked (not found, not allowed,
+// unavailable, unreadable), which is not a change.
+func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) string {
 	if a == nil || a.Card == nil {
-		return false
+		return outcomeUnchecked(uncheckedUnreadable)
 	}
-	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
 	var record []byte
 	if a.Card.Record != nil {
-		u, err := a.Card.Record.Expand(h.Arguments)
-		if err != nil {
-			return false
+		body, why := g.readRecord(ctx, h, a.Card.Record)
+		if why != "" {
+			g.cfg.Observer.Decided(h.Action, "unchecked")
+			g.log.Info("card could not be checked", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("why", why))
+			return outcomeUnchecked(why)
 		}
-		resp, err := g.cfg.Actions.Fetch(ctx, u, who)
-		if err != nil || resp.Status < 200 || resp.Status > 299 {
-			g.cfg.Observer.Decided(h.Action, "changed")
-			return false
-		}
-		record = resp.Body
+		record = body
 	}
 	card, err := cards.Build(a.Card, record)
-	if err != nil || card.Fingerprint() != h.Fingerprint {
+	if err != nil {
+		g.cfg.Observer.Decided(h.Action, "unchecked")
+		return outcomeUnchecked(uncheckedUnreadable)
+	}
+	if card.Fingerprint() != h.Fingerprint {
 		g.cfg.Observer.Decided(h.Action, "changed")
 		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
-		return false
+		return OutcomeChanged
 	}
-	return true
+	return ""
+}
+
+// readRecord reads the record of a confirmed card as the person who
+// answered; why is "" or the reason it could not be read.
+func (g *Gate) readRecord(ctx context.Context, h store.Hold, record *policies.Template) (body []byte, why string) {
+	u, err := record.Expand(h.Arguments)
+	if err != nil {
+		g.log.Error("policy error: expanding record url", zap.String("action", h.Action), zap.Error(err))
+		return nil, uncheckedDown
+	}
+	resp, err := g.cfg.Actions.Fetch(ctx, u, actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant})
+	switch {
+	case err != nil:
+		g.log.Warn("reading record", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
+		return nil, uncheckedDown
+	case resp.Status == 404 || resp.Status == 410:
+		return nil, uncheckedNotFound
+	case resp.Status == 401 || resp.Status == 403:
+		return nil, uncheckedForbidden
+	case resp.Status < 200 || resp.Status > 299:
+		return nil, uncheckedDown
+	}
+	return resp.Body, ""
 }
 
 // release1 sends one call to the action's endpoint as the person who
 // answered, with the final arguments, and says what came of it.
-func (g *Gate) release1(ctx context.Context, h store.Hold, a *policies.Action, args []byte) string {
+func (g *Gate) release1(ctx context.Context, h store.Hold, a *policies.Action, args []byte) Ran {
 	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
 	u, err := a.Run.URL.Expand(args)
 	if err != nil {
 		g.log.Error("policy error: expanding run url", zap.String("action", h.Action), zap.Error(err))
-		return "The gate's policy cannot name the action's endpoint; nothing ran."
+		return Ran{Text: "the gate's policy cannot name the action's endpoint; nothing ran."}
 	}
 	start := g.cfg.Now()
 	resp, err := g.cfg.Actions.Run(ctx, a.Run.Method, u, a.Run.Headers, args, who, h.ID)
@@ -255,63 +282,6 @@ func (g *Gate) release1(ctx context.Context, h store.Hold, a *policies.Action, a
 		g.log.Error("running action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
 	}
 	return runOutcome(a, resp, err)
-}
-
-// ruleWord is what a 422 body may say of a field and still reach the
-// model: a rule's name and short parameters ("required", "max:200"), never
-// a sentence, which could carry the person's value.
-var ruleWord = regexp.MustCompile(`^[a-z_]{1,30}(:[A-Za-z0-9_,.\-]{1,40})?$`)
-
-// runOutcome maps the endpoint's answer to what the model reads after the
-// person's part (DESIGN.md, "Releasing the call").
-func runOutcome(a *policies.Action, resp actions.Response, err error) string {
-	switch {
-	case err != nil:
-		return "The action failed: it did not answer in time. It may not have run."
-	case resp.Status >= 200 && resp.Status <= 299:
-		if a.Effect == policies.Read && len(resp.Body) > 0 {
-			return cards.Clean(string(resp.Body), 4000)
-		}
-		if a.Reply == "" {
-			return "Done."
-		}
-		return a.Reply
-	case resp.Status == 422:
-		return "The app refused the arguments" + refusedFields(resp.Body) + "; nothing ran."
-	case resp.Status >= 500:
-		return fmt.Sprintf("The action failed (HTTP %d).", resp.Status)
-	default:
-		return fmt.Sprintf("The app refused the action (HTTP %d); nothing ran.", resp.Status)
-	}
-}
-
-// refusedFields reads {"errors": {"field": ["rule", ...]}} and names the
-// fields with the rules that are rule words.
-func refusedFields(body []byte) string {
-	if !gjson.ValidBytes(body) {
-		return ""
-	}
-	var parts []string
-	gjson.GetBytes(body, "errors").ForEach(func(k, v gjson.Result) bool {
-		field := cards.Clean(k.String(), 60)
-		var rules []string
-		v.ForEach(func(_, r gjson.Result) bool {
-			if ruleWord.MatchString(r.String()) {
-				rules = append(rules, r.String())
-			}
-			return true
-		})
-		if len(rules) > 0 {
-			field += " (" + strings.Join(rules, ", ") + ")"
-		}
-		parts = append(parts, field)
-		return len(parts) < 20
-	})
-	if len(parts) == 0 {
-		return ""
-	}
-	sort.Strings(parts)
-	return ": " + strings.Join(parts, "; ")
 }
 
 // Status maps an answer-path error to the HTTP status the person's page

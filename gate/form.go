@@ -216,11 +216,11 @@ func (g *Gate) runForm(ctx context.Context, h store.Hold) string {
 		g.log.Error("reading submitted values", zap.String("hold_id", h.ID), zap.Error(err))
 		return "The gate lost the person's answer; nothing ran."
 	}
-	prefix := "The person filled in: " + strings.Join(s.Filled, ", ") + "."
+	person := PersonFilledIn + strings.Join(s.Filled, ", ")
 	if len(s.Filled) == 0 {
-		prefix = "The person submitted the form without filling in a field."
+		person = PersonSubmitted
 	}
-	return prefix + " " + g.release1(ctx, h, a, s.Args)
+	return g.release1(ctx, h, a, s.Args).After(person)
 }
 
 // formDeclined is what the model reads when the person did not submit.

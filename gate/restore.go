@@ -10,17 +10,6 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-// What the model reads about a held call. The texts are fixed: the model
-// never reads the person's values.
-const (
-	OutcomeDeclined = "The person declined; nothing ran."
-	OutcomeChanged  = "The record changed while waiting; nothing ran."
-	OutcomeExpired  = "The person did not answer in time; nothing ran."
-	OutcomeMovedOn  = "The person moved on without answering; nothing ran."
-	OutcomeWaiting  = "Still waiting for the person's answer; nothing has run yet."
-	OutcomeRunning  = "The person answered; the action is still running."
-)
-
 // Restore gives back, for a step a request's history links to, the
 // original assistant message and a result for each of its held calls. A
 // step of another owner, or held on another protocol, restores nothing: a

@@ -105,3 +105,30 @@ func TestCutRowIsMarked(t *testing.T) {
 		}
 	}
 }
+
+// TestPersonStatusSaysWhatIsTrue: the person reads the same outcome the
+// model does, without the person's own part: a failure is never "Confirmed:
+// The action failed", a record that could not be read is not "changed".
+func TestPersonStatusSaysWhatIsTrue(t *testing.T) {
+	for _, tt := range []struct {
+		answer, outcome, want string
+	}{
+		{store.AnswerConfirm, "The person confirmed. Removed.", "Confirmed: Removed."},
+		{store.AnswerConfirm, "The person confirmed, but the app failed (HTTP 500); it may or may not have made changes; nothing was retried.",
+			"Confirmed, but the app failed (HTTP 500); it may or may not have made changes; nothing was retried."},
+		{store.AnswerConfirm, "The person confirmed, but the app did not answer; it may or may not have run; nothing was retried.",
+			"Confirmed, but the app did not answer; it may or may not have run; nothing was retried."},
+		{store.AnswerConfirm, "The person confirmed, but the record could not be checked (not found); nothing ran.",
+			"Confirmed, but the record could not be checked (not found); nothing ran."},
+		{store.AnswerConfirm, gate.OutcomeChanged, "Not run: the record changed while waiting"},
+		{store.AnswerSubmit, "The person filled in: title, body. Drafted. Thanks, but the rest later.", "Submitted: Drafted. Thanks, but the rest later."},
+		{store.AnswerSubmit, "The person filled in: title, body, but the app could not be reached; nothing ran.", "Submitted, but the app could not be reached; nothing ran."},
+		{store.AnswerSubmit, "The person submitted the form without filling in a field. Done.", "Submitted: Done."},
+		{store.AnswerDecline, gate.OutcomeDeclined, "Declined: nothing ran"},
+	} {
+		h := gate.HoldView{State: store.Settled, Answer: tt.answer, Outcome: tt.outcome}
+		if got := personStatus(h); got != tt.want {
+			t.Errorf("personStatus(%q)\n got  %q\n want %q", tt.outcome, got, tt.want)
+		}
+	}
+}

@@ -137,9 +137,9 @@ func personStatus(h gate.HoldView) string {
 		if h.Outcome == gate.OutcomeChanged {
 			return "Not run: the record changed while waiting"
 		}
-		return "Confirmed: " + strings.TrimPrefix(h.Outcome, "The person confirmed. ")
+		return afterPerson("Confirmed", h.Outcome, gate.PersonConfirmed)
 	case store.AnswerSubmit:
-		return "Submitted: " + h.Outcome[strings.Index(h.Outcome, ".")+1:]
+		return afterPerson("Submitted", h.Outcome, gate.PersonFilledIn, gate.PersonSubmitted)
 	case store.AnswerDecline:
 		return "Declined: nothing ran"
 	case store.AnswerLater:
@@ -150,6 +150,30 @@ func personStatus(h gate.HoldView) string {
 		return "Expired: nothing ran"
 	}
 	return h.Outcome
+}
+
+// afterPerson says a released hold's outcome to the person: the model's
+// text without the person's part (gate.Ran.After), after word: "Confirmed:
+// Removed.", "Confirmed, but the app failed (HTTP 500); …". An outcome
+// that does not start with one of the person's parts is shown as it is.
+func afterPerson(word, outcome string, parts ...string) string {
+	for _, part := range parts {
+		rest, ok := strings.CutPrefix(outcome, part)
+		if !ok {
+			continue
+		}
+		// A form's part lists field names; what follows it starts at
+		// whichever comes first: ", but the " (a failure clause) or ". "
+		// (the reply).
+		but, dot := strings.Index(rest, ", but the "), strings.Index(rest, ". ")
+		switch {
+		case but >= 0 && (dot < 0 || but < dot):
+			return word + rest[but:]
+		case dot >= 0:
+			return word + ": " + rest[dot+2:]
+		}
+	}
+	return outcome
 }
 
 var funcs = template.FuncMap{

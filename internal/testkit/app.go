@@ -21,6 +21,20 @@ type Call struct {
 	SignatureErr error
 }
 
+// Behaviour is how the fake app's action endpoint answers.
+type Behaviour int
+
+const (
+	// Respond answers with the status and body set by Answer (default).
+	Respond Behaviour = iota
+	// Drop reads the request, then closes the connection without an
+	// answer, as an app that crashed mid-request would.
+	Drop
+	// Hang reads the request, then answers nothing until the client gives
+	// up (closes the connection) or a minute has passed.
+	Hang
+)
+
 // App is a fake app: GET reads the record set for the path (404 when
 // none), any other method is the action and is recorded. Every request
 // is checked against the gate's signature.
@@ -34,6 +48,7 @@ type App struct {
 	status  int               // action status (default 200)
 	reply   string
 	delay   time.Duration
+	behave  Behaviour
 	calls   []Call
 	reads   []Call
 }
@@ -72,6 +87,25 @@ func (a *App) Answer(status int, body string, delay time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.status, a.reply, a.delay = status, body, delay
+}
+
+// Behave sets how the action endpoint answers from now on.
+func (a *App) Behave(b Behaviour) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.behave = b
+}
+
+// Runs counts the action requests received by Idempotency-Key (the hold
+// id): a release seen twice counts 2.
+func (a *App) Runs() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := map[string]int{}
+	for _, c := range a.calls {
+		n[c.Header.Get(actions.HeaderIdempotency)]++
+	}
+	return n
 }
 
 // Calls returns the action requests received (not the reads).
@@ -113,8 +147,19 @@ func (a *App) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.calls = append(a.calls, c)
-	status, reply, delay := a.status, a.reply, a.delay
+	status, reply, delay, behave := a.status, a.reply, a.delay, a.behave
 	a.mu.Unlock()
+	switch behave {
+	case Drop:
+		drop(w)
+		return
+	case Hang:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+		return
+	}
 	if delay > 0 {
 		time.Sleep(delay)
 	}
@@ -125,4 +170,13 @@ func (a *App) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	io.WriteString(w, reply)
+}
+
+// drop closes the connection under w without writing a response.
+func drop(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // a connection that cannot be taken over is reset
+	}
+	conn.Close()
 }

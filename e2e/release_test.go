@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/toolgate/toolgate/internal/testkit"
+)
+
+// confirmedOutcome holds delete_post for post 7, confirms it as ana, and
+// returns what the model reads next and what the person's page says.
+func (e *env) confirmedOutcome(t *testing.T, before func()) (model, page string) {
+	t.Helper()
+	l, msg := e.hold(t, "ana")
+	if before != nil {
+		before()
+	}
+	if st := e.answerOnly(ana, l, "confirm"); st != http.StatusSeeOther {
+		t.Fatalf("confirm: %d", st)
+	}
+	_, _, s := e.view(ana, l)
+	return toolResult(e.next(t, "ana", msg, "ok"), "call_del7"), s.Holds[0].Outcome
+}
+
+// TestReleaseDroppedConnectionRunsOnce: the app reads the release and
+// drops the connection (after the record read left a kept-alive one). It
+// gets the release once, and the model and the person read that the
+// outcome is unknown, never "Removed." nor "did not answer in time".
+// Before releases had a transport of their own, the app got it twice.
+func TestReleaseDroppedConnectionRunsOnce(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	model, page := e.confirmedOutcome(t, func() { e.app.Behave(testkit.Drop) })
+	const want = "The person confirmed, but the app did not answer; it may or may not have run; nothing was retried."
+	if model != want || page != want {
+		t.Errorf("model read %q\npage says %q\nwant %q", model, page, want)
+	}
+	for key, n := range e.app.Runs() {
+		if n != 1 {
+			t.Errorf("release %s reached the app %d times", key, n)
+		}
+	}
+	if n := len(e.app.Calls()); n != 1 {
+		t.Errorf("the app got %d releases, want 1", n)
+	}
+}
+
+// TestReleaseServerErrorIsTold: a 500 does not prove nothing changed: the
+// model reads that the app failed and that it may have made changes.
+func TestReleaseServerErrorIsTold(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	model, page := e.confirmedOutcome(t, func() { e.app.Answer(500, `{"message":"db down"}`, 0) })
+	const want = "The person confirmed, but the app failed (HTTP 500); it may or may not have made changes; nothing was retried."
+	if model != want || page != want {
+		t.Errorf("model read %q\npage says %q\nwant %q", model, page, want)
+	}
+	if n := len(e.app.Calls()); n != 1 {
+		t.Errorf("the app got %d releases, want 1", n)
+	}
+}
+
+// TestReleaseRecordUnreadableIsNotChanged: a record that is gone, or that
+// the person may no longer read, when they confirm runs nothing and is
+// "could not be checked", with the reason, not "changed".
+func TestReleaseRecordUnreadableIsNotChanged(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		before func(e *env)
+		want   string
+	}{
+		{"not found", func(e *env) { e.app.SetRecord("/posts/7", "") }, "The person confirmed, but the record could not be checked (not found); nothing ran."},
+		{"not allowed", func(e *env) { e.app.Allow("somebody-else") }, "The person confirmed, but the record could not be checked (not allowed); nothing ran."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			setupPost(e)
+			model, page := e.confirmedOutcome(t, func() { tt.before(e) })
+			if model != tt.want || page != tt.want {
+				t.Errorf("model read %q\npage says %q\nwant %q", model, page, tt.want)
+			}
+			if n := len(e.app.Calls()); n != 0 {
+				t.Errorf("the call ran %d times", n)
+			}
+		})
+	}
+}
