@@ -54,12 +54,36 @@ func (s *appStore) Claim(ctx context.Context, id string, a store.Answer) (store.
 	return db.Claim(ctx, id, a)
 }
 
+func (s *appStore) Begin(ctx context.Context, id string) (store.Hold, error) {
+	db, err := s.get()
+	if err != nil {
+		return store.Hold{}, err
+	}
+	return db.Begin(ctx, id)
+}
+
 func (s *appStore) Settle(ctx context.Context, id, outcome string) error {
 	db, err := s.get()
 	if err != nil {
 		return err
 	}
 	return db.Settle(ctx, id, outcome)
+}
+
+func (s *appStore) Unsettled(ctx context.Context, after string, limit int) ([]store.Hold, error) {
+	db, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	return db.Unsettled(ctx, after, limit)
+}
+
+func (s *appStore) Stats(ctx context.Context) (store.Stats, error) {
+	db, err := s.get()
+	if err != nil {
+		return store.Stats{}, err
+	}
+	return db.Stats(ctx)
 }
 
 func (s *appStore) Index(ctx context.Context, key, stepID string, expires time.Time) error {

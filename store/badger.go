@@ -1,12 +1,12 @@
 package store
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"io/fs"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -41,6 +41,13 @@ type BadgerOptions struct {
 	// InMemory keeps everything in memory: no directory, no lock, nothing
 	// survives Close. For tests only; dir is ignored.
 	InMemory bool
+	// MaxWaiting caps the holds waiting for one person: Put refuses a step
+	// (ErrLimit) whose waiting holds would leave their (tenant, owner)
+	// with more than MaxWaiting waiting, unexpired holds. A hold stops
+	// counting once it is answered or expired. The same owner id in two
+	// tenants has two separate caps. MCP tickets count like holds.
+	// Default: 0, no cap.
+	MaxWaiting int
 }
 
 // Badger is the embedded Store: one Badger database in a directory, opened
@@ -65,9 +72,18 @@ type BadgerOptions struct {
 // holds routinely grow past 64 KiB, add a GC loop bound to the store's
 // lifetime.
 type Badger struct {
-	db        *badger.DB
-	retention time.Duration    // how long a record outlives its hold's Expires
-	now       func() time.Time // the store clock
+	db         *badger.DB
+	dir        string           // the database's directory; "" in memory
+	retention  time.Duration    // how long a record outlives its hold's Expires
+	now        func() time.Time // the store clock
+	maxWaiting int              // BadgerOptions.MaxWaiting
+
+	// ownerLocks serialise the capped Puts of one (tenant, owner) in this
+	// process (by a hash of the pair, so unrelated owners rarely share
+	// one). Conflict detection alone keeps the cap exact, but a crowd of
+	// racing Puts for one owner would each retry once per winner and could
+	// run out of attempts; queued on a lock they do not conflict at all.
+	ownerLocks [64]sync.Mutex
 }
 
 // OpenBadger opens (creating if needed) the store in dir. A directory
@@ -75,6 +91,9 @@ type Badger struct {
 func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	if opts.Retention < 0 {
 		return nil, fmt.Errorf("opening badger %q: negative retention %v", dir, opts.Retention)
+	}
+	if opts.MaxWaiting < 0 {
+		return nil, fmt.Errorf("opening badger %q: negative max waiting %d", dir, opts.MaxWaiting)
 	}
 	if opts.Retention == 0 {
 		opts.Retention = DefaultRetention
@@ -121,224 +140,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening badger %q: %w", dir, err)
 	}
-	return &Badger{db: db, retention: opts.Retention, now: opts.Now}, nil
-}
-
-// Put writes the holds of one step in one transaction, synced to disk before
-// it returns. The holds must share a non-empty StepID, have distinct ids,
-// be Waiting (or Settled with an Outcome: a call refused when it was held,
-// kept so history can pair it with its result) and have an Expires; a step
-// or hold id already stored is
-// refused (ids are random, so a repeat is a bug, never a retry to absorb).
-func (b *Badger) Put(ctx context.Context, holds []Hold) error {
-	if err := checkPut(holds); err != nil {
-		return err
-	}
-	now := b.now()
-	sorted := slices.Clone(holds)
-	slices.SortStableFunc(sorted, func(x, y Hold) int { return cmp.Compare(x.Position, y.Position) })
-
-	ids := make([]string, len(sorted))
-	values := make([][]byte, len(sorted))
-	expires := make([]uint64, len(sorted))
-	var stepExpires uint64
-	for i := range sorted {
-		h := &sorted[i]
-		exp, err := b.expiresAt(h, now)
-		if err != nil {
-			return fmt.Errorf("putting holds: %w", err)
-		}
-		v, err := encodeHold(h)
-		if err != nil {
-			return fmt.Errorf("putting holds: %w", err)
-		}
-		ids[i], values[i], expires[i] = h.ID, v, exp
-		stepExpires = max(stepExpires, exp)
-	}
-	stepValue, err := json.Marshal(ids)
-	if err != nil {
-		return fmt.Errorf("putting holds: encoding step: %w", err)
-	}
-	stepID := holds[0].StepID
-
-	return b.update(ctx, func(txn *badger.Txn) error {
-		// Reading the keys first also puts them in the read set, so two
-		// Puts of one id conflict and the retry refuses the second.
-		if err := absent(txn, stepKey(stepID)); err != nil {
-			return fmt.Errorf("putting holds: step: %w", err)
-		}
-		for i := range holds {
-			if err := absent(txn, holdKey(holds[i].ID)); err != nil {
-				return fmt.Errorf("putting holds: holds[%d]: %w", i, err)
-			}
-		}
-		for i := range ids {
-			if err := setEntry(txn, holdKey(ids[i]), values[i], expires[i]); err != nil {
-				return fmt.Errorf("putting holds: %w", err)
-			}
-		}
-		if err := setEntry(txn, stepKey(stepID), stepValue, stepExpires); err != nil {
-			return fmt.Errorf("putting holds: %w", err)
-		}
-		return nil
-	})
-}
-
-// checkPut refuses input that is not one new step. Errors name indexes, not
-// ids: an id is the secret part of a link and errors end up in logs.
-func checkPut(holds []Hold) error {
-	if len(holds) == 0 {
-		return errors.New("putting holds: no holds")
-	}
-	stepID := holds[0].StepID
-	if stepID == "" {
-		return errors.New("putting holds: holds[0]: empty step id")
-	}
-	seen := make(map[string]int, len(holds))
-	for i := range holds {
-		h := &holds[i]
-		switch {
-		case h.ID == "":
-			return fmt.Errorf("putting holds: holds[%d]: empty id", i)
-		case h.StepID != stepID:
-			return fmt.Errorf("putting holds: holds[%d]: step id differs from holds[0]; one Put is one step", i)
-		case h.State != Waiting && (h.State != Settled || h.Outcome == ""):
-			return fmt.Errorf("putting holds: holds[%d]: state %q, want %q (or %q with an outcome)", i, h.State, Waiting, Settled)
-		case h.Expires.IsZero():
-			return fmt.Errorf("putting holds: holds[%d]: no expiry", i)
-		}
-		if j, ok := seen[h.ID]; ok {
-			return fmt.Errorf("putting holds: holds[%d]: same id as holds[%d]", i, j)
-		}
-		seen[h.ID] = i
-	}
-	return nil
-}
-
-// Get returns one hold by id, or ErrNotFound.
-func (b *Badger) Get(ctx context.Context, id string) (Hold, error) {
-	var h Hold
-	err := b.view(ctx, func(txn *badger.Txn) error {
-		var err error
-		h, _, err = getHold(txn, id)
-		return err
-	})
-	if err != nil {
-		return Hold{}, err
-	}
-	return h, nil
-}
-
-// Step returns the holds of a step in Position order, or ErrNotFound.
-func (b *Badger) Step(ctx context.Context, stepID string) ([]Hold, error) {
-	var holds []Hold
-	err := b.view(ctx, func(txn *badger.Txn) error {
-		var err error
-		holds, err = getStep(txn, stepID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return holds, nil
-}
-
-// Claim answers a waiting hold. It is one Badger transaction that reads the
-// hold and writes it back: with conflict detection, of any number of racing
-// claims exactly one commits and the others fail with ErrConflict, retry,
-// find the hold answered and return ErrAnswered.
-//
-// The same transaction reads every hold of the step, which makes claims on
-// different holds of one step conflict too. So they run as if one after the
-// other, and Complete is true for exactly one of them: the one that answered
-// the last waiting hold (neither both, nor neither).
-//
-// A waiting hold past Expires gives ErrExpired unless a.AllowExpired; an
-// answered or settled hold gives ErrAnswered.
-func (b *Badger) Claim(ctx context.Context, id string, a Answer) (Claimed, error) {
-	if a.Choice == "" {
-		return Claimed{}, errors.New("claiming hold: empty answer choice")
-	}
-	var c Claimed
-	err := b.update(ctx, func(txn *badger.Txn) error {
-		now := b.now().Round(0) // as stored: JSON keeps no monotonic reading
-		h, exp, err := getHold(txn, id)
-		if err != nil {
-			return err
-		}
-		switch h.StateAt(now) {
-		case Waiting:
-		case Expired:
-			if !a.AllowExpired {
-				return ErrExpired
-			}
-		default:
-			return ErrAnswered
-		}
-		h.State = Answered
-		h.Answer = a.Choice
-		h.AnsweredBy = a.By
-		h.Values = json.RawMessage(slices.Clone([]byte(a.Values)))
-		h.AnsweredAt = now
-
-		step, err := getStep(txn, h.StepID)
-		if errors.Is(err, ErrNotFound) {
-			step = []Hold{h} // not written by Put; treat the hold as its own step
-		} else if err != nil {
-			return err
-		}
-		complete := true
-		for i := range step {
-			if step[i].ID == h.ID {
-				step[i] = h
-			} else if step[i].State == Waiting {
-				complete = false
-			}
-		}
-		if err := putHold(txn, &h, exp); err != nil {
-			return fmt.Errorf("claiming hold: %w", err)
-		}
-		c = Claimed{Hold: h, Step: step, Complete: complete}
-		return nil
-	})
-	if err != nil {
-		return Claimed{}, err
-	}
-	return c, nil
-}
-
-// Settle records the outcome of an answered hold, marks it Settled and drops
-// the person's values. A waiting hold must be claimed first (the gate claims
-// an expired one with AnswerTimedOut). Settling a settled hold again with the
-// same outcome succeeds, so a caller may retry a Settle whose result it did
-// not see; another outcome is refused.
-func (b *Badger) Settle(ctx context.Context, id, outcome string) error {
-	if outcome == "" {
-		return errors.New("settling hold: empty outcome")
-	}
-	return b.update(ctx, func(txn *badger.Txn) error {
-		h, exp, err := getHold(txn, id)
-		if err != nil {
-			return err
-		}
-		switch h.State {
-		case Answered:
-		case Settled:
-			if h.Outcome == outcome {
-				return nil
-			}
-			return errors.New("settling hold: already settled with another outcome")
-		default:
-			return fmt.Errorf("settling hold: state %q; claim it first", h.State)
-		}
-		h.State = Settled
-		h.Outcome = outcome
-		h.Values = nil
-		if err := putHold(txn, &h, exp); err != nil {
-			return fmt.Errorf("settling hold: %w", err)
-		}
-		return nil
-	})
+	return &Badger{db: db, dir: dir, retention: opts.Retention, now: opts.Now, maxWaiting: opts.MaxWaiting}, nil
 }
 
 // Close closes the database, flushing what is in memory. Closing twice is
@@ -392,159 +194,66 @@ func (b *Badger) view(ctx context.Context, fn func(*badger.Txn) error) error {
 }
 
 // expiresAt is when Badger may drop h's record: Expires plus the retention,
-// measured on the store clock. Badger compares ExpiresAt with the wall clock
-// in whole seconds, so the time left on the store clock is added to the
-// wall clock and rounded up; a store clock that is not the wall clock (a
-// test's) still keeps the record for the full retention.
+// measured on the store clock (see wallDeadline).
 func (b *Badger) expiresAt(h *Hold, now time.Time) (uint64, error) {
-	left := h.Expires.Add(b.retention).Sub(now)
-	if left <= 0 {
+	at, ok := wallDeadline(h.Expires.Add(b.retention), now)
+	if !ok {
 		return 0, fmt.Errorf("hold expired more than the retention (%v) ago", b.retention)
+	}
+	return at, nil
+}
+
+// wallDeadline turns an instant on the store clock into a Badger ExpiresAt.
+// Badger compares ExpiresAt with the wall clock in whole seconds, so the
+// time left on the store clock is added to the wall clock and rounded up; a
+// store clock that is not the wall clock (a test's) still keeps the record
+// for the full time. False when at is not after now.
+func wallDeadline(at, now time.Time) (uint64, bool) {
+	left := at.Sub(now)
+	if left <= 0 {
+		return 0, false
 	}
 	deadline := time.Now().Add(left)
 	secs := deadline.Unix()
 	if deadline.Nanosecond() > 0 {
 		secs++
 	}
-	return uint64(secs), nil
+	return uint64(secs), true
 }
 
-func holdKey(id string) []byte     { return append([]byte("h/"), id...) }
-func stepKey(stepID string) []byte { return append([]byte("s/"), stepID...) }
-
-// getHold reads a hold and the ExpiresAt of its record, which a rewrite
-// keeps: the record's lifetime is fixed when the hold is put.
-func getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
-	item, err := txn.Get(holdKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Hold{}, 0, ErrNotFound
+// Stats reports the bytes the database takes on disk: every file in its
+// directory (LSM tables, value log, write-ahead logs, manifest), counted by
+// the blocks allocated to it where the system says (Badger preallocates
+// sparse files, whose length overstates them). An in-memory store has
+// nothing on disk: 0.
+func (b *Badger) Stats(ctx context.Context) (Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return Stats{}, err
 	}
+	if b.db.IsClosed() {
+		return Stats{}, unavailable(badger.ErrDBClosed)
+	}
+	if b.dir == "" {
+		return Stats{}, nil
+	}
+	entries, err := os.ReadDir(b.dir)
 	if err != nil {
-		return Hold{}, 0, unavailable(err)
+		return Stats{}, unavailable(fmt.Errorf("reading store size: %w", err))
 	}
-	var h Hold
-	if err := item.Value(func(v []byte) error { return decodeHold(v, &h) }); err != nil {
-		return Hold{}, 0, unavailable(fmt.Errorf("reading hold: %w", err))
-	}
-	return h, item.ExpiresAt(), nil
-}
-
-// getStep reads the holds of a step in Position order. A hold whose record
-// is already gone (an earlier Expires than its siblings) is left out.
-func getStep(txn *badger.Txn, stepID string) ([]Hold, error) {
-	item, err := txn.Get(stepKey(stepID))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	var ids []string
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ids) }); err != nil {
-		return nil, unavailable(fmt.Errorf("reading step: %w", err))
-	}
-	holds := make([]Hold, 0, len(ids))
-	for _, id := range ids {
-		h, _, err := getHold(txn, id)
-		if errors.Is(err, ErrNotFound) {
-			continue
+	var st Stats
+	for _, e := range entries {
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by a compaction or value-log GC meanwhile
 		}
 		if err != nil {
-			return nil, err
+			return Stats{}, unavailable(fmt.Errorf("reading store size: %w", err))
 		}
-		holds = append(holds, h)
+		if info.Mode().IsRegular() {
+			st.Bytes += allocated(info)
+		}
 	}
-	if len(holds) == 0 {
-		return nil, ErrNotFound
-	}
-	return holds, nil
-}
-
-// absent returns nil when key is not stored.
-func absent(txn *badger.Txn, key []byte) error {
-	_, err := txn.Get(key)
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-		return nil
-	case err != nil:
-		return unavailable(err)
-	default:
-		return errors.New("id already exists")
-	}
-}
-
-func putHold(txn *badger.Txn, h *Hold, expiresAt uint64) error {
-	v, err := encodeHold(h)
-	if err != nil {
-		return err
-	}
-	return setEntry(txn, holdKey(h.ID), v, expiresAt)
-}
-
-// setEntry stages one write. Its errors are about the write's size (a step
-// too large for one transaction), not the store's health, so they do not
-// wrap ErrUnavailable.
-func setEntry(txn *badger.Txn, key, value []byte, expiresAt uint64) error {
-	e := badger.NewEntry(key, value)
-	e.ExpiresAt = expiresAt
-	if err := txn.SetEntry(e); err != nil {
-		return fmt.Errorf("writing record: %w", err)
-	}
-	return nil
-}
-
-// unavailable marks a Badger error as an outage (nil stays nil).
-func unavailable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
-}
-
-// record is how a hold is stored: the Hold's JSON, except that its raw JSON
-// fields are base64 strings. encoding/json compacts and HTML-escapes a
-// json.RawMessage it marshals, and the original call and message must come
-// back byte for byte to restore the history the provider saw. The record's
-// own fields shadow the embedded ones of the same JSON name.
-type record struct {
-	holdFields
-	Shown     []byte `json:"shown,omitempty"`
-	Call      []byte `json:"call,omitempty"`
-	Arguments []byte `json:"arguments,omitempty"`
-	Message   []byte `json:"message,omitempty"`
-	Values    []byte `json:"values,omitempty"`
-}
-
-// holdFields is Hold without its methods, to embed in record.
-type holdFields Hold
-
-func encodeHold(h *Hold) ([]byte, error) {
-	v, err := json.Marshal(record{
-		holdFields: holdFields(*h),
-		Shown:      h.Shown,
-		Call:       h.Call,
-		Arguments:  h.Arguments,
-		Message:    h.Message,
-		Values:     h.Values,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("encoding hold: %w", err)
-	}
-	return v, nil
-}
-
-func decodeHold(v []byte, h *Hold) error {
-	var r record
-	if err := json.Unmarshal(v, &r); err != nil {
-		return err
-	}
-	*h = Hold(r.holdFields)
-	h.Shown = r.Shown
-	h.Call = r.Call
-	h.Arguments = r.Arguments
-	h.Message = r.Message
-	h.Values = r.Values
-	return nil
+	return st, nil
 }
 
 // Interface guards

@@ -32,8 +32,12 @@ const (
 	// Expired (see Hold.StateAt) without any sweeper having run.
 	Waiting State = "waiting"
 	// Answered: claimed by exactly one answer (Hold.Answer says which);
-	// the run, if any, has not finished yet.
+	// the run, if any, has not begun yet.
 	Answered State = "answered"
+	// Running: the release of an answered hold has begun (Begin won); its
+	// outcome is not recorded yet. A crash leaves it Running; the gate's
+	// sweeper settles it as unknown, never runs it again.
+	Running State = "running"
 	// Settled: the outcome is final and Outcome holds what the model reads.
 	Settled State = "settled"
 	// Expired is never stored; StateAt reports it for a waiting hold past
@@ -89,6 +93,7 @@ type Hold struct {
 	Created    time.Time `json:"created"`
 	Expires    time.Time `json:"expires"`
 	AnsweredAt time.Time `json:"answered_at,omitzero"`
+	StartedAt  time.Time `json:"started_at,omitzero"` // when Begin ran (store clock)
 }
 
 // StateAt is the hold's state at now: a waiting hold past Expires is
@@ -124,13 +129,38 @@ var (
 	ErrAnswered    = errors.New("hold already answered") // a lost or late claim
 	ErrExpired     = errors.New("hold expired")
 	ErrUnavailable = errors.New("store unavailable") // wraps the backend's error
+	// ErrLimit: Put would leave the (tenant, owner) with more waiting holds
+	// than the store's MaxWaiting.
+	ErrLimit = errors.New("too many holds waiting for this person")
 )
 
-// Store keeps holds. Implementations are safe for concurrent use.
+// Stats is the store's size, for a metric.
+type Stats struct {
+	Bytes int64 // on disk (Badger: LSM + value log); the backend's own measure
+}
+
+// Store keeps holds. Implementations are safe for concurrent use, by any
+// number of goroutines and, where the backend is shared (PostgreSQL), by
+// any number of processes: every guarantee below holds across them.
+//
+// The life of a hold: Put (Waiting) → Claim (Answered) → Begin (Running,
+// only when an action is released) → Settle (Settled). Claim and Begin are
+// each won by exactly one caller; Settle records the outcome once.
+// Expiry is not a stored state: a Waiting hold past Expires reads as
+// Expired (Hold.StateAt), judged on the store's clock from the stored
+// Expires, with no sweeper.
 type Store interface {
 	// Put writes the holds of one step, durably, before it returns. Each
 	// record is kept until its Expires plus the store's retention, so a
-	// late request still reads the outcome.
+	// late request still reads the outcome. The holds must be Waiting, or
+	// Settled with an Outcome (a call refused when it was held, kept so
+	// history can pair it with its result).
+	//
+	// With a MaxWaiting cap, Put refuses the whole step with ErrLimit when
+	// its Waiting holds would leave their (Tenant, Owner) with more than
+	// MaxWaiting Waiting, unexpired holds. The count is exact under any
+	// concurrency: racing Puts for one (tenant, owner) never together
+	// pass the cap. A hold stops counting once claimed or expired.
 	Put(ctx context.Context, holds []Hold) error
 	// Get returns one hold by id.
 	Get(ctx context.Context, id string) (Hold, error)
@@ -142,9 +172,28 @@ type Store interface {
 	// ErrAnswered. An expired hold gives ErrExpired (unless
 	// Answer.AllowExpired).
 	Claim(ctx context.Context, id string, a Answer) (Claimed, error)
-	// Settle records the outcome of an answered hold, marks it Settled and
-	// drops the person's values.
+	// Begin marks an answered hold Running just before its action is sent:
+	// one atomic operation that exactly one of any number of racing callers
+	// wins (across processes sharing the backend). Any state but Answered
+	// gives ErrAnswered (waiting, expired, running, settled). The hold is
+	// returned as now stored, StartedAt set from the store clock.
+	Begin(ctx context.Context, id string) (Hold, error)
+	// Settle records the outcome of an Answered or Running hold, marks it
+	// Settled and drops Values. Settling again with the same outcome
+	// succeeds (a retry); with another outcome it fails with ErrAnswered
+	// (the first settlement stands). A Waiting hold must be claimed first
+	// (an error that is neither ErrAnswered nor ErrUnavailable).
 	Settle(ctx context.Context, id, outcome string) error
+	// Unsettled lists holds that are not Settled — waiting (expired or
+	// not), answered, running; tickets too — with id > after, in id order,
+	// at most limit (limit > 0). Listed holds carry every field but
+	// Message (read the step for it): the list is for a sweeper, which
+	// decides from state, answer and expiry. The gate's sweeper pages
+	// through it at start-up and periodically to find answers a crash
+	// left unsettled and steps whose last waiting hold expired. It never
+	// scans settled records (an index of unsettled ids), so its cost
+	// follows what is open, not what is kept.
+	Unsettled(ctx context.Context, after string, limit int) ([]Hold, error)
 	// Index files a step under a key, such as the provider's response or
 	// conversation that holds the step's calls, for as long as the step's
 	// records are kept (expires is the step's Expires). A step filed twice
@@ -155,6 +204,9 @@ type Store interface {
 	Indexed(ctx context.Context, key string) ([]string, error)
 	// Unindex takes a step off a key.
 	Unindex(ctx context.Context, key, stepID string) error
-	// Close releases the backend.
+	// Stats reports the store's size, for a metric.
+	Stats(ctx context.Context) (Stats, error)
+	// Close releases the backend. Closing twice is harmless; every call
+	// after Close fails with ErrUnavailable.
 	Close() error
 }
