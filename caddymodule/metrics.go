@@ -18,6 +18,8 @@ type metrics struct {
 	decided  *prometheus.CounterVec
 	runs     *prometheus.HistogramVec
 	statuses *prometheus.CounterVec
+	// storeBytes is the store's size on disk, sampled by the app.
+	storeBytes prometheus.Gauge
 }
 
 // The collectors are process singletons: Caddy makes a new registry for
@@ -41,9 +43,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				Help: "Latency of released calls to the action's endpoint.", Buckets: prometheus.DefBuckets}, []string{"action"}),
 			statuses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "runs_total",
 				Help: "Released calls by the endpoint's status class."}, []string{"action", "status"}),
+			storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "store_bytes",
+				Help: "Size of the store of holds on disk, in bytes (sampled every 15s)."}),
 		}
 	})
-	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses} {
+	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses, theMetrics.storeBytes} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -9,10 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/actions"
 	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/forms"
-	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -38,9 +36,9 @@ type StepView struct {
 }
 
 // View returns the step for the person answering it, forms built in their
-// language (lang is an Accept-Language value). Only the owner may see it:
-// anyone else gets ErrNotOwner.
-func (g *Gate) View(ctx context.Context, stepID, person, lang string) (StepView, error) {
+// language (lang is an Accept-Language value). Only the owner, in the
+// step's tenant, may see it: anyone else gets ErrNotOwner.
+func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string) (StepView, error) {
 	holds, err := g.cfg.Store.Step(ctx, stepID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -51,7 +49,7 @@ func (g *Gate) View(ctx context.Context, stepID, person, lang string) (StepView,
 	if holds[0].Kind == store.KindTicket {
 		return StepView{}, ErrNotFound // the record behind an MCP requestState, not a page
 	}
-	if person == "" || holds[0].Owner != person {
+	if !who.owns(holds[0]) {
 		return StepView{}, ErrNotOwner
 	}
 	v := StepView{StepID: stepID}
@@ -101,8 +99,8 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 // Submit) — and, when it is the step's last answer, releases the step. Any
 // answer other than the first valid one from the owner within the TTL runs
 // nothing and returns an error that Status maps to 409.
-func (g *Gate) Answer(ctx context.Context, stepID, holdID, person, choice string) (HoldView, error) {
-	h, err := g.ownHold(ctx, stepID, holdID, person)
+func (g *Gate) Answer(ctx context.Context, stepID, holdID string, who Person, choice string) (HoldView, error) {
+	h, err := g.ownHold(ctx, stepID, holdID, who)
 	if err != nil {
 		return HoldView{}, err
 	}
@@ -112,11 +110,11 @@ func (g *Gate) Answer(ctx context.Context, stepID, holdID, person, choice string
 	default:
 		return HoldView{}, ErrChoice
 	}
-	return g.claimAndRelease(ctx, h, person, choice, nil)
+	return g.claimAndRelease(ctx, h, who.Owner, choice, nil)
 }
 
-// ownHold reads a hold of a step for its owner.
-func (g *Gate) ownHold(ctx context.Context, stepID, holdID, person string) (store.Hold, error) {
+// ownHold reads a hold of a step for its owner, in its tenant.
+func (g *Gate) ownHold(ctx context.Context, stepID, holdID string, who Person) (store.Hold, error) {
 	h, err := g.cfg.Store.Get(ctx, holdID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -127,8 +125,9 @@ func (g *Gate) ownHold(ctx context.Context, stepID, holdID, person string) (stor
 	if h.StepID != stepID || h.Answer == "refused" || h.Kind == store.KindTicket {
 		return store.Hold{}, ErrNotFound
 	}
-	if person == "" || h.Owner != person {
-		g.log.Warn("answer refused: not the owner", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", person))
+	if !who.owns(h) {
+		g.log.Warn("answer refused: not the owner", zap.String("hold_id", h.ID), zap.String("action", h.Action),
+			zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
 		return store.Hold{}, ErrNotOwner
 	}
 	return h, nil
@@ -146,142 +145,15 @@ func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, person, choice
 	g.log.Info("hold answered", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", h.Action),
 		zap.String("answered_by", person), zap.String("answer", choice), shownField(h))
 	if claimed.Complete {
-		g.release(ctx, claimed.Step)
+		// The release goes on if the person's request ends (a closed
+		// tab); the page waits for it while the request lasts.
+		wait(ctx, g.releaseStep(ctx, claimed.Step))
 	}
 	cur, err := g.cfg.Store.Get(ctx, h.ID)
 	if err != nil {
 		return HoldView{}, err
 	}
 	return g.holdView(ctx, cur, g.cfg.Now(), "")
-}
-
-// release runs the confirmed holds of a complete step and settles every
-// answered one. Each confirmed card is built again first: a record that
-// reads differently now runs nothing.
-func (g *Gate) release(ctx context.Context, step []store.Hold) {
-	for _, h := range step {
-		if h.State != store.Answered {
-			continue
-		}
-		var outcome string
-		switch {
-		case h.Answer == store.AnswerConfirm && h.Protocol == ProtocolMCP:
-			// The MCP client's retry runs it (Front.MCP), not the page.
-			outcome = OutcomeMCPConfirmed
-		case h.Answer == store.AnswerConfirm:
-			outcome = g.run(ctx, h)
-		case h.Answer == store.AnswerSubmit:
-			outcome = g.runForm(ctx, h)
-		case h.Kind == store.KindForm:
-			outcome = formDeclined(h)
-		default:
-			outcome = OutcomeDeclined
-		}
-		if err := g.cfg.Store.Settle(ctx, h.ID, outcome); err != nil {
-			g.log.Error("settling hold", zap.String("hold_id", h.ID), zap.Error(err))
-			continue
-		}
-		g.log.Info("hold settled", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", h.AnsweredBy), zap.String("outcome", outcome))
-	}
-}
-
-// run rebuilds the card, compares it, and releases the call as the person.
-func (g *Gate) run(ctx context.Context, h store.Hold) string {
-	var a *policies.Action
-	if p := g.cfg.Policy(h.Policy); p != nil {
-		a = p.Action(h.Action)
-	}
-	if a == nil || a.Card == nil {
-		g.log.Error("policy no longer declares the held action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("policy", h.Policy))
-		g.cfg.Observer.Decided(h.Action, "policy_gone")
-		return "The gate's policy no longer allows this action; nothing ran."
-	}
-	if out := g.recheck(ctx, h, a); out != "" {
-		return out
-	}
-	if a.Run.URL == nil {
-		return "The gate's policy gives the action no endpoint; nothing ran."
-	}
-	return g.release1(ctx, h, a, h.Arguments).After(PersonConfirmed)
-}
-
-// sameCard reports whether a confirmed hold's card reads as the person saw
-// it (recheck finds nothing).
-func (g *Gate) sameCard(ctx context.Context, h store.Hold, a *policies.Action) bool {
-	return g.recheck(ctx, h, a) == ""
-}
-
-// recheck builds a confirmed hold's card again from the record, read as
-// the person who answered. It returns "" when it is the card they
-// confirmed, else what the model reads: the record changed (a card that
-// reads differently), or could not be checked (not found, not allowed,
-// unavailable, unreadable), which is not a change.
-func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) string {
-	if a == nil || a.Card == nil {
-		return outcomeUnchecked(uncheckedUnreadable)
-	}
-	var record []byte
-	if a.Card.Record != nil {
-		body, why := g.readRecord(ctx, h, a.Card.Record)
-		if why != "" {
-			g.cfg.Observer.Decided(h.Action, "unchecked")
-			g.log.Info("card could not be checked", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("why", why))
-			return outcomeUnchecked(why)
-		}
-		record = body
-	}
-	card, err := cards.Build(a.Card, record)
-	if err != nil {
-		g.cfg.Observer.Decided(h.Action, "unchecked")
-		return outcomeUnchecked(uncheckedUnreadable)
-	}
-	if card.Fingerprint() != h.Fingerprint {
-		g.cfg.Observer.Decided(h.Action, "changed")
-		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
-		return OutcomeChanged
-	}
-	return ""
-}
-
-// readRecord reads the record of a confirmed card as the person who
-// answered; why is "" or the reason it could not be read.
-func (g *Gate) readRecord(ctx context.Context, h store.Hold, record *policies.Template) (body []byte, why string) {
-	u, err := record.Expand(h.Arguments)
-	if err != nil {
-		g.log.Error("policy error: expanding record url", zap.String("action", h.Action), zap.Error(err))
-		return nil, uncheckedDown
-	}
-	resp, err := g.cfg.Actions.Fetch(ctx, u, actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant})
-	switch {
-	case err != nil:
-		g.log.Warn("reading record", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
-		return nil, uncheckedDown
-	case resp.Status == 404 || resp.Status == 410:
-		return nil, uncheckedNotFound
-	case resp.Status == 401 || resp.Status == 403:
-		return nil, uncheckedForbidden
-	case resp.Status < 200 || resp.Status > 299:
-		return nil, uncheckedDown
-	}
-	return resp.Body, ""
-}
-
-// release1 sends one call to the action's endpoint as the person who
-// answered, with the final arguments, and says what came of it.
-func (g *Gate) release1(ctx context.Context, h store.Hold, a *policies.Action, args []byte) Ran {
-	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
-	u, err := a.Run.URL.Expand(args)
-	if err != nil {
-		g.log.Error("policy error: expanding run url", zap.String("action", h.Action), zap.Error(err))
-		return Ran{Text: "the gate's policy cannot name the action's endpoint; nothing ran."}
-	}
-	start := g.cfg.Now()
-	resp, err := g.cfg.Actions.Run(ctx, a.Run.Method, u, a.Run.Headers, args, who, h.ID)
-	g.cfg.Observer.Ran(h.Action, resp.Status, g.cfg.Now().Sub(start))
-	if err != nil {
-		g.log.Error("running action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
-	}
-	return runOutcome(a, resp, err)
 }
 
 // Status maps an answer-path error to the HTTP status the person's page

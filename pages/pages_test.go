@@ -51,15 +51,23 @@ func TestSameOrigin(t *testing.T) {
 	}
 }
 
-func TestTokenIsBoundToHoldAndOwner(t *testing.T) {
+func TestTokenIsBoundToHoldOwnerAndTenant(t *testing.T) {
 	p := &Pages{Secret: []byte("0123456789abcdef")}
-	a := p.Token("hold1", "ana")
-	if a != p.Token("hold1", "ana") {
+	ana := gate.Person{Owner: "ana", Tenant: "acme"}
+	a := p.Token("hold1", ana)
+	if a != p.Token("hold1", ana) {
 		t.Fatal("token not stable")
 	}
-	for _, other := range []string{p.Token("hold2", "ana"), p.Token("hold1", "bo"), (&Pages{Secret: []byte("another-secret-x")}).Token("hold1", "ana")} {
+	for _, other := range []string{
+		p.Token("hold2", ana),
+		p.Token("hold1", gate.Person{Owner: "bo", Tenant: "acme"}),
+		p.Token("hold1", gate.Person{Owner: "ana", Tenant: "globex"}),
+		p.Token("hold1", gate.Person{Owner: "ana"}),
+		p.Token("hold1", gate.Person{Owner: "anaacme"}),
+		(&Pages{Secret: []byte("another-secret-x")}).Token("hold1", ana),
+	} {
 		if other == a {
-			t.Error("token does not depend on hold, owner and secret")
+			t.Error("token does not depend on hold, owner, tenant and secret")
 		}
 	}
 }

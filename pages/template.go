@@ -131,6 +131,11 @@ func personStatus(h gate.HoldView) string {
 			return "Closed without answering"
 		}
 		return "Answered; waiting for the other questions"
+	case store.Running:
+		if h.Answer == store.AnswerSubmit {
+			return "Submitted; the app is being asked now"
+		}
+		return "Confirmed; the app is being asked now"
 	}
 	switch h.Answer {
 	case store.AnswerConfirm:
