@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/testkit"
 )
@@ -83,5 +86,54 @@ func TestReleaseRecordUnreadableIsNotChanged(t *testing.T) {
 				t.Errorf("the call ran %d times", n)
 			}
 		})
+	}
+}
+
+// TestReleaseSurvivesAClosedConfirm: the person's browser gives up on the
+// Confirm request while the app is still answering the release (a closed
+// tab). The release goes on: the app gets it once, the hold ends settled
+// with the app's real answer and the model reads it. Before, the release
+// was cut with the request and the hold stayed answered for good.
+func TestReleaseSurvivesAClosedConfirm(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	e.app.Answer(200, `{"ok":true}`, 800*time.Millisecond)
+	l, msg := e.hold(t, "ana")
+	_, _, s := e.view(ana, l)
+	hold := s.Holds[0].ID
+	u, _ := url.Parse(l)
+	form := url.Values{"hold": {hold}, "token": {s.Tokens[hold]}, "answer": {"confirm"}}
+	req, err := http.NewRequest("POST", l, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(ana.name, ana.password)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	impatient := &http.Client{Timeout: 200 * time.Millisecond}
+	if resp, err := impatient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the confirm answered (%d) before the app did", resp.StatusCode)
+	}
+	const want = "The person confirmed. Removed."
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _, s = e.view(ana, l)
+		if s.Holds[0].State == "settled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hold still %s 10s after the confirm", s.Holds[0].State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s.Holds[0].Outcome != want {
+		t.Errorf("outcome = %q, want %q", s.Holds[0].Outcome, want)
+	}
+	if got := toolResult(e.next(t, "ana", msg, "ok"), "call_del7"); got != want {
+		t.Errorf("model read %q", got)
+	}
+	if n := len(e.app.Calls()); n != 1 {
+		t.Errorf("the app got %d releases", n)
 	}
 }
