@@ -119,12 +119,15 @@ type rig struct {
 	timeout time.Duration
 	dir     string // the store's directory ("" in memory)
 	opts    store.BadgerOptions
+	wrap    func(store.Store) store.Store // what the gate sees of the store (nil: the store)
+	actions *actions.Client               // one for the rig's life: its pooled connections outlive restarts
 }
 
 type rigOptions struct {
-	disk          bool          // a store on disk (restarts keep it)
-	maxWaiting    int           // the store's cap
-	actionTimeout time.Duration // default 2s
+	disk          bool                          // a store on disk (restarts keep it)
+	wrap          func(store.Store) store.Store // what the gate sees of the store
+	maxWaiting    int                           // the store's cap
+	actionTimeout time.Duration                 // default 2s
 }
 
 func newRig(t testing.TB, o rigOptions) *rig {
@@ -140,6 +143,8 @@ func newRig(t testing.TB, o rigOptions) *rig {
 		r.timeout = 2 * time.Second
 	}
 	r.opts = store.BadgerOptions{Now: r.clock.Now, MaxWaiting: o.maxWaiting, InMemory: !o.disk}
+	r.wrap = o.wrap
+	r.actions = &actions.Client{Secret: []byte(testSecret), Timeout: r.timeout}
 	if o.disk {
 		r.dir = t.TempDir()
 	}
@@ -156,9 +161,18 @@ func (r *rig) open() {
 		r.t.Fatal(err)
 	}
 	r.db = db
+	r.newGate()
+}
+
+// newGate makes a fresh gate on the open store.
+func (r *rig) newGate() {
+	var gs store.Store = r.db
+	if r.wrap != nil {
+		gs = r.wrap(r.db)
+	}
 	r.gate = New(Config{
-		Store:         db,
-		Actions:       &actions.Client{Secret: []byte(testSecret), Timeout: r.timeout},
+		Store:         gs,
+		Actions:       r.actions,
 		Pages:         "http://gate.test/toolgate",
 		Policy:        func(string) *policies.Policy { return r.policy },
 		Observer:      r.events,
@@ -169,15 +183,19 @@ func (r *rig) open() {
 }
 
 // restart stops the gate (waiting for nothing in flight), closes the store
-// without settling anything, reopens it with a new gate, and runs the
-// start-up sweep.
+// without settling anything and reopens it (on disk; in memory the store
+// stays open), makes a new gate and runs the start-up sweep.
 func (r *rig) restart() {
 	r.t.Helper()
 	r.gate.Stop(0)
-	if err := r.db.Close(); err != nil {
-		r.t.Fatal(err)
+	if r.dir != "" {
+		if err := r.db.Close(); err != nil {
+			r.t.Fatal(err)
+		}
+		r.open()
+	} else {
+		r.newGate()
 	}
-	r.open()
 	if err := r.gate.Sweep(context.Background(), true); err != nil {
 		r.t.Fatalf("sweep after restart: %v", err)
 	}

@@ -260,6 +260,9 @@ func (g *Gate) settle(ctx context.Context, h store.Hold, outcome string) {
 		case <-ctx.Done():
 			g.log.Error("settling hold: store unavailable; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
 			return
+		case <-g.life.Done():
+			g.log.Error("settling hold: the gate stopped; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
+			return
 		case <-time.After(backoff):
 			backoff *= 2
 		}

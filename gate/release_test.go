@@ -24,7 +24,7 @@ func (r *rig) confirm(stepID, id string) {
 	}
 }
 
-func (r *rig) runs(id string) int { return r.app.Runs()[id] }
+func (r *rig) runs(id string) int { return r.app.RunCount(id) }
 
 func wantResults(t *testing.T, got []string, want ...string) {
 	t.Helper()

@@ -49,7 +49,9 @@ type App struct {
 	reply   string
 	delay   time.Duration
 	behave  Behaviour
+	script  func(key string) (Behaviour, int)
 	calls   []Call
+	runs    map[string]int // action requests by Idempotency-Key
 	reads   []Call
 }
 
@@ -96,16 +98,33 @@ func (a *App) Behave(b Behaviour) {
 	a.behave = b
 }
 
+// Script makes the action endpoint answer each request by its
+// Idempotency-Key (the hold id): f returns the behaviour and, for Respond,
+// the status (the body is the one set by Answer). nil ends the script. f
+// runs under the app's lock: it must not call the App.
+func (a *App) Script(f func(key string) (b Behaviour, status int)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.script = f
+}
+
 // Runs counts the action requests received by Idempotency-Key (the hold
 // id): a release seen twice counts 2.
 func (a *App) Runs() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n := map[string]int{}
-	for _, c := range a.calls {
-		n[c.Header.Get(actions.HeaderIdempotency)]++
+	n := make(map[string]int, len(a.runs))
+	for k, v := range a.runs {
+		n[k] = v
 	}
 	return n
+}
+
+// RunCount is Runs()[key], without copying.
+func (a *App) RunCount(key string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runs[key]
 }
 
 // Calls returns the action requests received (not the reads).
@@ -147,7 +166,14 @@ func (a *App) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.calls = append(a.calls, c)
+	if a.runs == nil {
+		a.runs = map[string]int{}
+	}
+	a.runs[r.Header.Get(actions.HeaderIdempotency)]++
 	status, reply, delay, behave := a.status, a.reply, a.delay, a.behave
+	if a.script != nil {
+		behave, status = a.script(r.Header.Get(actions.HeaderIdempotency))
+	}
 	a.mu.Unlock()
 	switch behave {
 	case Drop:
