@@ -9,9 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are Toolgate's counters, on Caddy's metrics endpoint. Labels
-// are bounded: action names come from the policy, reasons and outcomes
-// from fixed sets; never a hold, person or argument.
+// metrics are Toolgate's counters and the store's size gauge, on Caddy's
+// metrics endpoint. Labels are bounded: action names come from the
+// policy, reasons and outcomes from fixed sets; never a hold, person or
+// argument.
 type metrics struct {
 	held     *prometheus.CounterVec
 	refused  *prometheus.CounterVec

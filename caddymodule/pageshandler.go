@@ -19,7 +19,7 @@ func init() {
 // card (HTML, or JSON to Accept: application/json) and POST answers it.
 // Put it behind the platform's own sign-in (basic_auth, forward_auth, ...)
 // on the URL the toolgate app's `pages` option names: the answerer must be
-// the person the conversation belongs to.
+// the person the conversation belongs to, in its tenant.
 type PagesHandler struct {
 	// Answerer is the placeholder giving the signed-in person's id.
 	// Default: "{http.auth.user.id}" (set by Caddy's authentication

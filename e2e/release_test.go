@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/toolgate/toolgate/internal/testkit"
 )
 
@@ -135,5 +137,49 @@ func TestReleaseSurvivesAClosedConfirm(t *testing.T) {
 	}
 	if n := len(e.app.Calls()); n != 1 {
 		t.Errorf("the app got %d releases", n)
+	}
+}
+
+// TestChangePastTheCutRunsNothing: the person sees a value cut to 200
+// characters and marked as shortened; a change to the record past the cut
+// is still a change: nothing runs. Before the fingerprint covered full
+// values, the call ran.
+func TestChangePastTheCutRunsNothing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	long := strings.Repeat("a", 250)
+	e.app.SetRecord("/posts/7", `{"title":"`+long+`-first","status":"draft"}`)
+	l, msg := e.hold(t, "ana")
+	_, raw, _ := e.view(ana, l)
+	if !strings.Contains(string(raw), `"cut":true`) {
+		t.Errorf("the page JSON does not mark the cut row: %s", raw)
+	}
+	e.app.SetRecord("/posts/7", `{"title":"`+long+`-second","status":"draft"}`)
+	if st := e.answerOnly(ana, l, "confirm"); st != http.StatusSeeOther {
+		t.Fatalf("confirm: %d", st)
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Errorf("the call ran against a record changed past the cut")
+	}
+	if got := toolResult(e.next(t, "ana", msg, "ok"), "call_del7"); got != "The record changed while waiting; nothing ran." {
+		t.Errorf("model read %q", got)
+	}
+}
+
+// TestBrowserShowsAShortenedValue: in Chromium, a cut value reads with its
+// "shortened" mark as visible text, next to the value.
+func TestBrowserShowsAShortenedValue(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.app.SetRecord("/posts/7", `{"title":"`+strings.Repeat("b", 300)+`","status":"draft"}`)
+	l, _ := e.hold(t, "ana")
+	b := browser(t, ana)
+	if err := chromedp.Do(b, chromedp.Navigate(l), chromedp.WaitVisible(chromedp.CSS(`button.confirm`))); err != nil {
+		t.Fatal(err)
+	}
+	row := text(t, b, `dd`)
+	if !strings.HasSuffix(row, "… shortened") || !strings.HasPrefix(row, strings.Repeat("b", 199)) {
+		t.Errorf("the cut row reads %q", row)
+	}
+	if status := text(t, b, `dl dd:nth-of-type(2)`); status != "draft" {
+		t.Errorf("a full value reads %q", status)
 	}
 }
