@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/internal/reqbody"
 	"github.com/toolgate/toolgate/policies"
 )
 
@@ -147,24 +148,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	buf := bodyPool.Get().(*bytes.Buffer)
 	defer putBody(buf)
-	if r.ContentLength > 0 && r.ContentLength <= h.MaxRequestBody {
-		buf.Grow(int(r.ContentLength) + 1) // +1: the read that sees EOF needs room
-	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, h.MaxRequestBody+1))
-	r.Body.Close()
-	if err != nil {
-		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("reading request body: %w", err))
-	}
-	body := buf.Bytes()
-	if int64(len(body)) > h.MaxRequestBody {
-		return caddyhttp.Error(http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", h.MaxRequestBody))
+	body, ref := readBody(r, buf, h.MaxRequestBody)
+	if ref != nil {
+		return h.refuse(w, ref)
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
 	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
 		WithToolSchemas(func(name string) []byte { return toolParameters(original, name, protocol) })
 
-	body, err = adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
+	body, err := adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
 		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err))
 	}
@@ -209,6 +202,70 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
 	return nil
+}
+
+// refusal is a request the gate answers itself, before anything goes on:
+// the status and what the client reads.
+type refusal struct {
+	status int
+	msg    string
+}
+
+// readBody reads a gated request's body, up to max bytes, as the server
+// behind the gate would read it: a body that is not plain UTF-8 JSON
+// (compressed, with a byte-order mark, in UTF-16) is decoded, and the
+// request's headers made to describe the decoded bytes, which are what
+// goes on (see package reqbody). What cannot be decoded is refused.
+func readBody(r *http.Request, buf *bytes.Buffer, max int64) ([]byte, *refusal) {
+	if r.ContentLength > 0 && r.ContentLength <= max {
+		buf.Grow(int(r.ContentLength) + 1) // +1: the read that sees EOF needs room
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, max+1))
+	r.Body.Close()
+	if err != nil {
+		return nil, &refusal{http.StatusBadRequest, fmt.Sprintf("reading the request body: %v", err)}
+	}
+	body := buf.Bytes()
+	if int64(len(body)) > max {
+		return nil, &refusal{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes; it cannot be checked", max)}
+	}
+	if reqbody.Plain(r.Header, body) {
+		return body, nil
+	}
+	d, err := reqbody.Decode(r.Header, body, max)
+	if err != nil {
+		status := http.StatusBadRequest
+		switch {
+		case errors.Is(err, reqbody.ErrCoding), errors.Is(err, reqbody.ErrCharset):
+			status = http.StatusUnsupportedMediaType
+		case errors.Is(err, reqbody.ErrTooLarge):
+			status = http.StatusRequestEntityTooLarge
+		}
+		return nil, &refusal{status, "the request body cannot be checked: " + err.Error() + "; send it as plain UTF-8 JSON, or compressed with gzip, deflate or zstd"}
+	}
+	d.SetHeaders(r.Header)
+	return d.Body, nil
+}
+
+// refuse answers a model request with an error that OpenAI's and
+// Anthropic's SDKs both read: OpenAI's reads error.message, Anthropic's
+// the type "error" and error.type and message.
+func (h *Handler) refuse(w http.ResponseWriter, ref *refusal) error {
+	h.logger.Info("request refused", zap.Int("status", ref.status), zap.String("why", ref.msg))
+	typ := "invalid_request_error"
+	switch ref.status {
+	case http.StatusForbidden:
+		typ = "permission_error"
+	case http.StatusRequestEntityTooLarge:
+		typ = "request_too_large"
+	}
+	b := []byte(`{"type":"error","error":{"type":"` + typ + `","code":"toolgate_refused","message":`)
+	b = gjson.AppendJSONString(b, "toolgate: "+ref.msg)
+	b = append(b, "}}"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ref.status)
+	_, err := w.Write(b)
+	return err
 }
 
 // setBody makes body the request's body.

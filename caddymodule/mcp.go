@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -128,17 +127,19 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	}
 	buf := bodyPool.Get().(*bytes.Buffer)
 	defer putBody(buf)
-	if r.ContentLength > 0 && r.ContentLength <= h.MaxRequestBody {
-		buf.Grow(int(r.ContentLength) + 1)
+	body, ref := readBody(r, buf, h.MaxRequestBody)
+	if ref != nil {
+		code := -32700 // parse error: the message could not be read
+		if ref.status == http.StatusRequestEntityTooLarge {
+			code = -32600
+		}
+		h.logger.Info("MCP message refused", zap.Int("status", ref.status), zap.String("why", ref.msg))
+		return writeRPCError(w, nil, ref.status, code, "toolgate: "+ref.msg)
 	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, h.MaxRequestBody+1))
-	r.Body.Close()
-	if err != nil {
-		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("reading request body: %w", err))
-	}
-	body := buf.Bytes()
-	if int64(len(body)) > h.MaxRequestBody {
-		return caddyhttp.Error(http.StatusRequestEntityTooLarge, fmt.Errorf("MCP message over %d bytes; it cannot be checked", h.MaxRequestBody))
+	if i := firstNonSpace(body); i >= 0 && body[i] != '{' && body[i] != '[' {
+		// Only JSON is read by MCP servers; anything else is not
+		// forwarded unread.
+		return writeRPCError(w, nil, http.StatusBadRequest, -32700, "toolgate: the message is not a JSON-RPC object or batch; it cannot be checked")
 	}
 	setBody(r, body)
 
@@ -399,6 +400,19 @@ func (c *capture) Write(p []byte) (int, error) {
 		return 0, errors.New("tools/list answer too large")
 	}
 	return c.body.Write(p)
+}
+
+// firstNonSpace is the index of the first byte of b that is not JSON
+// whitespace, or -1.
+func firstNonSpace(b []byte) int {
+	for i, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return i
+	}
+	return -1
 }
 
 // writeRPCError answers with a JSON-RPC error.
