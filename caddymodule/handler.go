@@ -36,9 +36,22 @@ func init() {
 // Gated endpoints, by path unless Provider says otherwise: POST
 // .../chat/completions (OpenAI Chat Completions and compatible servers),
 // POST .../responses (OpenAI Responses) and POST .../messages (Anthropic
-// Messages). Other requests on the route pass untouched, except a
-// WebSocket upgrade on a gated path, which is refused: its traffic could
-// not be checked.
+// Messages). Paths are matched as tolerant upstreams route them: in any
+// case, with or without a trailing slash, with empty or dot segments or
+// ";parameters", percent-decoded. Other requests on the route pass
+// untouched, except a WebSocket upgrade on a gated path, which is refused
+// (400): its traffic could not be checked; and the endpoints that return
+// tool calls the gate never sees, which are refused unless Allow names
+// them.
+//
+// A request body the provider would decode (gzip, deflate or zstd
+// Content-Encoding, a byte-order mark, UTF-16) is decoded before the gate
+// reads it, and the decoded UTF-8 is what goes on; one that cannot be
+// decoded is refused: 415 for a coding or charset the gate does not decode
+// (br among them), 400 for bytes that do not decode, 413 when it is larger
+// than MaxRequestBody once decoded. Refusals carry a JSON error body
+// ({"type":"error","error":{"type","code":"toolgate_refused","message"}})
+// that the OpenAI and Anthropic SDKs read.
 //
 // The upstream is asked for an identity-encoded body (Accept-Encoding:
 // identity); a compressed response on a gated endpoint cannot be checked
@@ -71,7 +84,30 @@ type Handler struct {
 	// OpenAI-compatible server whose paths differ.
 	Provider string `json:"provider,omitempty"`
 
-	// MaxRequestBody caps the request body read, in bytes. Default 32 MiB.
+	// Allow lets through this route what returns tool calls the gate
+	// never sees, each refused by default:
+	//
+	//   - "legacy_functions": Chat requests with the legacy functions or
+	//     function_call parameters (refused with 400). Allowed, a response
+	//     function_call naming a gated tool still fails closed.
+	//   - "batches": the batch APIs, OpenAI's /v1/batches and the batch
+	//     output read through /v1/files/{id}/content, Anthropic's
+	//     /v1/messages/batches (refused with 403).
+	//   - "stored_responses": reading stored model output back: GET
+	//     /v1/responses/{id} and its input_items, POST
+	//     /v1/responses/{id}/cancel, GET /v1/conversations/{id}/items,
+	//     stored Chat completions (GET /v1/chat/completions and
+	//     /v1/chat/completions/{id}); and Responses requests with
+	//     background: true, whose output is read that way (403; the
+	//     background request 400).
+	//   - "realtime": the Realtime API under /v1/realtime, its WebSocket
+	//     and its HTTP endpoints (calls, sessions, client secrets) (403).
+	//
+	// What is allowed passes as it came, unchecked.
+	Allow []string `json:"allow,omitempty"`
+
+	// MaxRequestBody caps the request body read, in bytes, before and
+	// after decoding. Default 32 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 
 	// MaxResponseBody caps a JSON (non-streamed) response held for
@@ -98,6 +134,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.Provider != "" && h.Provider != "auto" && adapters[h.Provider] == nil {
 		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(providerNames(), ", "))
+	}
+	if err := h.checkAllow(); err != nil {
+		return err
 	}
 	if h.MaxRequestBody <= 0 {
 		h.MaxRequestBody = 32 << 20
@@ -137,20 +176,32 @@ func joinApp(ctx caddy.Context, policy string) (*App, string, *policies.Policy, 
 
 // ServeHTTP gates one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) && h.gatedPath(r.URL.Path) {
-		// The Responses API's WebSocket mode (and any other upgrade) would
-		// carry tool calls around the gate.
-		return caddyhttp.Error(http.StatusBadRequest, errors.New("toolgate: a WebSocket or other upgraded connection cannot be gated on this path; use HTTP (streaming works)"))
-	}
-	adapter, protocol := h.adapterFor(r)
-	if adapter == nil {
+	path := canonicalPath(r.URL.Path)
+	around := endpointFor(r.Method, path)
+	if around != nil && h.allows(around.allow) {
 		return next.ServeHTTP(w, r)
 	}
+	protocol := h.providerFor(path)
+	if protocol != "" && (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) {
+		// The Responses API's WebSocket mode (and any other upgrade) would
+		// carry tool calls around the gate.
+		return h.refuse(w, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
+	}
+	if around != nil {
+		return h.refuse(w, around.refusal(r.Method, r.URL.Path))
+	}
+	if protocol == "" || r.Method != http.MethodPost {
+		return next.ServeHTTP(w, r) // only POSTs to gated endpoints carry tool calls
+	}
+	adapter := adapters[protocol]
 	buf := bodyPool.Get().(*bytes.Buffer)
 	defer putBody(buf)
 	body, ref := readBody(r, buf, h.MaxRequestBody)
 	if ref != nil {
 		return h.refuse(w, ref)
+	}
+	if a := paramFor(protocol, body); a != nil && !h.allows(a.allow) {
+		return h.refuse(w, a.refusal(r.Method, r.URL.Path))
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
@@ -343,13 +394,6 @@ var adapters = map[string]interceptor.Adapter{
 	"anthropic":        interceptor.Anthropic{},
 }
 
-// pathProviders map a path's end to its provider, for Provider "auto".
-var pathProviders = []struct{ suffix, provider string }{
-	{"/chat/completions", "openai-chat"},
-	{"/responses", "openai-responses"},
-	{"/messages", "anthropic"},
-}
-
 func providerNames() []string {
 	names := make([]string, 0, len(adapters))
 	for n := range adapters {
@@ -357,34 +401,6 @@ func providerNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// providerFor names the protocol of a path ("" when the route does not
-// gate it).
-func (h *Handler) providerFor(path string) string {
-	if h.Provider != "" && h.Provider != "auto" {
-		return h.Provider
-	}
-	for _, p := range pathProviders {
-		if strings.HasSuffix(path, p.suffix) && adapters[p.provider] != nil {
-			return p.provider
-		}
-	}
-	return ""
-}
-
-func (h *Handler) gatedPath(path string) bool { return h.providerFor(path) != "" }
-
-// adapterFor picks the wire adapter. Only POSTs carry tool calls.
-func (h *Handler) adapterFor(r *http.Request) (interceptor.Adapter, string) {
-	if r.Method != http.MethodPost {
-		return nil, ""
-	}
-	name := h.providerFor(r.URL.Path)
-	if name == "" {
-		return nil, ""
-	}
-	return adapters[name], name
 }
 
 // person resolves the conversation's owner and tenant: the configured
