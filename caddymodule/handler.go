@@ -64,14 +64,19 @@ type Handler struct {
 
 	// Owner tells whose conversation a request belongs to: a placeholder
 	// such as "{http.request.header.X-User-Id}" or "{http.auth.user.id}".
-	// When it is empty or gives nothing, the body's `safety_identifier`,
-	// then `user`, is used. A gated call with no owner is refused.
+	// When it gives nothing, the body is not read in its place (an app's
+	// user could name someone else there) unless OwnerFields is given: the
+	// gated call has no owner and is refused. Without Owner, the body's
+	// fields name the owner (see OwnerFields).
 	Owner string `json:"owner,omitempty"`
 
-	// OwnerFields are the request body's fields (gjson paths) that name
-	// the owner when Owner gives nothing, tried in order. Default:
-	// "safety_identifier" then "user" for OpenAI; none for Anthropic (set
-	// "metadata.user_id" to use it).
+	// OwnerFields are the request body's fields (dotted paths, such as
+	// "metadata.user_id") that name the owner, tried in order: with Owner
+	// set, only when it gives nothing; without Owner, always. Default: none
+	// when Owner is set; without Owner, "safety_identifier" then "user"
+	// for OpenAI and none for Anthropic (set "metadata.user_id"). A field
+	// given twice, or also in another case ("User"), names nobody: servers
+	// differ on which one they read.
 	OwnerFields []string `json:"owner_fields,omitempty"`
 
 	// Tenant optionally names the person's tenant, the same way (a
@@ -404,7 +409,8 @@ func providerNames() []string {
 }
 
 // person resolves the conversation's owner and tenant: the configured
-// placeholders first, then the body's owner fields.
+// placeholders, then the body's owner fields where configured (see
+// OwnerFields): never a silent fallback from a configured Owner.
 func (h *Handler) person(repl *caddy.Replacer, body []byte, protocol string) gate.Person {
 	var p gate.Person
 	if repl != nil {
@@ -415,20 +421,55 @@ func (h *Handler) person(repl *caddy.Replacer, body []byte, protocol string) gat
 			p.Tenant = strings.TrimSpace(repl.ReplaceAll(h.Tenant, ""))
 		}
 	}
+	if p.Owner != "" {
+		return p
+	}
 	fields := h.OwnerFields
-	if fields == nil && protocol != "anthropic" {
+	if fields == nil && h.Owner == "" && protocol != "anthropic" {
 		fields = openAIOwnerFields
 	}
-	if p.Owner == "" && len(fields) > 0 && gjson.ValidBytes(body) {
-		res := gjson.GetManyBytes(body, fields...)
-		for _, v := range res {
-			if v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
-				p.Owner = strings.TrimSpace(v.Str)
-				break
-			}
+	for _, f := range fields {
+		v, ok := bodyField(body, f)
+		if !ok {
+			return p // ambiguous: nobody, rather than a guess
+		}
+		if v = strings.TrimSpace(v); v != "" {
+			p.Owner = v
+			break
 		}
 	}
 	return p
+}
+
+// bodyField reads the string at a dotted path of a JSON body ("" when
+// absent or not a string). ok is false when a key on the way is given
+// twice, or also in another case: servers differ on which they read.
+func bodyField(body []byte, path string) (string, bool) {
+	v := gjson.ParseBytes(body)
+	for _, key := range strings.Split(path, ".") {
+		if !v.IsObject() {
+			return "", true
+		}
+		var found gjson.Result
+		n := 0
+		v.ForEach(func(k, val gjson.Result) bool {
+			if strings.EqualFold(k.String(), key) {
+				n++
+				if k.String() == key {
+					found = val
+				}
+			}
+			return n < 2
+		})
+		if n > 1 {
+			return "", false
+		}
+		v = found
+	}
+	if v.Type != gjson.String {
+		return "", true
+	}
+	return v.Str, true
 }
 
 // openAIOwnerFields name the end user in OpenAI requests: safety_identifier,
