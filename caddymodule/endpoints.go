@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -133,7 +134,8 @@ func (a *around) refusal(method, path string) *refusal {
 //   - realtime: anything under /realtime (the WebSocket, calls, sessions,
 //     client secrets).
 func endpointFor(method, path string) *around {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	var buf [16]string
+	segs := splitPath(path, buf[:0])
 	n := len(segs)
 	for i, s := range segs {
 		rest := n - i - 1 // segments after s
@@ -166,18 +168,43 @@ func endpointFor(method, path string) *around {
 	return nil
 }
 
+// splitPath appends the segments of a path to segs (on the caller's
+// stack for the usual few).
+func splitPath(p string, segs []string) []string {
+	p = strings.TrimPrefix(p, "/")
+	for {
+		seg, rest, more := strings.Cut(p, "/")
+		segs = append(segs, seg)
+		if !more {
+			return segs
+		}
+		p = rest
+	}
+}
+
 // paramFor returns the kind of a gated request whose body asks for what
 // carries calls around the gate, or nil: legacy Chat functions (a
 // non-empty functions, a function_call other than "none"), a background
 // Responses request. Every top-level key counts, in any case: a key given
 // twice or as "Functions" is what some server reads.
 func paramFor(provider string, body []byte) *around {
-	var found *around
-	switch provider {
-	case "openai-chat", "openai-responses":
-	default:
+	words := paramWords[provider]
+	if words == nil || !mayName(body, words...) {
 		return nil
 	}
+	return scanParams(provider, body)
+}
+
+// paramWords are the keys paramFor looks for, by provider.
+var paramWords = map[string][]string{
+	"openai-chat":      {"functions", "function_call"},
+	"openai-responses": {"background"},
+}
+
+// scanParams is paramFor without the byte filter: it reads every
+// top-level key.
+func scanParams(provider string, body []byte) *around {
+	var found *around
 	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
 		key := k.String()
 		switch {
@@ -197,6 +224,39 @@ func paramFor(provider string, body []byte) *around {
 		return found == nil
 	})
 	return found
+}
+
+// mayName reports whether a JSON body may name one of the lower-case
+// words as a key: its bytes hold one, in any case, between quotes, or a
+// \u escape, which could spell one. It reads the bytes without
+// allocating, so that the common request is not parsed for a key it cannot
+// hold.
+func mayName(body []byte, words ...string) bool {
+	if bytes.Contains(body, []byte(`\u`)) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(body[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		for _, w := range words {
+			if len(body)-i > len(w) && foldEq(body[i:i+len(w)], w) && body[i+len(w)] == '"' {
+				return true
+			}
+		}
+	}
+}
+
+// foldEq reports whether b equals the lower-case ASCII word w in any case.
+func foldEq(b []byte, w string) bool {
+	for j := 0; j < len(w); j++ {
+		if c := b[j]; c != w[j] && c+('a'-'A') != w[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // truthy reports a value a lenient server (pydantic's lax mode) reads as

@@ -144,6 +144,12 @@ func TestRequestParametersAroundTheGate(t *testing.T) {
 		{"openai-chat", `{"model":"m","functions":[],"function_call":"none"}`, ""},
 		{"openai-chat", `{"model":"m","functions":null}`, ""},
 		{"openai-chat", `{"model":"m","messages":[{"role":"assistant","function_call":{"name":"x","arguments":"{}"}}]}`, ""},
+		{"openai-chat", `{"model":"m","messages":[{"role":"user","content":"list \"functions\" and \"FUNCTION_CALL\""}]}`, ""},
+		{"openai-chat", `{"model":"m","FUNCTION_CALL":{"name":"x"}}`, "legacy_functions"},
+		{"openai-chat", `{"model":"m","fUnCtIoNs":[{"name":"x"}]}`, "legacy_functions"},
+		{"openai-responses", `{"model":"m","background":"yes"}`, "stored_responses"},
+		{"openai-responses", `{"model":"m","background":1}`, "stored_responses"},
+		{"openai-responses", `{"model":"m","\u0062ackground":true}`, "stored_responses"},
 		{"openai-responses", `{"model":"m","background":true}`, "stored_responses"},
 		{"openai-responses", `{"model":"m","background":false,"Background":true}`, "stored_responses"},
 		{"openai-responses", `{"model":"m","background":false}`, ""},
@@ -204,4 +210,27 @@ func TestCaddyfileAllow(t *testing.T) {
 			t.Errorf("%q: %v, want %q", in, err, want)
 		}
 	}
+}
+
+// FuzzRouteChecks: the canonical path is canonical and stable, and the
+// byte filter in front of the parameter check never hides a parameter the
+// full scan finds.
+func FuzzRouteChecks(f *testing.F) {
+	f.Add("/v1/Chat//completions;x=1/", "POST", []byte(`{"functions":[{"name":"x"}]}`))
+	f.Add("/v1/responses/../responses", "POST", []byte(`{"Background":true}`))
+	f.Add("/v1/files/f/content", "GET", []byte(`{"\u0066unctions":[1]}`))
+	f.Add("", "DELETE", []byte(`{"function_call":"none"}`))
+	f.Fuzz(func(t *testing.T, path, method string, body []byte) {
+		c := canonicalPath(path)
+		if canonicalPath(c) != c || !strings.HasPrefix(c, "/") || strings.Contains(c, "//") || strings.ContainsRune(c, ';') ||
+			(c != "/" && strings.HasSuffix(c, "/")) || strings.ToLower(c) != c || strings.Contains(c+"/", "/./") || strings.Contains(c+"/", "/../") {
+			t.Fatalf("%q → %q is not canonical", path, c)
+		}
+		endpointFor(method, c)
+		for _, provider := range []string{"openai-chat", "openai-responses", "anthropic"} {
+			if got, full := paramFor(provider, body), scanParams(provider, body); got != full && paramWords[provider] != nil {
+				t.Fatalf("%s %q: filtered %v, full scan %v", provider, body, got, full)
+			}
+		}
+	})
 }
