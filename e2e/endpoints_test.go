@@ -22,10 +22,10 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit"
 )
 
-// modelGate runs the toolgate handler (the test policy, owner from
-// X-User-Id, the extra lines in its block) in front of a fake provider and
-// returns the route's URL and the provider.
-func modelGate(t *testing.T, extra string) (string, *testkit.Provider) {
+// modelGate runs the toolgate handler (the test policy, the given lines
+// in its block) in front of a fake provider and returns the route's URL
+// and the provider.
+func modelGate(t *testing.T, lines string) (string, *testkit.Provider) {
 	t.Helper()
 	prov := testkit.NewProvider(t)
 	dir := t.TempDir()
@@ -50,12 +50,11 @@ func modelGate(t *testing.T, extra string) (string, *testkit.Provider) {
 http://127.0.0.1:%d {
 	toolgate {
 		policy %s
-		owner {http.request.header.X-User-Id}
 		%s
 	}
 	reverse_proxy %s
 }
-`, filepath.Join(dir, "store"), secret, port, pol, extra, prov.URL))
+`, filepath.Join(dir, "store"), secret, port, pol, lines, prov.URL))
 	return fmt.Sprintf("http://127.0.0.1:%d", port), prov
 }
 
@@ -115,7 +114,7 @@ func sendAround(t *testing.T, url, method, path, body string, upgrade bool) (int
 // By default each is refused with a status and an error naming it and the
 // way to allow it; nothing reaches the provider.
 func TestEndpointsAroundTheGateRefused(t *testing.T) {
-	url, prov := modelGate(t, "")
+	url, prov := modelGate(t, "owner {http.request.header.X-User-Id}")
 	for _, tc := range aroundTheGate {
 		status, body := sendAround(t, url, tc.method, tc.path, tc.body, tc.upgrade)
 		msg := gjson.GetBytes(body, "error.message").String()
@@ -130,7 +129,7 @@ func TestEndpointsAroundTheGateRefused(t *testing.T) {
 
 // Allowed by the operator, each goes to the provider as it came.
 func TestEndpointsAroundTheGateAllowed(t *testing.T) {
-	url, prov := modelGate(t, "allow legacy_functions batches stored_responses realtime")
+	url, prov := modelGate(t, "owner {http.request.header.X-User-Id}\n\t\tallow legacy_functions batches stored_responses realtime")
 	for _, tc := range aroundTheGate {
 		before := len(prov.Requests())
 		prov.Enqueue(testkit.Reply{Body: []byte(`{"id":"x","object":"thing"}`)})
@@ -147,7 +146,7 @@ func TestEndpointsAroundTheGateAllowed(t *testing.T) {
 
 // Each allow name opens only its own endpoints.
 func TestEachAllowOpensItsOwn(t *testing.T) {
-	url, prov := modelGate(t, "allow batches")
+	url, prov := modelGate(t, "owner {http.request.header.X-User-Id}\n\t\tallow batches")
 	for _, tc := range aroundTheGate {
 		before := len(prov.Requests())
 		prov.Enqueue(testkit.Reply{Body: []byte(`{"id":"x"}`)})
@@ -161,7 +160,7 @@ func TestEachAllowOpensItsOwn(t *testing.T) {
 
 // The official SDKs surface the refusal: status and message.
 func TestEndpointRefusalReadBySDKs(t *testing.T) {
-	url, _ := modelGate(t, "")
+	url, _ := modelGate(t, "owner {http.request.header.X-User-Id}")
 	oc := openai.NewClient(option.WithBaseURL(url+"/v1"), option.WithAPIKey("test"), option.WithMaxRetries(0), option.WithHeader("X-User-Id", "ana"))
 	_, err := oc.Batches.New(ctx, openai.BatchNewParams{InputFileID: "file-1", Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
 	var oerr *openai.Error

@@ -466,3 +466,50 @@ func TestModelRequestDecodedBeforeRestore(t *testing.T) {
 		})
 	}
 }
+
+// A model request the gate cannot decode is refused with an error the
+// SDKs read, and nothing reaches the provider.
+func TestModelUndecodableBodyRefused(t *testing.T) {
+	url, prov := modelGate(t, "owner {http.request.header.X-User-Id}")
+	plain := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}`)
+	for _, tc := range []struct {
+		name, coding, ct string
+		body             []byte
+		status           int
+		says             string
+	}{
+		{"br", "br", "", plain, 415, `"br"`},
+		{"utf-7", "", "application/json; charset=utf-7", plain, 415, `"utf-7"`},
+		{"not gzip", "gzip", "", plain, 400, "gzip"},
+		{"bomb", "gzip", "", gzipped(bytes.Repeat([]byte(" "), 33<<20)), 413, "limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ct := tc.ct
+			if ct == "" {
+				ct = "application/json"
+			}
+			req.Header.Set("Content-Type", ct)
+			if tc.coding != "" {
+				req.Header.Set("Content-Encoding", tc.coding)
+			}
+			req.Header.Set("X-User-Id", "ana")
+			req.Close = true
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if msg := gjson.GetBytes(b, "error.message").String(); resp.StatusCode != tc.status || !strings.Contains(msg, tc.says) || !strings.Contains(msg, "cannot be checked") {
+				t.Errorf("got %d %s, want %d saying %s", resp.StatusCode, b, tc.status, tc.says)
+			}
+		})
+	}
+	if n := len(prov.Requests()); n != 0 {
+		t.Errorf("%d refused requests reached the provider", n)
+	}
+}
