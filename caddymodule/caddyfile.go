@@ -112,6 +112,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		owner             <placeholder>
 //		owner_fields      <gjson path>...
 //		tenant            <placeholder>
+//		allow             legacy_functions|batches|stored_responses|realtime...
 //		max_request_body  <bytes>
 //		max_response_body <bytes>
 //	}
@@ -131,6 +132,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "tenant":
 			return oneArg(d, &h.Tenant)
+		case "allow":
+			if h.Allow = d.RemainingArgs(); len(h.Allow) == 0 {
+				return d.ArgErr()
+			}
+			if err := h.checkAllow(); err != nil {
+				return d.Err(err.Error())
+			}
 		case "max_request_body":
 			return bytesArg(d, key, &h.MaxRequestBody)
 		case "max_response_body":

@@ -56,21 +56,21 @@ actions:
     reply: Drafted.
 `
 
-// clock is a clock tests move by hand, shared by a gate and its store.
-type clock struct {
+// rigClock is a clock tests move by hand, shared by a gate and its store.
+type rigClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func newClock() *clock { return &clock{now: time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC)} }
+func newClock() *rigClock { return &rigClock{now: time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC)} }
 
-func (c *clock) Now() time.Time {
+func (c *rigClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *clock) Advance(d time.Duration) {
+func (c *rigClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
@@ -110,7 +110,7 @@ func (e *events) refusals(reason string) int {
 // rig is one gate with its store, fake app, policy and clock.
 type rig struct {
 	t       testing.TB
-	clock   *clock
+	clock   *rigClock
 	app     *testkit.App
 	policy  *policies.Policy
 	db      store.Store

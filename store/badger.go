@@ -36,7 +36,8 @@ type BadgerOptions struct {
 	// the clock of another.
 	Now func() time.Time
 	// Logger receives Badger's own log lines (info and debug lines at debug
-	// level). May be nil.
+	// level, under "badger") and the GC loop's (what it reclaimed at debug,
+	// failures as warnings). May be nil.
 	Logger *zap.Logger
 	// InMemory keeps everything in memory: no directory, no lock, nothing
 	// survives Close. For tests only; dir is ignored.
@@ -48,16 +49,35 @@ type BadgerOptions struct {
 	// tenants has two separate caps. MCP tickets count like holds.
 	// Default: 0, no cap.
 	MaxWaiting int
+	// GCInterval is how often the store gives back the space of records
+	// past their retention and of overwritten versions (value-log garbage
+	// collection, and a forced compaction once enough has expired; see
+	// Badger). Default: 1m.
+	GCInterval time.Duration
 }
 
 // Badger is the embedded Store: one Badger database in a directory, opened
 // once per process (Badger locks the directory; a second open fails).
 //
-// Layout: "h/<id>" holds one hold as JSON; "s/<stepID>" holds the ids of the
-// step's holds as a JSON list, in Position order. Every entry carries a
-// Badger TTL of the hold's Expires plus the retention, so records disappear
-// without a sweeper; a waiting hold past Expires reads as Expired (StateAt)
-// before that.
+// Layout (ids are base32; <owner> is ownerKey(tenant, owner), which spells
+// each part with its length first):
+//
+//	h/<id>              one hold as JSON (record, badgerrecord.go), without its message
+//	s/<stepID>          the step: its holds' ids in Position order and their
+//	                    shared message (stepRecord)
+//	u/<id>              an unsettled hold (Put of a waiting hold; Settle deletes it)
+//	w/<owner>/<id>      a hold waiting for owner: its Expires on the store clock
+//	                    (Claim deletes it; Badger drops it at Expires)
+//	c/<owner>           touched by every capped Put for owner (a conflict key)
+//	i/<len>/<key>/...   the step index (index.go)
+//	g/<n>, 0x00, 0xffff filler the GC writes already expired (badgergc.go)
+//
+// Every entry carries a Badger TTL: a hold's and its step's records, its
+// unsettled entry and its index entries live until the hold's Expires plus
+// the retention, so records disappear without a sweeper; a waiting hold
+// past Expires reads as Expired (StateAt) before that. The records are
+// read with the store clock, the TTL runs on the wall clock (see
+// wallDeadline).
 //
 // Writes are synced to disk before they return (SyncWrites): the app sees the
 // waiting text only after Put, and a hold it was told about must survive a
@@ -65,12 +85,13 @@ type BadgerOptions struct {
 // about 0.3 ms per write on a typical disk, once per held step and once per
 // answer, which is nothing next to a model response.
 //
-// No value-log GC runs. With ValueThreshold at 64 KiB a hold (a tool call,
-// its message, a few card rows) lives in the LSM tree, where compaction
-// drops expired and overwritten versions. Only a value above the threshold
-// goes to the value log, whose space nothing but RunValueLogGC reclaims; if
-// holds routinely grow past 64 KiB, add a GC loop bound to the store's
-// lifetime.
+// Space: a value above ValueThreshold (64 KiB: a large message or call)
+// goes to the value log, the rest stays in the LSM tree. Neither gives
+// space back by itself in a store written little, so a GC loop runs for
+// the store's lifetime (badgergc.go): it collects value-log files that
+// are mostly garbage and forces a compaction once enough has expired.
+// After a flood the store returns to its live size plus about one
+// value-log file (16 MiB) and one memtable (4 MiB) of garbage.
 type Badger struct {
 	db         *badger.DB
 	dir        string           // the database's directory; "" in memory
@@ -84,6 +105,12 @@ type Badger struct {
 	// racing Puts for one owner would each retry once per winner and could
 	// run out of attempts; queued on a lock they do not conflict at all.
 	ownerLocks [64]sync.Mutex
+
+	ledger   ledger        // bytes written, by when Badger may drop them
+	gcStop   chan struct{} // closed by Close: the GC loop returns
+	gcDone   chan struct{} // closed by the GC loop when it has returned
+	stopOnce sync.Once
+	logger   *zap.Logger
 }
 
 // OpenBadger opens (creating if needed) the store in dir. A directory
@@ -95,8 +122,14 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	if opts.MaxWaiting < 0 {
 		return nil, fmt.Errorf("opening badger %q: negative max waiting %d", dir, opts.MaxWaiting)
 	}
+	if opts.GCInterval < 0 {
+		return nil, fmt.Errorf("opening badger %q: negative gc interval %v", dir, opts.GCInterval)
+	}
 	if opts.Retention == 0 {
 		opts.Retention = DefaultRetention
+	}
+	if opts.GCInterval == 0 {
+		opts.GCInterval = DefaultGCInterval
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -123,9 +156,9 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 		WithLogger(badgerLogger{logger: logger.Named("badger")}).
 		WithSyncWrites(true).
 		WithDetectConflicts(true). // the single-use claim depends on it
-		WithMemTableSize(4 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTables(1). // compact every flushed table at once (see badgergc.go)
 		WithNumLevelZeroTablesStall(4).
 		WithBaseTableSize(1 << 20).
 		WithBaseLevelSize(4 << 20).
@@ -140,14 +173,59 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening badger %q: %w", dir, err)
 	}
-	return &Badger{db: db, dir: dir, retention: opts.Retention, now: opts.Now, maxWaiting: opts.MaxWaiting}, nil
+	b := &Badger{
+		db:         db,
+		dir:        dir,
+		retention:  opts.Retention,
+		now:        opts.Now,
+		maxWaiting: opts.MaxWaiting,
+		ledger:     ledger{due: make(map[uint64]int64), width: bucketWidth(opts.GCInterval)},
+		gcStop:     make(chan struct{}),
+		gcDone:     make(chan struct{}),
+		logger:     logger,
+	}
+	go b.collect(opts.GCInterval)
+	return b, nil
 }
 
-// Close closes the database, flushing what is in memory. Closing twice is
+// Close stops the GC loop (waiting for a round in progress to end) and
+// closes the database, flushing what is in memory. Closing twice is
 // harmless; every call after Close fails with ErrUnavailable.
 func (b *Badger) Close() error {
+	b.stopOnce.Do(func() {
+		close(b.gcStop)
+		<-b.gcDone
+	})
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("closing badger: %w", err)
+	}
+	return nil
+}
+
+// writeTxn is one attempt of a write: Badger's transaction, and what it
+// staged, which the GC ledger learns of once it commits.
+type writeTxn struct {
+	*badger.Txn
+	staged []staged
+}
+
+// set stages one write. Its errors are about the write's size (a step too
+// large for one transaction), not the store's health, so they do not wrap
+// ErrUnavailable.
+func (w *writeTxn) set(key, value []byte, expiresAt uint64) error {
+	e := badger.NewEntry(key, value)
+	e.ExpiresAt = expiresAt
+	if err := w.SetEntry(e); err != nil {
+		return fmt.Errorf("writing record: %w", err)
+	}
+	w.staged = append(w.staged, staged{at: expiresAt, bytes: int64(len(key) + len(value))})
+	return nil
+}
+
+// delete stages the removal of key (stored or not).
+func (w *writeTxn) delete(key []byte) error {
+	if err := w.Delete(key); err != nil {
+		return fmt.Errorf("deleting record: %w", err)
 	}
 	return nil
 }
@@ -156,19 +234,27 @@ func (b *Badger) Close() error {
 // fresh transaction (which re-reads everything). An error from fn is returned
 // as is: fn classifies its own errors. An error from Badger itself (closed
 // database, failed commit) wraps ErrUnavailable.
-func (b *Badger) update(ctx context.Context, fn func(*badger.Txn) error) error {
+func (b *Badger) update(ctx context.Context, fn func(*writeTxn) error) error {
 	var err error
 	for range updateAttempts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var fnErr error
+		var (
+			fnErr error
+			w     writeTxn
+		)
 		err = b.db.Update(func(txn *badger.Txn) error {
-			fnErr = fn(txn)
+			w = writeTxn{Txn: txn}
+			fnErr = fn(&w)
 			return fnErr
 		})
 		if fnErr != nil {
 			return fnErr
+		}
+		if err == nil {
+			b.ledger.add(w.staged)
+			return nil
 		}
 		if !errors.Is(err, badger.ErrConflict) {
 			return unavailable(err)

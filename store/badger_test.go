@@ -1,7 +1,12 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,6 +144,9 @@ func TestOpenBadgerRefuses(t *testing.T) {
 	if _, err := store.OpenBadger(dir, store.BadgerOptions{MaxWaiting: -1}); err == nil || !strings.Contains(err.Error(), dir) {
 		t.Errorf("OpenBadger with a negative MaxWaiting = %v, want an error naming %q", err, dir)
 	}
+	if _, err := store.OpenBadger(dir, store.BadgerOptions{GCInterval: -time.Second}); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("OpenBadger with a negative GCInterval = %v, want an error naming %q", err, dir)
+	}
 }
 
 // Badger's own lines reach zap under "badger", and its info lines (one per
@@ -159,6 +167,67 @@ func TestBadgerLogger(t *testing.T) {
 		if strings.HasSuffix(e.Message, "\n") {
 			t.Errorf("line %q ends in a newline", e.Message)
 		}
+	}
+}
+
+// A step's message is stored once, however many holds share it: eight
+// holds of a 2 MiB message take about 2 MiB, not 16 (incompressible bytes;
+// Badger compresses nothing here anyway).
+func TestBadgerStoresMessageOnce(t *testing.T) {
+	s := openStore(t, t.TempDir(), store.BadgerOptions{})
+	ctx := context.Background()
+	before := size(t, s)
+	random := make([]byte, 3<<19)
+	if _, err := rand.Read(random); err != nil {
+		t.Fatal(err)
+	}
+	message := json.RawMessage(`"` + base64.StdEncoding.EncodeToString(random) + `"`) // 2 MiB
+	stepID := newID(t)
+	holds := make([]store.Hold, 8)
+	for i := range holds {
+		holds[i] = newHold(newID(t), stepID, i, time.Now())
+		holds[i].Message = message
+	}
+	if err := s.Put(ctx, holds); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	grown := size(t, s) - before
+	if grown < 2<<20 || grown > 3<<20 {
+		t.Errorf("a step of 8 holds sharing a 2 MiB message grew the store by %d bytes, want 2 to 3 MiB", grown)
+	}
+	for _, h := range holds {
+		got, err := s.Get(ctx, h.ID)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if !bytes.Equal(got.Message, message) {
+			t.Fatalf("hold %d: message of %d bytes, want the step's %d", h.Position, len(got.Message), len(message))
+		}
+	}
+}
+
+// The GC loop is bound to the store: after Close no goroutine of the store
+// (or of Badger) is left, even with rounds running all the time.
+func TestBadgerCloseStopsGC(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 5 {
+		s, err := store.OpenBadger(t.TempDir(), store.BadgerOptions{GCInterval: time.Millisecond})
+		if err != nil {
+			t.Fatalf("OpenBadger: %v", err)
+		}
+		putStep(t, s, 1, time.Now())
+		time.Sleep(5 * time.Millisecond) // a few rounds
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after closing the stores:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -17,10 +18,12 @@ import (
 // Put writes the holds of one step in one transaction, synced to disk before
 // it returns. The holds must share a non-empty StepID, have distinct ids,
 // be Waiting (or Settled with an Outcome: a call refused when it was held,
-// kept so history can pair it with its result) and have an Expires; a step
-// or hold id already stored is refused (ids are random, so a repeat is a
-// bug, never a retry to absorb). With MaxWaiting set, a step that would
-// take a (tenant, owner) over the cap is refused with ErrLimit.
+// kept so history can pair it with its result) and have an Expires, and
+// their non-empty Messages must be one message (the step's: it is stored
+// once, in the step's record); a step or hold id already stored is refused
+// (ids are random, so a repeat is a bug, never a retry to absorb). With
+// MaxWaiting set, a step that would take a (tenant, owner) over the cap is
+// refused with ErrLimit.
 func (b *Badger) Put(ctx context.Context, holds []Hold) error {
 	if err := checkPut(holds); err != nil {
 		return err
@@ -29,7 +32,7 @@ func (b *Badger) Put(ctx context.Context, holds []Hold) error {
 	sorted := slices.Clone(holds)
 	slices.SortStableFunc(sorted, func(x, y Hold) int { return cmp.Compare(x.Position, y.Position) })
 
-	ids := make([]string, len(sorted))
+	step := stepRecord{IDs: make([]string, len(sorted))}
 	values := make([][]byte, len(sorted))
 	expires := make([]uint64, len(sorted))
 	var stepExpires uint64
@@ -39,16 +42,21 @@ func (b *Badger) Put(ctx context.Context, holds []Hold) error {
 		if err != nil {
 			return fmt.Errorf("putting holds: %w", err)
 		}
-		v, err := encodeHold(h)
+		if len(h.Message) > 0 {
+			step.Message = h.Message
+		}
+		record := *h
+		record.Message = nil // kept once, in the step's record
+		v, err := encodeHold(&record)
 		if err != nil {
 			return fmt.Errorf("putting holds: %w", err)
 		}
-		ids[i], values[i], expires[i] = h.ID, v, exp
+		step.IDs[i], values[i], expires[i] = h.ID, v, exp
 		stepExpires = max(stepExpires, exp)
 	}
-	stepValue, err := json.Marshal(ids)
+	stepValue, err := encodeStep(step)
 	if err != nil {
-		return fmt.Errorf("putting holds: encoding step: %w", err)
+		return fmt.Errorf("putting holds: %w", err)
 	}
 	stepID := holds[0].StepID
 	owners := waitingOwners(sorted)
@@ -56,36 +64,36 @@ func (b *Badger) Put(ctx context.Context, holds []Hold) error {
 		defer b.lockOwners(owners)()
 	}
 
-	return b.update(ctx, func(txn *badger.Txn) error {
+	return b.update(ctx, func(w *writeTxn) error {
 		// Reading the keys first also puts them in the read set, so two
 		// Puts of one id conflict and the retry refuses the second.
-		if err := absent(txn, stepKey(stepID)); err != nil {
+		if err := absent(w.Txn, stepKey(stepID)); err != nil {
 			return fmt.Errorf("putting holds: step: %w", err)
 		}
 		for i := range holds {
-			if err := absent(txn, holdKey(holds[i].ID)); err != nil {
+			if err := absent(w.Txn, holdKey(holds[i].ID)); err != nil {
 				return fmt.Errorf("putting holds: holds[%d]: %w", i, err)
 			}
 		}
 		if b.maxWaiting > 0 {
 			now := b.now()
 			for _, o := range owners {
-				if err := b.checkCap(txn, o, now, stepExpires); err != nil {
+				if err := b.checkCap(w, o, now, stepExpires); err != nil {
 					return err
 				}
 			}
 		}
-		for i := range ids {
-			if err := setEntry(txn, holdKey(ids[i]), values[i], expires[i]); err != nil {
+		for i := range step.IDs {
+			if err := w.set(holdKey(step.IDs[i]), values[i], expires[i]); err != nil {
 				return fmt.Errorf("putting holds: %w", err)
 			}
 		}
-		if err := setEntry(txn, stepKey(stepID), stepValue, stepExpires); err != nil {
+		if err := w.set(stepKey(stepID), stepValue, stepExpires); err != nil {
 			return fmt.Errorf("putting holds: %w", err)
 		}
 		for i := range sorted {
 			if h := &sorted[i]; h.State == Waiting {
-				if err := b.putOpen(txn, h, expires[i], now); err != nil {
+				if err := b.putOpen(w, h, expires[i], now); err != nil {
 					return fmt.Errorf("putting holds: %w", err)
 				}
 			}
@@ -105,6 +113,7 @@ func checkPut(holds []Hold) error {
 		return errors.New("putting holds: holds[0]: empty step id")
 	}
 	seen := make(map[string]int, len(holds))
+	message := -1 // index of the first hold with a message
 	for i := range holds {
 		h := &holds[i]
 		switch {
@@ -121,6 +130,14 @@ func checkPut(holds []Hold) error {
 			return fmt.Errorf("putting holds: holds[%d]: same id as holds[%d]", i, j)
 		}
 		seen[h.ID] = i
+		if len(h.Message) > 0 {
+			if message >= 0 && !bytes.Equal(h.Message, holds[message].Message) {
+				return fmt.Errorf("putting holds: holds[%d]: message differs from holds[%d]'s; a step has one message", i, message)
+			}
+			if message < 0 {
+				message = i
+			}
+		}
 	}
 	return nil
 }
@@ -179,13 +196,13 @@ func (b *Badger) lockOwners(owners []owner) func() {
 // the owner's cap key: two Puts for one owner therefore conflict (each read
 // what the other wrote), so one of them retries and counts again. Without
 // that key two Puts could each count the same entries and both pass.
-func (b *Badger) checkCap(txn *badger.Txn, o owner, now time.Time, expiresAt uint64) error {
+func (b *Badger) checkCap(w *writeTxn, o owner, now time.Time, expiresAt uint64) error {
 	ck := capKey(o.key)
-	if _, err := txn.Get(ck); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+	if _, err := w.Get(ck); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 		return unavailable(err)
 	}
 	waiting := 0
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: waitingPrefix(o.key)})
+	it := w.NewIterator(badger.IteratorOptions{Prefix: waitingPrefix(o.key)})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		var expires int64
@@ -204,15 +221,15 @@ func (b *Badger) checkCap(txn *badger.Txn, o owner, now time.Time, expiresAt uin
 	if waiting+o.adding > b.maxWaiting {
 		return fmt.Errorf("putting holds: %w: %d waiting, %d more, at most %d", ErrLimit, waiting, o.adding, b.maxWaiting)
 	}
-	return setEntry(txn, ck, nil, expiresAt)
+	return w.set(ck, nil, expiresAt)
 }
 
 // putOpen files a new waiting hold in the two indexes of open holds: the
 // unsettled index (until Settle, for the sweeper) and its owner's waiting
 // entries (until Claim or Expires, for the cap). A waiting entry holds the
 // hold's Expires on the store clock; Badger drops it once that has passed.
-func (b *Badger) putOpen(txn *badger.Txn, h *Hold, expiresAt uint64, now time.Time) error {
-	if err := setEntry(txn, unsettledKey(h.ID), nil, expiresAt); err != nil {
+func (b *Badger) putOpen(w *writeTxn, h *Hold, expiresAt uint64, now time.Time) error {
+	if err := w.set(unsettledKey(h.ID), nil, expiresAt); err != nil {
 		return err
 	}
 	at, ok := wallDeadline(h.Expires, now)
@@ -220,7 +237,7 @@ func (b *Badger) putOpen(txn *badger.Txn, h *Hold, expiresAt uint64, now time.Ti
 		return nil // already expired: it counts for nobody's cap
 	}
 	v := strconv.AppendInt(nil, h.Expires.UnixNano(), 10)
-	return setEntry(txn, waitingKey(ownerKey(h.Tenant, h.Owner), h.ID), v, at)
+	return w.set(waitingKey(ownerKey(h.Tenant, h.Owner), h.ID), v, at)
 }
 
 // Get returns one hold by id, or ErrNotFound.
@@ -228,7 +245,7 @@ func (b *Badger) Get(ctx context.Context, id string) (Hold, error) {
 	var h Hold
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		var err error
-		h, _, err = getHold(txn, id)
+		h, err = getFilled(txn, id)
 		return err
 	})
 	if err != nil {
@@ -269,9 +286,9 @@ func (b *Badger) Claim(ctx context.Context, id string, a Answer) (Claimed, error
 		return Claimed{}, errors.New("claiming hold: empty answer choice")
 	}
 	var c Claimed
-	err := b.update(ctx, func(txn *badger.Txn) error {
+	err := b.update(ctx, func(w *writeTxn) error {
 		now := b.now().Round(0) // as stored: JSON keeps no monotonic reading
-		h, exp, err := getHold(txn, id)
+		h, exp, err := getHold(w.Txn, id)
 		if err != nil {
 			return err
 		}
@@ -290,25 +307,36 @@ func (b *Badger) Claim(ctx context.Context, id string, a Answer) (Claimed, error
 		h.Values = json.RawMessage(slices.Clone([]byte(a.Values)))
 		h.AnsweredAt = now
 
-		step, err := getStep(txn, h.StepID)
+		if err := putHold(w, &h, exp); err != nil {
+			return fmt.Errorf("claiming hold: %w", err)
+		}
+		if err := w.delete(waitingKey(ownerKey(h.Tenant, h.Owner), h.ID)); err != nil {
+			return fmt.Errorf("claiming hold: %w", err)
+		}
+
+		r, err := getStepRecord(w.Txn, h.StepID)
 		if errors.Is(err, ErrNotFound) {
-			step = []Hold{h} // not written by Put; treat the hold as its own step
+			r = stepRecord{IDs: []string{h.ID}} // its step went first; the hold is its own step
 		} else if err != nil {
 			return err
 		}
+		h = filled(h, r.Message)
+		step := make([]Hold, 0, len(r.IDs))
 		complete := true
-		for i := range step {
-			if step[i].ID == h.ID {
-				step[i] = h
-			} else if step[i].State == Waiting {
+		for _, id := range r.IDs {
+			sibling := h
+			if id != h.ID {
+				if sibling, _, err = getHold(w.Txn, id); errors.Is(err, ErrNotFound) {
+					continue
+				} else if err != nil {
+					return err
+				}
+				sibling = filled(sibling, r.Message)
+			}
+			if sibling.State == Waiting {
 				complete = false
 			}
-		}
-		if err := putHold(txn, &h, exp); err != nil {
-			return fmt.Errorf("claiming hold: %w", err)
-		}
-		if err := txn.Delete(waitingKey(ownerKey(h.Tenant, h.Owner), h.ID)); err != nil {
-			return fmt.Errorf("claiming hold: %w", err)
+			step = append(step, sibling)
 		}
 		c = Claimed{Hold: h, Step: step, Complete: complete}
 		return nil
@@ -324,11 +352,11 @@ func (b *Badger) Claim(ctx context.Context, id string, a Answer) (Claimed, error
 // commits, the others retry and find it running (ErrAnswered).
 func (b *Badger) Begin(ctx context.Context, id string) (Hold, error) {
 	var h Hold
-	err := b.update(ctx, func(txn *badger.Txn) error {
+	err := b.update(ctx, func(w *writeTxn) error {
 		now := b.now().Round(0)
 		var exp uint64
 		var err error
-		h, exp, err = getHold(txn, id)
+		h, exp, err = getHold(w.Txn, id)
 		if err != nil {
 			return err
 		}
@@ -337,9 +365,14 @@ func (b *Badger) Begin(ctx context.Context, id string) (Hold, error) {
 		}
 		h.State = Running
 		h.StartedAt = now
-		if err := putHold(txn, &h, exp); err != nil {
+		if err := putHold(w, &h, exp); err != nil {
 			return fmt.Errorf("beginning hold: %w", err)
 		}
+		r, err := getStepRecord(w.Txn, h.StepID)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		h = filled(h, r.Message)
 		return nil
 	})
 	if err != nil {
@@ -358,8 +391,8 @@ func (b *Badger) Settle(ctx context.Context, id, outcome string) error {
 	if outcome == "" {
 		return errors.New("settling hold: empty outcome")
 	}
-	return b.update(ctx, func(txn *badger.Txn) error {
-		h, exp, err := getHold(txn, id)
+	return b.update(ctx, func(w *writeTxn) error {
+		h, exp, err := getHold(w.Txn, id)
 		if err != nil {
 			return err
 		}
@@ -376,10 +409,10 @@ func (b *Badger) Settle(ctx context.Context, id, outcome string) error {
 		h.State = Settled
 		h.Outcome = outcome
 		h.Values = nil
-		if err := putHold(txn, &h, exp); err != nil {
+		if err := putHold(w, &h, exp); err != nil {
 			return fmt.Errorf("settling hold: %w", err)
 		}
-		if err := txn.Delete(unsettledKey(h.ID)); err != nil {
+		if err := w.delete(unsettledKey(h.ID)); err != nil {
 			return fmt.Errorf("settling hold: %w", err)
 		}
 		return nil

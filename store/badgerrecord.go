@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,8 +27,9 @@ func ownerKey(tenant, owner string) string {
 	return strconv.Itoa(len(tenant)) + "/" + tenant + strconv.Itoa(len(owner)) + "/" + owner
 }
 
-// getHold reads a hold and the ExpiresAt of its record, which a rewrite
-// keeps: the record's lifetime is fixed when the hold is put.
+// getHold reads a hold as its record has it (without its step's message;
+// see filled) and the ExpiresAt of the record, which a rewrite keeps: the
+// record's lifetime is fixed when the hold is put.
 func getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
 	item, err := txn.Get(holdKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -43,22 +45,61 @@ func getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
 	return h, item.ExpiresAt(), nil
 }
 
-// getStep reads the holds of a step in Position order. A hold whose record
-// is already gone (an earlier Expires than its siblings) is left out.
-func getStep(txn *badger.Txn, stepID string) ([]Hold, error) {
-	item, err := txn.Get(stepKey(stepID))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ErrNotFound
+// getFilled reads a hold as callers see it: with its step's message.
+func getFilled(txn *badger.Txn, id string) (Hold, error) {
+	h, _, err := getHold(txn, id)
+	if err != nil {
+		return Hold{}, err
+	}
+	r, err := getStepRecord(txn, h.StepID)
+	if errors.Is(err, ErrNotFound) {
+		return h, nil // the step's record went first; the hold is what is left
 	}
 	if err != nil {
-		return nil, unavailable(err)
+		return Hold{}, err
 	}
-	var ids []string
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ids) }); err != nil {
-		return nil, unavailable(fmt.Errorf("reading step: %w", err))
+	return filled(h, r.Message), nil
+}
+
+// filled gives a hold read from its record the step's message. A record
+// written before messages moved to the step carries its own; it keeps it.
+func filled(h Hold, message json.RawMessage) Hold {
+	if len(message) > 0 {
+		h.Message = message
 	}
-	holds := make([]Hold, 0, len(ids))
-	for _, id := range ids {
+	return h
+}
+
+// getStepRecord reads a step's record.
+func getStepRecord(txn *badger.Txn, stepID string) (stepRecord, error) {
+	item, err := txn.Get(stepKey(stepID))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return stepRecord{}, ErrNotFound
+	}
+	if err != nil {
+		return stepRecord{}, unavailable(err)
+	}
+	var r stepRecord
+	if err := item.Value(func(v []byte) error {
+		var err error
+		r, err = decodeStep(v)
+		return err
+	}); err != nil {
+		return stepRecord{}, unavailable(fmt.Errorf("reading step: %w", err))
+	}
+	return r, nil
+}
+
+// getStep reads the holds of a step in Position order, each with the
+// step's message. A hold whose record is already gone (an earlier Expires
+// than its siblings) is left out.
+func getStep(txn *badger.Txn, stepID string) ([]Hold, error) {
+	r, err := getStepRecord(txn, stepID)
+	if err != nil {
+		return nil, err
+	}
+	holds := make([]Hold, 0, len(r.IDs))
+	for _, id := range r.IDs {
 		h, _, err := getHold(txn, id)
 		if errors.Is(err, ErrNotFound) {
 			continue
@@ -66,7 +107,7 @@ func getStep(txn *badger.Txn, stepID string) ([]Hold, error) {
 		if err != nil {
 			return nil, err
 		}
-		holds = append(holds, h)
+		holds = append(holds, filled(h, r.Message))
 	}
 	if len(holds) == 0 {
 		return nil, ErrNotFound
@@ -87,24 +128,14 @@ func absent(txn *badger.Txn, key []byte) error {
 	}
 }
 
-func putHold(txn *badger.Txn, h *Hold, expiresAt uint64) error {
+// putHold writes a hold as read by getHold (its Message is the record's
+// own: none, except in a record from before messages moved to the step).
+func putHold(w *writeTxn, h *Hold, expiresAt uint64) error {
 	v, err := encodeHold(h)
 	if err != nil {
 		return err
 	}
-	return setEntry(txn, holdKey(h.ID), v, expiresAt)
-}
-
-// setEntry stages one write. Its errors are about the write's size (a step
-// too large for one transaction), not the store's health, so they do not
-// wrap ErrUnavailable.
-func setEntry(txn *badger.Txn, key, value []byte, expiresAt uint64) error {
-	e := badger.NewEntry(key, value)
-	e.ExpiresAt = expiresAt
-	if err := txn.SetEntry(e); err != nil {
-		return fmt.Errorf("writing record: %w", err)
-	}
-	return nil
+	return w.set(holdKey(h.ID), v, expiresAt)
 }
 
 // unavailable marks a Badger error as an outage (nil stays nil).
@@ -117,9 +148,11 @@ func unavailable(err error) error {
 
 // record is how a hold is stored: the Hold's JSON, except that its raw JSON
 // fields are base64 strings. encoding/json compacts and HTML-escapes a
-// json.RawMessage it marshals, and the original call and message must come
-// back byte for byte to restore the history the provider saw. The record's
-// own fields shadow the embedded ones of the same JSON name.
+// json.RawMessage it marshals, and the original call must come back byte
+// for byte to restore the history the provider saw. The record's own
+// fields shadow the embedded ones of the same JSON name. Message is empty:
+// the step's record keeps it once for all its holds (records written
+// before that carry their own, which is read and kept).
 type record struct {
 	holdFields
 	Shown     []byte `json:"shown,omitempty"`
@@ -159,4 +192,60 @@ func decodeHold(v []byte, h *Hold) error {
 	h.Message = r.Message
 	h.Values = r.Values
 	return nil
+}
+
+// stepRecord is how a step is stored: the ids of its holds in Position
+// order and the assistant message they share, kept once for the step
+// rather than once per hold (a response with eight large calls would
+// otherwise store its message eight times).
+//
+// Encoded as a header line of compact JSON, {"ids":[...]}, then the
+// message's bytes as they are (no base64: the message is most of the
+// record). Compact JSON never holds a raw newline, so the first newline
+// ends the header. A record from before the message moved here is a bare
+// JSON list of ids.
+type stepRecord struct {
+	IDs     []string        `json:"ids"`
+	Message json.RawMessage `json:"-"`
+}
+
+func encodeStep(r stepRecord) ([]byte, error) {
+	if len(r.IDs) == 0 {
+		return nil, errors.New("encoding step: no ids")
+	}
+	header, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encoding step: %w", err)
+	}
+	v := make([]byte, 0, len(header)+1+len(r.Message))
+	v = append(v, header...)
+	v = append(v, '\n')
+	v = append(v, r.Message...)
+	return v, nil
+}
+
+// decodeStep reads a step record. The message is copied: v is Badger's
+// buffer, valid only while the transaction reads it.
+func decodeStep(v []byte) (stepRecord, error) {
+	var r stepRecord
+	if len(v) > 0 && v[0] == '[' {
+		if err := json.Unmarshal(v, &r.IDs); err != nil {
+			return stepRecord{}, fmt.Errorf("decoding step: %w", err)
+		}
+	} else {
+		end := bytes.IndexByte(v, '\n')
+		if end < 0 {
+			return stepRecord{}, errors.New("decoding step: no end of header")
+		}
+		if err := json.Unmarshal(v[:end], &r); err != nil {
+			return stepRecord{}, fmt.Errorf("decoding step: %w", err)
+		}
+		if rest := v[end+1:]; len(rest) > 0 {
+			r.Message = bytes.Clone(rest)
+		}
+	}
+	if len(r.IDs) == 0 {
+		return stepRecord{}, errors.New("decoding step: no ids")
+	}
+	return r, nil
 }

@@ -153,6 +153,61 @@ func testPutKeepsSettledRefusal(t *testing.T, open openStoreFunc) {
 	}
 }
 
+// A step has one assistant message: every hold read back carries it, also
+// one put without it, and a step whose holds disagree is refused.
+func testStepMessage(t *testing.T, open openStoreFunc) {
+	s, clock := openClocked(t, open)
+	ctx := context.Background()
+	now := clock.Now()
+
+	stepID := newID(t)
+	holds := []store.Hold{newHold(newID(t), stepID, 0, now), newHold(newID(t), stepID, 1, now), newHold(newID(t), stepID, 2, now)}
+	holds[1].Message = nil
+	if err := s.Put(ctx, holds); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	step, err := s.Step(ctx, stepID)
+	if err != nil {
+		t.Fatalf("Step: %v", err)
+	}
+	for _, h := range step {
+		if !bytes.Equal(h.Message, testMessage) {
+			t.Errorf("Step: hold %d has message %s, want the step's", h.Position, h.Message)
+		}
+	}
+	got, err := s.Get(ctx, holds[1].ID)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if !bytes.Equal(got.Message, testMessage) {
+		t.Errorf("Get of the hold put without a message: %s, want the step's", got.Message)
+	}
+	c, err := s.Claim(ctx, holds[1].ID, store.Answer{Choice: store.AnswerConfirm, By: "person-1"})
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	begun, err := s.Begin(ctx, holds[1].ID)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	for name, m := range map[string]json.RawMessage{"Claimed.Hold": c.Hold.Message, "Begin": begun.Message} {
+		if !bytes.Equal(m, testMessage) {
+			t.Errorf("%s: message %s, want the step's", name, m)
+		}
+	}
+
+	other := []store.Hold{newHold(newID(t), newID(t), 0, now), newHold(newID(t), "", 1, now)}
+	other[1].StepID = other[0].StepID
+	other[1].Message = json.RawMessage(`{"role":"assistant","content":"another"}`)
+	err = s.Put(ctx, other)
+	if err == nil || !strings.Contains(err.Error(), "message differs") || errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Put of a step with two messages = %v, want a refusal naming the message", err)
+	}
+	if _, err := s.Get(ctx, other[0].ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get of a hold of the refused step = %v, want ErrNotFound", err)
+	}
+}
+
 func testNotFound(t *testing.T, open openStoreFunc) {
 	s, _ := openClocked(t, open)
 	ctx := context.Background()

@@ -36,6 +36,7 @@ var contract = []struct {
 	{"RoundTrip", testRoundTrip},
 	{"PutRefuses", testPutRefuses},
 	{"PutKeepsSettledRefusal", testPutKeepsSettledRefusal},
+	{"StepMessage", testStepMessage},
 	{"NotFound", testNotFound},
 	{"ClaimRace", testClaimRace},
 	{"ClaimStepRace", testClaimStepRace},

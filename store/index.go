@@ -29,12 +29,12 @@ func (b *Badger) Index(ctx context.Context, key, stepID string, expires time.Tim
 		return fmt.Errorf("indexing: %w", err)
 	}
 	prefix := indexPrefix(key)
-	return b.update(ctx, func(txn *badger.Txn) error {
-		if k, _ := findIndexed(txn, prefix, stepID); k != nil {
+	return b.update(ctx, func(w *writeTxn) error {
+		if k, _ := findIndexed(w.Txn, prefix, stepID); k != nil {
 			return nil
 		}
 		k := append(append(prefix, fmt.Sprintf("%020d/", now.UnixNano())...), stepID...)
-		return setEntry(txn, k, []byte(stepID), exp)
+		return w.set(k, []byte(stepID), exp)
 	})
 }
 
@@ -57,12 +57,12 @@ func (b *Badger) Indexed(ctx context.Context, key string) ([]string, error) {
 // Unindex takes stepID off key.
 func (b *Badger) Unindex(ctx context.Context, key, stepID string) error {
 	prefix := indexPrefix(key)
-	return b.update(ctx, func(txn *badger.Txn) error {
-		k, err := findIndexed(txn, prefix, stepID)
+	return b.update(ctx, func(w *writeTxn) error {
+		k, err := findIndexed(w.Txn, prefix, stepID)
 		if err != nil || k == nil {
 			return err
 		}
-		return txn.Delete(k)
+		return w.delete(k)
 	})
 }
 

@@ -1,9 +1,33 @@
 // Package store keeps holds: the gated calls waiting for a person.
 //
-// A hold is one record; the calls of one model response share a step id and
-// one link. The Store interface is the seam for a second backend (e.g.
-// PostgreSQL or Redis, where Claim is one atomic statement); nothing
-// backend-specific leaks past it. The embedded default is Badger (badger.go).
+// A hold is one record; the calls of one model response share a step id,
+// one link and one assistant message (stored once for the step). The Store
+// interface is the seam for a second backend; nothing backend-specific
+// leaks past it. The embedded default is Badger (badger.go); a backend
+// shared by several processes (PostgreSQL) keeps every guarantee across
+// them. Each guarantee maps to one atomic operation there:
+//
+//   - Claim: UPDATE … SET state='answered' … WHERE id=$1 AND state='waiting'
+//     AND (expires > now OR allow_expired) RETURNING …, reading the step in
+//     the same transaction for Complete (the step's rows locked FOR UPDATE,
+//     so claims on one step run one after the other).
+//   - Begin: UPDATE … SET state='running', started_at=now WHERE id=$1 AND
+//     state='answered' RETURNING ….
+//   - Settle: UPDATE … SET state='settled', outcome=$2, values=NULL WHERE
+//     id=$1 AND state IN ('answered','running'); when no row changed, one
+//     read of the (then final) row tells a retry with the same outcome from
+//     ErrAnswered, ErrNotFound and a waiting hold.
+//   - Put under MaxWaiting: one transaction that first locks a row per
+//     (tenant, owner) (INSERT … ON CONFLICT DO UPDATE, or an advisory
+//     transaction lock on their hash), counts the pair's waiting rows with
+//     expires > now, and inserts the step or refuses it.
+//   - Unsettled: SELECT … WHERE state <> 'settled' AND id > $1 ORDER BY id
+//     LIMIT $2, over a partial index on id WHERE state <> 'settled'.
+//   - Expiry is decided from the stored Expires against the store's clock
+//     (Hold.StateAt), never by a sweeper.
+//
+// The contract is tested once, as a table of cases run against every
+// backend (contract_test.go).
 package store
 
 import (
@@ -77,6 +101,10 @@ type Hold struct {
 	// Arguments its arguments as a JSON object; Message the assistant
 	// message it came from (raw, for restoring history); Position the
 	// call's index in that message.
+	//
+	// Message belongs to the step: the store keeps it once, and every hold
+	// of the step reads back with it, including one put without it. Holds
+	// read together may share its bytes: treat it as read-only.
 	CallID    string          `json:"call_id"`
 	Call      json.RawMessage `json:"call"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
@@ -154,7 +182,9 @@ type Store interface {
 	// record is kept until its Expires plus the store's retention, so a
 	// late request still reads the outcome. The holds must be Waiting, or
 	// Settled with an Outcome (a call refused when it was held, kept so
-	// history can pair it with its result).
+	// history can pair it with its result). Their non-empty Messages must
+	// be one message, the step's, which is kept once; a step whose holds
+	// carry different messages is refused.
 	//
 	// With a MaxWaiting cap, Put refuses the whole step with ErrLimit when
 	// its Waiting holds would leave their (Tenant, Owner) with more than
