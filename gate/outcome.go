@@ -24,8 +24,8 @@ const (
 	OutcomeMovedOn  = "The person moved on without answering; nothing ran."
 	OutcomeWaiting  = "Still waiting for the person's answer; nothing has run yet."
 	OutcomeRunning  = "The person answered; the action is still running."
-	// OutcomeAnswered: the hold's step releases its calls together, once
-	// the person has answered each.
+	// OutcomeAnswered: the person confirmed (or submitted) a hold whose
+	// step releases its calls together, once the person has answered each.
 	OutcomeAnswered = "The person answered; nothing has run yet: it runs once they have answered the other held calls."
 )
 

@@ -389,3 +389,19 @@ func TestIndexKeysAreScopedToTheTenant(t *testing.T) {
 		t.Error("an empty id gave a key")
 	}
 }
+
+// TestDeclinedHoldReadsDeclinedWhileOthersWait: a hold the person declined
+// reads as declined at once, even while the step waits for other answers
+// (it will never run), and keeps that text once settled.
+func TestDeclinedHoldReadsDeclinedWhileOthersWait(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	r.app.SetRecord("/posts/2", `{"title":"Two"}`)
+	step, _ := r.hold(ana, call(0, 1), call(1, 2))
+	holds := r.step(step)
+	if _, err := r.gate.Answer(context.Background(), step, holds[0].ID, ana, store.AnswerDecline); err != nil {
+		t.Fatal(err)
+	}
+	wantResults(t, r.restore(ana, step, false), OutcomeDeclined, OutcomeWaiting)
+	wantResults(t, r.restore(ana, step, true), OutcomeDeclined, OutcomeMovedOn)
+}

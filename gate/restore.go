@@ -126,7 +126,10 @@ func (g *Gate) outcomeFor(h store.Hold, step []store.Hold) string {
 	case store.Running:
 		return OutcomeRunning
 	case store.Answered:
-		if complete(step) {
+		switch {
+		case h.Answer != store.AnswerConfirm && h.Answer != store.AnswerSubmit:
+			return unansweredOutcome(h) // settled with this text when the step is released
+		case complete(step):
 			return OutcomeRunning
 		}
 		return OutcomeAnswered
