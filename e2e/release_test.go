@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -112,10 +113,31 @@ func TestReleaseSurvivesAClosedConfirm(t *testing.T) {
 	req.SetBasicAuth(ana.name, ana.password)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
-	impatient := &http.Client{Timeout: 200 * time.Millisecond}
-	if resp, err := impatient.Do(req); err == nil {
+	// The browser goes away once the release has reached the app.
+	rctx, cancel := context.WithCancel(context.Background())
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req.WithContext(rctx))
+		if err != nil {
+			answered <- 0
+			return
+		}
 		resp.Body.Close()
-		t.Fatalf("the confirm answered (%d) before the app did", resp.StatusCode)
+		answered <- resp.StatusCode
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(e.app.Calls()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the release did not reach the app within 10s")
+		}
+	}
+	cancel()
+	select {
+	case st := <-answered:
+		if st != 0 {
+			t.Fatalf("the confirm answered (%d) before the app did", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled confirm did not end within 10s")
 	}
 	const want = "The person confirmed. Removed."
 	deadline := time.Now().Add(10 * time.Second)

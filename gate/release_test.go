@@ -126,17 +126,40 @@ func TestReleaseOutlivesTheRequest(t *testing.T) {
 	r.app.Answer(200, `{}`, 300*time.Millisecond)
 	step, _ := r.hold(ana, call(0, 1))
 	id := r.step(step)[0].ID
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if _, err := r.gate.Answer(ctx, step, id, ana, store.AnswerConfirm); err == nil {
-		t.Log("the answer returned before the request ended")
-	}
+	r.answerThenLeave(step, id)
 	h := r.settled(id)
 	if h.Outcome != removed {
 		t.Errorf("outcome = %q, want %q", h.Outcome, removed)
 	}
 	if n := r.runs(id); n != 1 {
 		t.Errorf("ran %d times", n)
+	}
+}
+
+// answerThenLeave confirms a hold as ana on a request that ends (a closed
+// tab) as soon as the release has reached the app; it returns then.
+func (r *rig) answerThenLeave(stepID, id string) {
+	r.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.gate.Answer(ctx, stepID, id, ana, store.AnswerConfirm)
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); r.runs(id) == 0; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatal("the release did not reach the app within 10s")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			r.t.Fatal("the answer returned after the app answered, not when its request ended")
+		}
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("the answer did not return within 10s of its request ending")
 	}
 }
 
@@ -165,17 +188,15 @@ func (r *rig) settled(id string) store.Hold {
 func TestStopWaitsForReleasesInFlight(t *testing.T) {
 	r := newRig(t, rigOptions{})
 	r.app.SetRecord("/posts/1", `{"title":"One"}`)
-	r.app.Answer(200, `{}`, 300*time.Millisecond)
+	r.app.Answer(200, `{}`, time.Second)
 	step, _ := r.hold(ana, call(0, 1))
 	id := r.step(step)[0].ID
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	r.gate.Answer(ctx, step, id, ana, store.AnswerConfirm) // the page gives up first
+	r.answerThenLeave(step, id)
 	if h, _ := r.db.Get(context.Background(), id); h.State != store.Running {
 		t.Fatalf("the release is not in flight: %s", h.State)
 	}
 	if !r.gate.Stop(5 * time.Second) {
-		t.Fatal("Stop gave up on a release that takes 300ms")
+		t.Fatal("Stop gave up on a release that takes 1s")
 	}
 	h, err := r.db.Get(context.Background(), id)
 	if err != nil || h.State != store.Settled || h.Outcome != removed {
