@@ -104,41 +104,7 @@ func TestReleaseSurvivesAClosedConfirm(t *testing.T) {
 	l, msg := e.hold(t, "ana")
 	_, _, s := e.view(ana, l)
 	hold := s.Holds[0].ID
-	u, _ := url.Parse(l)
-	form := url.Values{"hold": {hold}, "token": {s.Tokens[hold]}, "answer": {"confirm"}}
-	req, err := http.NewRequest("POST", l, strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth(ana.name, ana.password)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
-	// The browser goes away once the release has reached the app.
-	rctx, cancel := context.WithCancel(context.Background())
-	answered := make(chan int, 1)
-	go func() {
-		resp, err := http.DefaultClient.Do(req.WithContext(rctx))
-		if err != nil {
-			answered <- 0
-			return
-		}
-		resp.Body.Close()
-		answered <- resp.StatusCode
-	}()
-	for deadline := time.Now().Add(10 * time.Second); len(e.app.Calls()) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the release did not reach the app within 10s")
-		}
-	}
-	cancel()
-	select {
-	case st := <-answered:
-		if st != 0 {
-			t.Fatalf("the confirm answered (%d) before the app did", st)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the cancelled confirm did not end within 10s")
-	}
+	e.confirmThenLeave(t, l, hold, s.Tokens[hold])
 	const want = "The person confirmed. Removed."
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -203,5 +169,71 @@ func TestBrowserShowsAShortenedValue(t *testing.T) {
 	}
 	if status := text(t, b, `dl dd:nth-of-type(2)`); status != "draft" {
 		t.Errorf("a full value reads %q", status)
+	}
+}
+
+// confirmThenLeave posts ana's Confirm from a browser that goes away (the
+// request is cancelled) once the release has reached the app.
+func (e *env) confirmThenLeave(t *testing.T, link, hold, token string) {
+	t.Helper()
+	u, _ := url.Parse(link)
+	form := url.Values{"hold": {hold}, "token": {token}, "answer": {"confirm"}}
+	req, err := http.NewRequest("POST", link, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(ana.name, ana.password)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	rctx, cancel := context.WithCancel(context.Background())
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req.WithContext(rctx))
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(e.app.Calls()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("the release did not reach the app within 10s")
+		}
+	}
+	cancel()
+	select {
+	case st := <-answered:
+		if st != 0 {
+			t.Fatalf("the confirm answered (%d) before the app did", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled confirm did not end within 10s")
+	}
+}
+
+// TestStopWaitsForTheRelease: Caddy stops (or reloads) while a release is
+// in flight: the stop waits for it to finish and settle instead of cutting
+// it, so after a restart the hold reads the app's real answer.
+func TestStopWaitsForTheRelease(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	setupPost(e)
+	e.app.Answer(200, `{"ok":true}`, time.Second)
+	l, msg := e.hold(t, "ana")
+	_, _, s := e.view(ana, l)
+	e.confirmThenLeave(t, l, s.Holds[0].ID, s.Tokens[s.Holds[0].ID])
+	testkit.Stop(t)
+	testkit.Run(t, e.caddy)
+	_, _, s = e.view(ana, l)
+	const want = "The person confirmed. Removed."
+	if s.Holds[0].State != "settled" || s.Holds[0].Outcome != want {
+		t.Errorf("after the restart: %s %q, want settled %q", s.Holds[0].State, s.Holds[0].Outcome, want)
+	}
+	if got := toolResult(e.next(t, "ana", msg, "ok"), "call_del7"); got != want {
+		t.Errorf("model read %q", got)
+	}
+	if n := len(e.app.Calls()); n != 1 {
+		t.Errorf("the app got %d releases", n)
 	}
 }

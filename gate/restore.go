@@ -100,7 +100,8 @@ func (g *Gate) settleOpen(ctx context.Context, holds []store.Hold, userFollows b
 // the person's button loses (409). If that completes the step, the step is
 // released (its other holds were answered: they run now) and this one is
 // settled with it; otherwise it is settled at once. If the person won the
-// race, their answer stands.
+// race, their answer stands. It reports whether the hold is no longer
+// waiting (claimed here or by someone else); false when the store failed.
 func (g *Gate) settleUnanswered(ctx context.Context, h store.Hold, choice string) bool {
 	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, AllowExpired: true})
 	if err != nil {
