@@ -15,8 +15,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,12 +47,27 @@ type Response struct {
 	Body   []byte
 }
 
+// Errors of a request the app did not answer; callers test with
+// errors.Is. They tell apart what the gate knows of a release.
+var (
+	// ErrNotSent: no connection to the app was made (a dial or TLS
+	// failure, a bad URL), so no byte of the request left: nothing ran.
+	ErrNotSent = errors.New("request not sent")
+	// ErrNoAnswer: the request may have reached the app, but no answer
+	// came back (the connection dropped, the timeout passed): the action
+	// may or may not have run.
+	ErrNoAnswer = errors.New("no answer from the app")
+)
+
 // Client sends signed requests to the app. The zero value is not usable:
-// Secret must be set.
+// Secret must be set. A Client must not be copied after first use.
 type Client struct {
-	// HTTP is the client used; nil means a client with no redirects
-	// followed (a redirect could move a signed request elsewhere).
-	HTTP *http.Client
+	// Transport is the base of the transports used (proxy, dialer, TLS
+	// roots); nil means http.DefaultTransport's settings. Reads use a
+	// clone of it; releases use a clone with keep-alives and HTTP/2 off
+	// (see Run). No redirect is ever followed: it could move a signed
+	// request elsewhere.
+	Transport *http.Transport
 	// Secret keys the signature.
 	Secret []byte
 	// Timeout bounds each request. Default 10s.
@@ -58,30 +76,75 @@ type Client struct {
 	MaxBody int64
 	// Now is the clock for timestamps; default time.Now.
 	Now func() time.Time
+
+	once     sync.Once
+	reads    *http.Client // record reads: pooled connections, replays harmless
+	releases *http.Client // releases: one fresh HTTP/1.1 connection each
 }
 
-var noRedirects = &http.Client{
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// clients builds the two HTTP clients once.
+func (c *Client) clients() (reads, releases *http.Client) {
+	c.once.Do(func() {
+		base := c.Transport
+		if base == nil {
+			base = http.DefaultTransport.(*http.Transport)
+		}
+		c.reads = &http.Client{Transport: base.Clone(), CheckRedirect: noRedirect}
+		c.releases = &http.Client{Transport: releaseTransport(base), CheckRedirect: noRedirect}
+	})
+	return c.reads, c.releases
+}
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// releaseTransport is base with keep-alives and HTTP/2 off, so one
+// confirmation is at most one request to the app. Go's HTTP/1 transport
+// silently sends a request again when a reused connection turns out dead,
+// and a request with an Idempotency-Key header counts as safe to repeat
+// (net/http's isReplayable): the app would see the release twice. On a
+// fresh connection it never does (shouldRetryRequest needs a reused one).
+// The HTTP/2 transport retries after GOAWAY, REFUSED_STREAM and a
+// PROTOCOL_ERROR reset from the peer (golang/go#47635), the last of which
+// does not prove the app did not act; HTTP/1.1 has none of these. A
+// release costs one connection setup, once per confirmation.
+func releaseTransport(base *http.Transport) *http.Transport {
+	t := base.Clone()
+	t.DisableKeepAlives = true
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetHTTP1(true)
+	t.ForceAttemptHTTP2 = false
+	if t.TLSClientConfig != nil { // Clone copied it; offer only HTTP/1.1 in ALPN
+		t.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	}
+	return t
 }
 
 // Fetch reads a record: GET rawURL as the caller.
 func (c *Client) Fetch(ctx context.Context, rawURL string, who Caller) (Response, error) {
-	return c.do(ctx, http.MethodGet, rawURL, nil, nil, who, "")
+	reads, _ := c.clients()
+	return c.do(ctx, reads, http.MethodGet, rawURL, nil, nil, who, "")
 }
 
 // Run releases a call: method rawURL with the arguments as a JSON body
 // (none for GET), the policy's extra headers, and the hold id as the
 // Idempotency-Key.
+//
+// It sends at most one request, on a connection of its own, and never
+// repeats it. Its errors wrap ErrNotSent when nothing left (nothing ran)
+// and ErrNoAnswer when the request may have reached the app (the outcome
+// is unknown). A Response with a Status and an error is an answer whose
+// body could not be read in full.
 func (c *Client) Run(ctx context.Context, method, rawURL string, headers map[string]string, args []byte, who Caller, holdID string) (Response, error) {
 	if method == http.MethodGet || method == http.MethodHead {
 		args = nil
 	}
-	return c.do(ctx, method, rawURL, headers, args, who, holdID)
+	_, releases := c.clients()
+	return c.do(ctx, releases, method, rawURL, headers, args, who, holdID)
 }
 
-func (c *Client) do(ctx context.Context, method, rawURL string, headers map[string]string, body []byte, who Caller, holdID string) (Response, error) {
+func (c *Client) do(ctx context.Context, hc *http.Client, method, rawURL string, headers map[string]string, body []byte, who Caller, holdID string) (Response, error) {
 	if len(c.Secret) == 0 {
-		return Response{}, errors.New("no signing secret configured")
+		return Response{}, fmt.Errorf("%w: no signing secret configured", ErrNotSent)
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -91,12 +154,18 @@ func (c *Client) do(ctx context.Context, method, rawURL string, headers map[stri
 	defer cancel()
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return Response{}, fmt.Errorf("parsing url: %w", err)
+		return Response{}, fmt.Errorf("%w: parsing url: %w", ErrNotSent, err)
 	}
+	// Until the transport has a connection, no byte of the request left.
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
-		return Response{}, fmt.Errorf("making request: %w", err)
+		return Response{}, fmt.Errorf("%w: making request: %w", ErrNotSent, err)
 	}
+	// Without GetBody a request with a body is never sent twice by any
+	// transport (a second defence next to releaseTransport).
+	req.GetBody = nil
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -122,13 +191,13 @@ func (c *Client) do(ctx context.Context, method, rawURL string, headers map[stri
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, Sign(c.Secret, method, u.RequestURI(), ts, body))
 
-	hc := c.HTTP
-	if hc == nil {
-		hc = noRedirects
-	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return Response{}, fmt.Errorf("%s %s: %w", method, u.Redacted(), err)
+		why := ErrNoAnswer
+		if !connected.Load() {
+			why = ErrNotSent
+		}
+		return Response{}, fmt.Errorf("%w: %s %s: %w", why, method, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
 	max := c.MaxBody

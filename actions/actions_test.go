@@ -2,7 +2,9 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -115,8 +117,9 @@ func TestTimeoutIsAnError(t *testing.T) {
 	defer srv.Close()
 	defer close(block)
 	c := &Client{Secret: []byte("k"), Timeout: 50 * time.Millisecond}
-	if _, err := c.Run(context.Background(), "POST", srv.URL, nil, []byte(`{}`), Caller{Person: "a"}, "h"); err == nil {
-		t.Fatal("a hanging endpoint gave no error")
+	_, err := c.Run(context.Background(), "POST", srv.URL, nil, []byte(`{}`), Caller{Person: "a"}, "h")
+	if !errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("a hanging endpoint gave %v, want ErrNoAnswer", err)
 	}
 }
 
@@ -132,5 +135,122 @@ func TestRedirectNotFollowed(t *testing.T) {
 	}
 	if resp.Status != http.StatusFound || len(got()) != 0 {
 		t.Errorf("redirect followed: status %d, other saw %d", resp.Status, len(got()))
+	}
+}
+
+// dropper is an app whose /drop endpoint reads the request, then closes
+// the connection without answering; every other path answers 200 and
+// keeps the connection alive. It counts the requests to each path.
+func dropper(t *testing.T, tlsH2 bool) (*httptest.Server, func(path string) int, func() []int) {
+	t.Helper()
+	var mu sync.Mutex
+	count := map[string]int{}
+	var protos []int
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		count[r.URL.Path]++
+		protos = append(protos, r.ProtoMajor)
+		mu.Unlock()
+		if r.URL.Path != "/drop" {
+			io.WriteString(w, `{"ok":true}`)
+			return
+		}
+		if hj, ok := w.(http.Hijacker); ok {
+			conn, _, err := hj.Hijack()
+			if err == nil {
+				conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler) // HTTP/2: reset the stream
+	})
+	srv := httptest.NewUnstartedServer(h)
+	if tlsH2 {
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, func(path string) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return count[path]
+		}, func() []int {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]int(nil), protos...)
+		}
+}
+
+// TestRunDroppedConnectionSentOnce: an app that drops the connection after
+// reading a release gets it once, on a connection no earlier request
+// used, and the error says the outcome is unknown. Before releases had a
+// transport of their own, Go's transport replayed the request (it carries
+// an Idempotency-Key) on a new connection: the app got it twice.
+func TestRunDroppedConnectionSentOnce(t *testing.T) {
+	srv, count, _ := dropper(t, false)
+	c := &Client{Secret: []byte("k")}
+	ctx := context.Background()
+	// Connections kept alive by a read and by an answered release.
+	if _, err := c.Fetch(ctx, srv.URL+"/posts/7", Caller{Person: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(ctx, "POST", srv.URL+"/ok", nil, []byte(`{}`), Caller{Person: "ana"}, "h0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"DELETE", "POST", "GET"} {
+		before := count("/drop")
+		_, err := c.Run(ctx, method, srv.URL+"/drop", nil, []byte(`{"post":7}`), Caller{Person: "ana"}, "h1")
+		if n := count("/drop") - before; n != 1 {
+			t.Errorf("%s: the app got the release %d times, want 1", method, n)
+		}
+		if !errors.Is(err, ErrNoAnswer) || errors.Is(err, ErrNotSent) {
+			t.Errorf("%s: err = %v, want ErrNoAnswer", method, err)
+		}
+	}
+}
+
+// TestRunNeverUsesHTTP2: even when the base transport speaks HTTP/2 to an
+// app that offers it, a release goes over HTTP/1.1 (whose transport, on a
+// fresh connection, never retries) and reaches a dropping app once.
+func TestRunNeverUsesHTTP2(t *testing.T) {
+	srv, count, protos := dropper(t, true)
+	base := srv.Client().Transport.(*http.Transport)
+	c := &Client{Secret: []byte("k"), Transport: base}
+	ctx := context.Background()
+	if _, err := c.Fetch(ctx, srv.URL+"/posts/7", Caller{Person: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(ctx, "POST", srv.URL+"/ok", nil, []byte(`{}`), Caller{Person: "ana"}, "h0"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Run(ctx, "DELETE", srv.URL+"/drop", nil, []byte(`{}`), Caller{Person: "ana"}, "h1")
+	if !errors.Is(err, ErrNoAnswer) {
+		t.Errorf("err = %v, want ErrNoAnswer", err)
+	}
+	if n := count("/drop"); n != 1 {
+		t.Errorf("the app got the release %d times", n)
+	}
+	p := protos()
+	if len(p) != 3 || p[0] != 2 || p[1] != 1 || p[2] != 1 {
+		t.Errorf("protocols (read, release, release) = %v, want [2 1 1]", p)
+	}
+}
+
+// TestRunNotSent: an app nobody listens for was never reached: the error
+// says nothing was sent.
+func TestRunNotSent(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c := &Client{Secret: []byte("k")}
+	_, err = c.Run(context.Background(), "POST", "http://"+addr+"/x", nil, []byte(`{}`), Caller{Person: "a"}, "h")
+	if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrNoAnswer) {
+		t.Errorf("err = %v, want ErrNotSent", err)
 	}
 }

@@ -5,6 +5,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -60,11 +61,33 @@ type App struct {
 	Retention caddy.Duration `json:"retention,omitempty"`
 
 	// ActionTimeout bounds each request to the app (the record GET and the
-	// release). Default: 10s.
+	// release). A release runs on when the person closes the page; one
+	// the app does not answer within it is told as unknown ("it may or may
+	// not have run; nothing was retried"), never sent again. A config
+	// reload or stop waits for releases in flight, up to twice this plus
+	// 5s. Default: 10s.
 	ActionTimeout caddy.Duration `json:"action_timeout,omitempty"`
+
+	// MaxWaiting caps the holds waiting for one person's answer, counted
+	// per (tenant, owner). A model response whose held calls would take
+	// the person over it has every call refused: the model reads "too many
+	// of this person's requests are already waiting for their answer;
+	// nothing ran." (refusals metric reason "too_many_waiting"). A hold
+	// stops counting once answered or expired. Default: 100; negative: no
+	// cap (the Caddyfile's `max_waiting 0`). It is read when the store is
+	// opened: a reload that changes it takes effect at the next start.
+	MaxWaiting int `json:"max_waiting,omitempty"`
+
+	// SweepInterval is how often the sweeper ends what a crash, a stop or
+	// a store outage left open: a release cut mid-run is settled as
+	// unknown (never run again), an answered step whose release never
+	// began is released, a step whose last waiting hold expired beside
+	// answered ones is completed. It also runs once at start. Default: 1m.
+	SweepInterval caddy.Duration `json:"sweep_interval,omitempty"`
 
 	secret  []byte
 	dir     string
+	ctx     caddy.Context
 	gate    *gate.Gate
 	pages   *pages.Pages
 	logger  *zap.Logger
@@ -77,7 +100,16 @@ type live struct {
 	mu       sync.RWMutex
 	db       store.Store // set in Start, cleared in Stop
 	policies sync.Map    // clean policy path → *policies.Policy
+
+	stopLoop context.CancelFunc // ends the sweeper loop (set in Start)
+	loopDone chan struct{}      // closed when the loop has ended
 }
+
+// DefaultMaxWaiting is MaxWaiting's default.
+const DefaultMaxWaiting = 100
+
+// statsInterval is how often the store's size is sampled for its gauge.
+const statsInterval = 15 * time.Second
 
 // CaddyModule returns the Caddy module information.
 func (App) CaddyModule() caddy.ModuleInfo {
@@ -106,6 +138,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.ActionTimeout == 0 {
 		a.ActionTimeout = caddy.Duration(10 * time.Second)
 	}
+	if a.MaxWaiting == 0 {
+		a.MaxWaiting = DefaultMaxWaiting
+	}
+	if a.SweepInterval == 0 {
+		a.SweepInterval = caddy.Duration(time.Minute)
+	}
+	a.ctx = ctx
 	m, err := newMetrics(ctx.GetMetricsRegistry())
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
@@ -120,6 +159,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Policy:   a.policy,
 		Logger:   a.logger,
 		Observer: m,
+		Context:  ctx,
+
+		ActionTimeout: time.Duration(a.ActionTimeout),
 	})
 	a.pages = &pages.Pages{Gate: a.gate, Secret: a.secret, Logger: a.logger}
 	return nil
@@ -136,16 +178,22 @@ func (a *App) Validate() error {
 	if err := checkBaseURL(a.Pages); err != nil {
 		return fmt.Errorf("toolgate: pages: %w", err)
 	}
-	if a.TTL < 0 || a.Retention < 0 || a.ActionTimeout < 0 {
+	if a.TTL < 0 || a.Retention < 0 || a.ActionTimeout < 0 || a.SweepInterval < 0 {
 		return errors.New("toolgate: durations must not be negative")
 	}
 	return nil
 }
 
-// Start opens the store, or shares the one a previous config opened.
+// Start opens the store, or shares the one a previous config opened, and
+// starts the sweeper (one pass now, then every SweepInterval) and the
+// store's size gauge.
 func (a *App) Start() error {
 	v, loaded, err := stores.LoadOrNew(a.dir, func() (caddy.Destructor, error) {
-		db, err := store.OpenBadger(a.dir, store.BadgerOptions{Retention: time.Duration(a.Retention), Logger: a.logger.Named("badger")})
+		db, err := store.OpenBadger(a.dir, store.BadgerOptions{
+			Retention:  time.Duration(a.Retention),
+			MaxWaiting: max(a.MaxWaiting, 0),
+			Logger:     a.logger.Named("badger"),
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -158,16 +206,75 @@ func (a *App) Start() error {
 	a.live.db = v.(pooledStore).Badger
 	a.live.mu.Unlock()
 	a.logger.Info("store ready", zap.String("path", a.dir), zap.Bool("reused", loaded))
+	ctx, cancel := context.WithCancel(a.ctx)
+	a.live.stopLoop, a.live.loopDone = cancel, make(chan struct{})
+	go a.background(ctx, a.live.loopDone, !loaded)
 	return nil
 }
 
-// Stop lets go of the store; the last config to use it closes it.
+// Stop ends the sweeper, waits for releases in flight (up to twice the
+// action timeout plus 5s; the rest are cut and the next start's sweeper
+// settles them as unknown), and lets go of the store; the last config to
+// use it closes it.
 func (a *App) Stop() error {
+	if a.live.stopLoop != nil {
+		a.live.stopLoop()
+	}
+	if !a.gate.Stop(2*time.Duration(a.ActionTimeout) + 5*time.Second) {
+		a.logger.Warn("stopping: releases still running were cut; the sweeper settles them at the next start")
+	}
+	if a.live.loopDone != nil {
+		select {
+		case <-a.live.loopDone:
+		case <-time.After(5 * time.Second):
+			a.logger.Error("stopping: the sweeper did not end")
+		}
+	}
 	a.live.mu.Lock()
 	a.live.db = nil
 	a.live.mu.Unlock()
 	_, err := stores.Delete(a.dir)
 	return err
+}
+
+// background runs the sweeper and samples the store's size until ctx
+// ends, then closes done. opened says this app opened the store (no
+// earlier config shares it): nothing of it can be in flight.
+func (a *App) background(ctx context.Context, done chan<- struct{}, opened bool) {
+	defer close(done)
+	a.sweep(ctx, opened)
+	a.sampleStore(ctx)
+	sweep := time.NewTicker(time.Duration(a.SweepInterval))
+	defer sweep.Stop()
+	stats := time.NewTicker(statsInterval)
+	defer stats.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sweep.C:
+			a.sweep(ctx, false)
+		case <-stats.C:
+			a.sampleStore(ctx)
+		}
+	}
+}
+
+func (a *App) sweep(ctx context.Context, afterOpen bool) {
+	if err := a.gate.Sweep(ctx, afterOpen); err != nil && ctx.Err() == nil {
+		a.logger.Error("sweeping open holds", zap.Error(err))
+	}
+}
+
+func (a *App) sampleStore(ctx context.Context) {
+	st, err := (*appStore)(a).Stats(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.logger.Warn("reading the store's size", zap.Error(err))
+		}
+		return
+	}
+	a.metrics.storeBytes.Set(float64(st.Bytes))
 }
 
 // register makes a handler's policy known to the gate, so the pages can

@@ -39,7 +39,11 @@ func init() {
 //		ttl            <duration>
 //		retention      <duration>
 //		action_timeout <duration>
+//		max_waiting    <count>
+//		sweep_interval <duration>
 //	}
+//
+// max_waiting 0 means no cap.
 func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 	var a App
 	err := eachKey(d, func(key string) error {
@@ -63,6 +67,26 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 			return durationArg(d, key, &a.Retention)
 		case "action_timeout":
 			return durationArg(d, key, &a.ActionTimeout)
+		case "max_waiting":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return d.Errf("max_waiting: want a whole number, 0 for no cap, got %q", s)
+			}
+			a.MaxWaiting = n
+			if n == 0 {
+				a.MaxWaiting = -1 // no cap; in JSON, 0 is the default
+			}
+		case "sweep_interval":
+			if err := durationArg(d, key, &a.SweepInterval); err != nil {
+				return err
+			}
+			if a.SweepInterval == 0 {
+				return d.Errf("sweep_interval: want a positive duration")
+			}
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}
@@ -88,6 +112,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		owner             <placeholder>
 //		owner_fields      <gjson path>...
 //		tenant            <placeholder>
+//		allow             legacy_functions|batches|stored_responses|realtime...
 //		max_request_body  <bytes>
 //		max_response_body <bytes>
 //	}
@@ -107,6 +132,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "tenant":
 			return oneArg(d, &h.Tenant)
+		case "allow":
+			if h.Allow = d.RemainingArgs(); len(h.Allow) == 0 {
+				return d.ArgErr()
+			}
+			if err := h.checkAllow(); err != nil {
+				return d.Err(err.Error())
+			}
 		case "max_request_body":
 			return bytesArg(d, key, &h.MaxRequestBody)
 		case "max_response_body":
@@ -224,13 +256,17 @@ func parsePages(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //
 //	toolgate_pages {
 //		answerer <placeholder>
+//		tenant   <placeholder>
 //	}
 func (p *PagesHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return eachKey(d, func(key string) error {
-		if key != "answerer" {
-			return d.Errf("unrecognized subdirective %q", key)
+		switch key {
+		case "answerer":
+			return oneArg(d, &p.Answerer)
+		case "tenant":
+			return oneArg(d, &p.Tenant)
 		}
-		return oneArg(d, &p.Answerer)
+		return d.Errf("unrecognized subdirective %q", key)
 	})
 }
 

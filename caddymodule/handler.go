@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/internal/reqbody"
 	"github.com/toolgate/toolgate/policies"
 )
 
@@ -35,9 +36,22 @@ func init() {
 // Gated endpoints, by path unless Provider says otherwise: POST
 // .../chat/completions (OpenAI Chat Completions and compatible servers),
 // POST .../responses (OpenAI Responses) and POST .../messages (Anthropic
-// Messages). Other requests on the route pass untouched, except a
-// WebSocket upgrade on a gated path, which is refused: its traffic could
-// not be checked.
+// Messages). Paths are matched as tolerant upstreams route them: in any
+// case, with or without a trailing slash, with empty or dot segments or
+// ";parameters", percent-decoded. Other requests on the route pass
+// untouched, except a WebSocket upgrade on a gated path, which is refused
+// (400): its traffic could not be checked; and the endpoints that return
+// tool calls the gate never sees, which are refused unless Allow names
+// them.
+//
+// A request body the provider would decode (gzip, deflate or zstd
+// Content-Encoding, a byte-order mark, UTF-16) is decoded before the gate
+// reads it, and the decoded UTF-8 is what goes on; one that cannot be
+// decoded is refused: 415 for a coding or charset the gate does not decode
+// (br among them), 400 for bytes that do not decode, 413 when it is larger
+// than MaxRequestBody once decoded. Refusals carry a JSON error body
+// ({"type":"error","error":{"type","code":"toolgate_refused","message"}})
+// that the OpenAI and Anthropic SDKs read.
 //
 // The upstream is asked for an identity-encoded body (Accept-Encoding:
 // identity); a compressed response on a gated endpoint cannot be checked
@@ -50,14 +64,19 @@ type Handler struct {
 
 	// Owner tells whose conversation a request belongs to: a placeholder
 	// such as "{http.request.header.X-User-Id}" or "{http.auth.user.id}".
-	// When it is empty or gives nothing, the body's `safety_identifier`,
-	// then `user`, is used. A gated call with no owner is refused.
+	// When it gives nothing, the body is not read in its place (an app's
+	// user could name someone else there) unless OwnerFields is given: the
+	// gated call has no owner and is refused. Without Owner, the body's
+	// fields name the owner (see OwnerFields).
 	Owner string `json:"owner,omitempty"`
 
-	// OwnerFields are the request body's fields (gjson paths) that name
-	// the owner when Owner gives nothing, tried in order. Default:
-	// "safety_identifier" then "user" for OpenAI; none for Anthropic (set
-	// "metadata.user_id" to use it).
+	// OwnerFields are the request body's fields (dotted paths, such as
+	// "metadata.user_id") that name the owner, tried in order: with Owner
+	// set, only when it gives nothing; without Owner, always. Default: none
+	// when Owner is set; without Owner, "safety_identifier" then "user"
+	// for OpenAI and none for Anthropic (set "metadata.user_id"). A field
+	// given twice, or also in another case ("User"), names nobody: servers
+	// differ on which one they read.
 	OwnerFields []string `json:"owner_fields,omitempty"`
 
 	// Tenant optionally names the person's tenant, the same way (a
@@ -70,7 +89,30 @@ type Handler struct {
 	// OpenAI-compatible server whose paths differ.
 	Provider string `json:"provider,omitempty"`
 
-	// MaxRequestBody caps the request body read, in bytes. Default 32 MiB.
+	// Allow lets through this route what returns tool calls the gate
+	// never sees, each refused by default:
+	//
+	//   - "legacy_functions": Chat requests with the legacy functions or
+	//     function_call parameters (refused with 400). Allowed, a response
+	//     function_call naming a gated tool still fails closed.
+	//   - "batches": the batch APIs, OpenAI's /v1/batches and the batch
+	//     output read through /v1/files/{id}/content, Anthropic's
+	//     /v1/messages/batches (refused with 403).
+	//   - "stored_responses": reading stored model output back: GET
+	//     /v1/responses/{id} and its input_items, POST
+	//     /v1/responses/{id}/cancel, GET /v1/conversations/{id}/items,
+	//     stored Chat completions (GET /v1/chat/completions and
+	//     /v1/chat/completions/{id}); and Responses requests with
+	//     background: true, whose output is read that way (403; the
+	//     background request 400).
+	//   - "realtime": the Realtime API under /v1/realtime, its WebSocket
+	//     and its HTTP endpoints (calls, sessions, client secrets) (403).
+	//
+	// What is allowed passes as it came, unchecked.
+	Allow []string `json:"allow,omitempty"`
+
+	// MaxRequestBody caps the request body read, in bytes, before and
+	// after decoding. Default 32 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 
 	// MaxResponseBody caps a JSON (non-streamed) response held for
@@ -97,6 +139,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.Provider != "" && h.Provider != "auto" && adapters[h.Provider] == nil {
 		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(providerNames(), ", "))
+	}
+	if err := h.checkAllow(); err != nil {
+		return err
 	}
 	if h.MaxRequestBody <= 0 {
 		h.MaxRequestBody = 32 << 20
@@ -136,35 +181,39 @@ func joinApp(ctx caddy.Context, policy string) (*App, string, *policies.Policy, 
 
 // ServeHTTP gates one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) && h.gatedPath(r.URL.Path) {
-		// The Responses API's WebSocket mode (and any other upgrade) would
-		// carry tool calls around the gate.
-		return caddyhttp.Error(http.StatusBadRequest, errors.New("toolgate: a WebSocket or other upgraded connection cannot be gated on this path; use HTTP (streaming works)"))
-	}
-	adapter, protocol := h.adapterFor(r)
-	if adapter == nil {
+	path := canonicalPath(r.URL.Path)
+	around := endpointFor(r.Method, path)
+	if around != nil && h.allows(around.allow) {
 		return next.ServeHTTP(w, r)
 	}
+	protocol := h.providerFor(path)
+	if protocol != "" && (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) {
+		// The Responses API's WebSocket mode (and any other upgrade) would
+		// carry tool calls around the gate.
+		return h.refuse(w, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
+	}
+	if around != nil {
+		return h.refuse(w, around.refusal(r.Method, r.URL.Path))
+	}
+	if protocol == "" || r.Method != http.MethodPost {
+		return next.ServeHTTP(w, r) // only POSTs to gated endpoints carry tool calls
+	}
+	adapter := adapters[protocol]
 	buf := bodyPool.Get().(*bytes.Buffer)
 	defer putBody(buf)
-	if r.ContentLength > 0 && r.ContentLength <= h.MaxRequestBody {
-		buf.Grow(int(r.ContentLength) + 1) // +1: the read that sees EOF needs room
+	body, ref := readBody(r, buf, h.MaxRequestBody)
+	if ref != nil {
+		return h.refuse(w, ref)
 	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, h.MaxRequestBody+1))
-	r.Body.Close()
-	if err != nil {
-		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("reading request body: %w", err))
-	}
-	body := buf.Bytes()
-	if int64(len(body)) > h.MaxRequestBody {
-		return caddyhttp.Error(http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", h.MaxRequestBody))
+	if a := paramFor(protocol, body); a != nil && !h.allows(a.allow) {
+		return h.refuse(w, a.refusal(r.Method, r.URL.Path))
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
 	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
 		WithToolSchemas(func(name string) []byte { return toolParameters(original, name, protocol) })
 
-	body, err = adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
+	body, err := adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
 		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err))
 	}
@@ -209,6 +258,70 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
 	return nil
+}
+
+// refusal is a request the gate answers itself, before anything goes on:
+// the status and what the client reads.
+type refusal struct {
+	status int
+	msg    string
+}
+
+// readBody reads a gated request's body, up to max bytes, as the server
+// behind the gate would read it: a body that is not plain UTF-8 JSON
+// (compressed, with a byte-order mark, in UTF-16) is decoded, and the
+// request's headers made to describe the decoded bytes, which are what
+// goes on (see package reqbody). What cannot be decoded is refused.
+func readBody(r *http.Request, buf *bytes.Buffer, max int64) ([]byte, *refusal) {
+	if r.ContentLength > 0 && r.ContentLength <= max {
+		buf.Grow(int(r.ContentLength) + 1) // +1: the read that sees EOF needs room
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, max+1))
+	r.Body.Close()
+	if err != nil {
+		return nil, &refusal{http.StatusBadRequest, fmt.Sprintf("reading the request body: %v", err)}
+	}
+	body := buf.Bytes()
+	if int64(len(body)) > max {
+		return nil, &refusal{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes; it cannot be checked", max)}
+	}
+	if reqbody.Plain(r.Header, body) {
+		return body, nil
+	}
+	d, err := reqbody.Decode(r.Header, body, max)
+	if err != nil {
+		status := http.StatusBadRequest
+		switch {
+		case errors.Is(err, reqbody.ErrCoding), errors.Is(err, reqbody.ErrCharset):
+			status = http.StatusUnsupportedMediaType
+		case errors.Is(err, reqbody.ErrTooLarge):
+			status = http.StatusRequestEntityTooLarge
+		}
+		return nil, &refusal{status, "the request body cannot be checked: " + err.Error() + "; send it as plain UTF-8 JSON, or compressed with gzip, deflate or zstd"}
+	}
+	d.SetHeaders(r.Header)
+	return d.Body, nil
+}
+
+// refuse answers a model request with an error that OpenAI's and
+// Anthropic's SDKs both read: OpenAI's reads error.message, Anthropic's
+// the type "error" and error.type and message.
+func (h *Handler) refuse(w http.ResponseWriter, ref *refusal) error {
+	h.logger.Info("request refused", zap.Int("status", ref.status), zap.String("why", ref.msg))
+	typ := "invalid_request_error"
+	switch ref.status {
+	case http.StatusForbidden:
+		typ = "permission_error"
+	case http.StatusRequestEntityTooLarge:
+		typ = "request_too_large"
+	}
+	b := []byte(`{"type":"error","error":{"type":"` + typ + `","code":"toolgate_refused","message":`)
+	b = gjson.AppendJSONString(b, "toolgate: "+ref.msg)
+	b = append(b, "}}"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ref.status)
+	_, err := w.Write(b)
+	return err
 }
 
 // setBody makes body the request's body.
@@ -286,13 +399,6 @@ var adapters = map[string]interceptor.Adapter{
 	"anthropic":        interceptor.Anthropic{},
 }
 
-// pathProviders map a path's end to its provider, for Provider "auto".
-var pathProviders = []struct{ suffix, provider string }{
-	{"/chat/completions", "openai-chat"},
-	{"/responses", "openai-responses"},
-	{"/messages", "anthropic"},
-}
-
 func providerNames() []string {
 	names := make([]string, 0, len(adapters))
 	for n := range adapters {
@@ -302,36 +408,9 @@ func providerNames() []string {
 	return names
 }
 
-// providerFor names the protocol of a path ("" when the route does not
-// gate it).
-func (h *Handler) providerFor(path string) string {
-	if h.Provider != "" && h.Provider != "auto" {
-		return h.Provider
-	}
-	for _, p := range pathProviders {
-		if strings.HasSuffix(path, p.suffix) && adapters[p.provider] != nil {
-			return p.provider
-		}
-	}
-	return ""
-}
-
-func (h *Handler) gatedPath(path string) bool { return h.providerFor(path) != "" }
-
-// adapterFor picks the wire adapter. Only POSTs carry tool calls.
-func (h *Handler) adapterFor(r *http.Request) (interceptor.Adapter, string) {
-	if r.Method != http.MethodPost {
-		return nil, ""
-	}
-	name := h.providerFor(r.URL.Path)
-	if name == "" {
-		return nil, ""
-	}
-	return adapters[name], name
-}
-
 // person resolves the conversation's owner and tenant: the configured
-// placeholders first, then the body's owner fields.
+// placeholders, then the body's owner fields where configured (see
+// OwnerFields): never a silent fallback from a configured Owner.
 func (h *Handler) person(repl *caddy.Replacer, body []byte, protocol string) gate.Person {
 	var p gate.Person
 	if repl != nil {
@@ -342,20 +421,55 @@ func (h *Handler) person(repl *caddy.Replacer, body []byte, protocol string) gat
 			p.Tenant = strings.TrimSpace(repl.ReplaceAll(h.Tenant, ""))
 		}
 	}
+	if p.Owner != "" {
+		return p
+	}
 	fields := h.OwnerFields
-	if fields == nil && protocol != "anthropic" {
+	if fields == nil && h.Owner == "" && protocol != "anthropic" {
 		fields = openAIOwnerFields
 	}
-	if p.Owner == "" && len(fields) > 0 && gjson.ValidBytes(body) {
-		res := gjson.GetManyBytes(body, fields...)
-		for _, v := range res {
-			if v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
-				p.Owner = strings.TrimSpace(v.Str)
-				break
-			}
+	for _, f := range fields {
+		v, ok := bodyField(body, f)
+		if !ok {
+			return p // ambiguous: nobody, rather than a guess
+		}
+		if v = strings.TrimSpace(v); v != "" {
+			p.Owner = v
+			break
 		}
 	}
 	return p
+}
+
+// bodyField reads the string at a dotted path of a JSON body ("" when
+// absent or not a string). ok is false when a key on the way is given
+// twice, or also in another case: servers differ on which they read.
+func bodyField(body []byte, path string) (string, bool) {
+	v := gjson.ParseBytes(body)
+	for _, key := range strings.Split(path, ".") {
+		if !v.IsObject() {
+			return "", true
+		}
+		var found gjson.Result
+		n := 0
+		v.ForEach(func(k, val gjson.Result) bool {
+			if strings.EqualFold(k.String(), key) {
+				n++
+				if k.String() == key {
+					found = val
+				}
+			}
+			return n < 2
+		})
+		if n > 1 {
+			return "", false
+		}
+		v = found
+	}
+	if v.Type != gjson.String {
+		return "", true
+	}
+	return v.Str, true
 }
 
 // openAIOwnerFields name the end user in OpenAI requests: safety_identifier,

@@ -1,6 +1,13 @@
 package caddymodule
 
-import "testing"
+import (
+	"bytes"
+	"compress/gzip"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
 
 func TestToolParameters(t *testing.T) {
 	tests := []struct{ protocol, body, want string }{
@@ -13,5 +20,74 @@ func TestToolParameters(t *testing.T) {
 		if got := string(toolParameters([]byte(tt.body), "b", tt.protocol)); got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.protocol, got, tt.want)
 		}
+	}
+}
+
+func TestBodyField(t *testing.T) {
+	for _, tc := range []struct {
+		body, path, want string
+		ok               bool
+	}{
+		{`{"user":"ana"}`, "user", "ana", true},
+		{`{"metadata":{"user_id":"ana"}}`, "metadata.user_id", "ana", true},
+		{`{"user":7}`, "user", "", true},
+		{`{"other":"x"}`, "user", "", true},
+		{`{"metadata":"x"}`, "metadata.user_id", "", true},
+		{`{"user":"ana","user":"bo"}`, "user", "", false},
+		{`{"user":"ana","USER":"bo"}`, "user", "", false},
+		{`{"User":"bo"}`, "user", "", true},
+		{`{"metadata":{"user_id":"ana"},"Metadata":{"user_id":"bo"}}`, "metadata.user_id", "", false},
+		{`{"metadata":{"user_id":"ana","user_id":"bo"}}`, "metadata.user_id", "", false},
+		{`{"\u0075ser":"ana","user":"bo"}`, "user", "", false},
+	} {
+		got, ok := bodyField([]byte(tc.body), tc.path)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s %s: %q %v, want %q %v", tc.body, tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// readBody hands on a plain body untouched and a decoded one with headers
+// that describe it; what it cannot decode it refuses with the status the
+// reason calls for.
+func TestReadBody(t *testing.T) {
+	msg := `{"a":"é"}`
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(msg))
+	zw.Close()
+	for _, tc := range []struct {
+		name, coding, ct, body string
+		status                 int
+		wantCT                 string
+	}{
+		{"plain", "", "application/json", msg, 0, "application/json"},
+		{"gzip", "gzip", "application/json", gz.String(), 0, "application/json"},
+		{"utf-16le", "", "application/json; charset=utf-16le", "{\x00\"\x00a\x00\"\x00:\x00\"\x00\xe9\x00\"\x00}\x00", 0, "application/json; charset=utf-8"},
+		{"br", "br", "application/json", msg, http.StatusUnsupportedMediaType, ""},
+		{"iso-2022-jp", "", "application/json; charset=iso-2022-jp", msg, http.StatusUnsupportedMediaType, ""},
+		{"broken gzip", "gzip", "application/json", msg, http.StatusBadRequest, ""},
+		{"too large", "", "application/json", msg + strings.Repeat(" ", 100), http.StatusRequestEntityTooLarge, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/mcp", strings.NewReader(tc.body))
+			r.Header.Set("Content-Type", tc.ct)
+			if tc.coding != "" {
+				r.Header.Set("Content-Encoding", tc.coding)
+			}
+			body, ref := readBody(r, new(bytes.Buffer), 64)
+			if tc.status != 0 {
+				if ref == nil || ref.status != tc.status || !strings.Contains(ref.msg, "cannot be checked") {
+					t.Fatalf("got %q %+v, want a %d refusal", body, ref, tc.status)
+				}
+				return
+			}
+			if ref != nil || string(body) != msg {
+				t.Fatalf("got %q %+v, want %q", body, ref, msg)
+			}
+			if r.Header.Get("Content-Encoding") != "" || r.Header.Get("Content-Type") != tc.wantCT {
+				t.Errorf("headers %v", r.Header)
+			}
+		})
 	}
 }

@@ -2,13 +2,14 @@ package caddymodule
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -42,7 +43,21 @@ func init() {
 // gets a URL request to the card page, for destructive and external
 // actions whose policy sets mcp.confirm. Its retry, with our signed
 // requestState, is checked again before it reaches the server. Every other
-// client gets a tool error (isError) naming what is missing or why.
+// client gets a tool error (isError) naming what is missing or why. Before
+// it asks, the gate makes sure the server takes the call's protocol
+// version (a tools/list sent as the call was): a server that does not
+// speak 2026-07-28 would refuse the call only after the person answered,
+// so the client gets a tool error saying so instead, and nobody is asked.
+//
+// A POSTed body the server would decode (gzip, deflate or zstd
+// Content-Encoding, a byte-order mark, UTF-16 by charset or byte-order
+// mark) is decoded first and the decoded UTF-8 is what goes on, with the
+// Content-Encoding removed and the charset utf-8. What cannot be read is
+// refused with a JSON-RPC error and never reaches the server: 415 for a
+// coding or charset the gate does not decode (br, utf-7, utf-32 among
+// them) or two Content-Type headers, 400 for bytes that do not decode or
+// a body that is not JSON, 413 for a message larger than MaxRequestBody
+// before or after decoding.
 type MCP struct {
 	// Policy is the path of the policy file declaring the actions this
 	// route gates. Required; loaded and checked when the config loads.
@@ -53,11 +68,12 @@ type MCP struct {
 	// caller is refused.
 	Owner string `json:"owner,omitempty"`
 
-	// Tenant optionally names the caller's tenant (a placeholder).
+	// Tenant optionally names the caller's tenant (a placeholder). A
+	// requestState is bound to the tenant and the owner together.
 	Tenant string `json:"tenant,omitempty"`
 
-	// StateTTL is how long the requestState of a form may be redeemed.
-	// Default 10m. A confirmation's lives as long as its card waits (the
+	// StateTTL is how long the requestState of a form may be redeemed,
+	// to the millisecond. Default 10m. A confirmation's lives as long as its card waits (the
 	// action's ttl).
 	StateTTL caddy.Duration `json:"state_ttl,omitempty"`
 
@@ -67,8 +83,9 @@ type MCP struct {
 	// accept is consent, not the answer). Default 60s; negative: no wait.
 	ConfirmWait caddy.Duration `json:"confirm_wait,omitempty"`
 
-	// MaxRequestBody caps a POSTed message, in bytes; a larger one is
-	// refused with 413 (it could not be checked). Default 16 MiB.
+	// MaxRequestBody caps a POSTed message, in bytes, as sent and once
+	// decoded; a larger one is refused with 413 (it could not be
+	// checked). Default 16 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 
 	// MaxResponseBody caps a JSON answer held for rewriting (tools/list,
@@ -128,17 +145,19 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	}
 	buf := bodyPool.Get().(*bytes.Buffer)
 	defer putBody(buf)
-	if r.ContentLength > 0 && r.ContentLength <= h.MaxRequestBody {
-		buf.Grow(int(r.ContentLength) + 1)
+	body, ref := readBody(r, buf, h.MaxRequestBody)
+	if ref != nil {
+		code := -32700 // parse error: the message could not be read
+		if ref.status == http.StatusRequestEntityTooLarge {
+			code = -32600
+		}
+		h.logger.Info("MCP message refused", zap.Int("status", ref.status), zap.String("why", ref.msg))
+		return writeRPCError(w, nil, ref.status, code, "toolgate: "+ref.msg)
 	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, h.MaxRequestBody+1))
-	r.Body.Close()
-	if err != nil {
-		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("reading request body: %w", err))
-	}
-	body := buf.Bytes()
-	if int64(len(body)) > h.MaxRequestBody {
-		return caddyhttp.Error(http.StatusRequestEntityTooLarge, fmt.Errorf("MCP message over %d bytes; it cannot be checked", h.MaxRequestBody))
+	if i := firstNonSpace(body); i >= 0 && body[i] != '{' && body[i] != '[' {
+		// Only JSON is read by MCP servers; anything else is not
+		// forwarded unread.
+		return writeRPCError(w, nil, http.StatusBadRequest, -32700, "toolgate: the message is not a JSON-RPC object or batch; it cannot be checked")
 	}
 	setBody(r, body)
 
@@ -212,15 +231,20 @@ func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, nex
 		wait = DefaultConfirmWait
 	}
 	front := h.app.gate.MCPFront(h.policy, h.policyKey, func() gate.Person { return h.caller(repl) }, time.Duration(h.StateTTL), wait)
+	up := &upstream{h: h, r: r, body: body, next: next, version: req.Version}
+	if up.version == "" {
+		up.version = r.Header.Get(interceptor.MCPVersionHeader) // legacy clients say it here only
+	}
 	a := h.policy.Action(req.Name)
 	schema := a.Schema
 	if schema == nil {
-		schema = h.toolSchema(r, body, req.Name, next)
+		schema = up.toolSchema(req.Name)
 	}
 	modern := req.Modern(r.Header.Get(interceptor.MCPVersionHeader))
 	v := front.MCP(r.Context(), gate.MCPCall{
 		Name: req.Name, Arguments: req.Arguments, Schema: schema, Modern: modern,
-		Elicit: req.Elicit, State: req.State, Responses: req.Responses,
+		Elicit: req.Elicit, Version: up.version, ServerTakes: up.serverTakes,
+		State: req.State, Responses: req.Responses,
 	})
 	if v.Result != nil {
 		w.Header().Set("Content-Type", "application/json")
@@ -241,7 +265,7 @@ func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, nex
 		// stay, right for every argument the client sent.
 		listed := schema
 		if a.Schema != nil {
-			listed = h.toolSchema(r, body, req.Name, next)
+			listed = up.toolSchema(req.Name)
 		}
 		if modern && listed != nil {
 			for k := range r.Header {
@@ -295,48 +319,35 @@ func (h *MCP) caller(repl *caddy.Replacer) gate.Person {
 	return p
 }
 
+// upstream asks the MCP server what a gated call needs to know, with the
+// caller's own headers (session, protocol version, credentials) and _meta.
+type upstream struct {
+	h       *MCP
+	r       *http.Request
+	body    []byte
+	next    caddyhttp.Handler
+	version string // the protocol version the call speaks
+	took    bool   // the server answered a request of this call's version
+}
+
 // toolSchema returns the input schema the server lists for a tool: the
-// one seen last in a tools/list answer, else asked for now with the
-// caller's own headers (session, protocol version, credentials).
-func (h *MCP) toolSchema(r *http.Request, body []byte, name string, next caddyhttp.Handler) []byte {
-	if s, ok := h.schemas.Load(name); ok {
+// one seen last in a tools/list answer, else asked for now.
+func (u *upstream) toolSchema(name string) []byte {
+	if s, ok := u.h.schemas.Load(name); ok {
 		return s.([]byte)
 	}
 	cursor := ""
 	for page := 0; page < 10; page++ {
-		list := []byte(`{"jsonrpc":"2.0","id":"toolgate-tools-list","method":"tools/list","params":{}}`)
-		if meta := gjson.GetBytes(body, "params._meta"); meta.IsObject() {
-			list, _ = sjson.SetRawBytes(list, "params._meta", []byte(meta.Raw))
-		}
-		if cursor != "" {
-			list, _ = sjson.SetBytes(list, "params.cursor", cursor)
-		}
-		r2 := r.Clone(r.Context())
-		setBody(r2, list)
-		r2.Header.Set("Accept-Encoding", "identity")
-		for k := range r2.Header {
-			if strings.HasPrefix(k, interceptor.MCPParamHeaderPrefix) {
-				r2.Header.Del(k)
-			}
-		}
-		r2.Header.Del(interceptor.MCPNameHeader)
-		if r2.Header.Get(interceptor.MCPMethodHeader) != "" {
-			r2.Header.Set(interceptor.MCPMethodHeader, "tools/list")
-		}
-		rec := &capture{header: http.Header{}}
-		if err := next.ServeHTTP(rec, r2); err != nil || rec.status/100 != 2 {
-			h.logger.Warn("listing tools for a form", zap.String("action", name), zap.Int("status", rec.status), zap.Error(err))
-			return nil
-		}
-		result := rpcResult(rec.body.Bytes(), "toolgate-tools-list", rec.header.Get("Content-Type"))
-		if result == nil {
+		result, rpcErr, err := u.listTools(u.r.Context(), cursor)
+		if err != nil || rpcErr.Exists() {
+			u.h.logger.Warn("listing tools for a form", zap.String("action", name), zap.String("error", rpcErr.Raw), zap.Error(err))
 			return nil
 		}
 		var found []byte
 		gjson.GetBytes(result, "tools").ForEach(func(_, t gjson.Result) bool {
 			n := t.Get("name").String()
-			if s := t.Get("inputSchema"); s.IsObject() && h.policy.Action(n) != nil {
-				h.schemas.Store(n, []byte(s.Raw))
+			if s := t.Get("inputSchema"); s.IsObject() && u.h.policy.Action(n) != nil {
+				u.h.schemas.Store(n, []byte(s.Raw))
 				if n == name {
 					found = []byte(s.Raw)
 				}
@@ -353,28 +364,107 @@ func (h *MCP) toolSchema(r *http.Request, body []byte, name string, next caddyht
 	return nil
 }
 
-// rpcResult finds the result of the response to id in a JSON or SSE body.
-func rpcResult(body []byte, id, contentType string) []byte {
-	match := func(m []byte) []byte {
-		if gjson.GetBytes(m, "id").String() == id {
-			if res := gjson.GetBytes(m, "result"); res.IsObject() {
-				return []byte(res.Raw)
-			}
-		}
+// serverTakes tells whether the server takes calls of this call's
+// protocol version, before the person is asked for one (gate.MCPCall's
+// ServerTakes). A request's version is the server's to accept: a
+// 2026-07-28 client may skip server/discover and call at once, and a
+// server that does not speak 2026-07-28 would refuse the call only after
+// the person answered. The answer to a tools/list sent as the call was is
+// the proof: a result, it takes it; the error -32022 (unsupported protocol
+// version), it does not; anything else, it cannot be told, and the gate
+// fails closed.
+func (u *upstream) serverTakes(ctx context.Context) error {
+	if u.took {
 		return nil
 	}
+	_, rpcErr, err := u.listTools(ctx, "")
+	switch {
+	case err != nil:
+		return fmt.Errorf("the gate could not learn whether the MCP server takes MCP %s calls (%v)", u.version, err)
+	case rpcErr.Get("code").Int() == -32022:
+		return fmt.Errorf("the MCP server does not take MCP %s calls (it answered %q)", u.version, clip(rpcErr.Get("message").String(), 200))
+	case rpcErr.Exists():
+		return fmt.Errorf("the gate could not learn whether the MCP server takes MCP %s calls (it answered %q)", u.version, clip(rpcErr.Get("message").String(), 200))
+	}
+	return nil
+}
+
+// listTools sends one tools/list page and returns its result, or the
+// JSON-RPC error the server answered with, or why there was no answer.
+func (u *upstream) listTools(ctx context.Context, cursor string) (result []byte, rpcErr gjson.Result, err error) {
+	list := []byte(`{"jsonrpc":"2.0","id":"toolgate-tools-list","method":"tools/list","params":{}}`)
+	if meta := gjson.GetBytes(u.body, "params._meta"); meta.IsObject() {
+		list, _ = sjson.SetRawBytes(list, "params._meta", []byte(meta.Raw))
+	}
+	if cursor != "" {
+		list, _ = sjson.SetBytes(list, "params.cursor", cursor)
+	}
+	r2 := u.r.Clone(ctx)
+	setBody(r2, list)
+	r2.Header.Set("Accept-Encoding", "identity")
+	for k := range r2.Header {
+		if strings.HasPrefix(k, interceptor.MCPParamHeaderPrefix) {
+			r2.Header.Del(k)
+		}
+	}
+	r2.Header.Del(interceptor.MCPNameHeader)
+	if r2.Header.Get(interceptor.MCPMethodHeader) != "" {
+		r2.Header.Set(interceptor.MCPMethodHeader, "tools/list")
+	}
+	rec := &capture{header: http.Header{}}
+	if err := u.next.ServeHTTP(rec, r2); err != nil {
+		return nil, gjson.Result{}, err
+	}
+	result, rpcErr = rpcAnswer(rec.body.Bytes(), "toolgate-tools-list", rec.header.Get("Content-Type"))
+	switch {
+	case rpcErr.Exists():
+		return nil, rpcErr, nil
+	case rec.status/100 != 2 || result == nil:
+		return nil, gjson.Result{}, fmt.Errorf("HTTP %d without a tools/list result", rec.status)
+	}
+	u.took = true
+	return result, gjson.Result{}, nil
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// rpcAnswer finds the answer to id in a JSON or SSE body: its result, or
+// its error object.
+func rpcAnswer(body []byte, id, contentType string) ([]byte, gjson.Result) {
+	match := func(m []byte) ([]byte, gjson.Result, bool) {
+		if gjson.GetBytes(m, "id").String() != id {
+			return nil, gjson.Result{}, false
+		}
+		if res := gjson.GetBytes(m, "result"); res.IsObject() {
+			return []byte(res.Raw), gjson.Result{}, true
+		}
+		if e := gjson.GetBytes(m, "error"); e.IsObject() {
+			return nil, e, true
+		}
+		return nil, gjson.Result{}, false
+	}
 	if !strings.HasPrefix(strings.TrimSpace(contentType), "text/event-stream") {
-		return match(body)
+		res, e, _ := match(body)
+		return res, e
 	}
 	for _, line := range bytes.Split(body, []byte("\n")) {
 		line = bytes.TrimRight(line, "\r")
 		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			if res := match(bytes.TrimSpace(d)); res != nil {
-				return res
+			if res, e, ok := match(bytes.TrimSpace(d)); ok {
+				return res, e
 			}
 		}
 	}
-	return nil
+	return nil, gjson.Result{}
 }
 
 // capture records an answer the gate asked for itself.
@@ -399,6 +489,19 @@ func (c *capture) Write(p []byte) (int, error) {
 		return 0, errors.New("tools/list answer too large")
 	}
 	return c.body.Write(p)
+}
+
+// firstNonSpace is the index of the first byte of b that is not JSON
+// whitespace, or -1.
+func firstNonSpace(b []byte) int {
+	for i, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return i
+	}
+	return -1
 }
 
 // writeRPCError answers with a JSON-RPC error.

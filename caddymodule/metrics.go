@@ -9,15 +9,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are Toolgate's counters, on Caddy's metrics endpoint. Labels
-// are bounded: action names come from the policy, reasons and outcomes
-// from fixed sets; never a hold, person or argument.
+// metrics are Toolgate's counters and the store's size gauge, on Caddy's
+// metrics endpoint. Labels are bounded: action names come from the
+// policy, reasons and outcomes from fixed sets; never a hold, person or
+// argument.
 type metrics struct {
 	held     *prometheus.CounterVec
 	refused  *prometheus.CounterVec
 	decided  *prometheus.CounterVec
 	runs     *prometheus.HistogramVec
 	statuses *prometheus.CounterVec
+	// storeBytes is the store's size on disk, sampled by the app.
+	storeBytes prometheus.Gauge
 }
 
 // The collectors are process singletons: Caddy makes a new registry for
@@ -41,9 +44,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				Help: "Latency of released calls to the action's endpoint.", Buckets: prometheus.DefBuckets}, []string{"action"}),
 			statuses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "runs_total",
 				Help: "Released calls by the endpoint's status class."}, []string{"action", "status"}),
+			storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "store_bytes",
+				Help: "Size of the store of holds on disk, in bytes (sampled every 15s)."}),
 		}
 	})
-	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses} {
+	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses, theMetrics.storeBytes} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/toolgate/toolgate/gate"
 )
 
 func init() {
@@ -17,12 +19,20 @@ func init() {
 // card (HTML, or JSON to Accept: application/json) and POST answers it.
 // Put it behind the platform's own sign-in (basic_auth, forward_auth, ...)
 // on the URL the toolgate app's `pages` option names: the answerer must be
-// the person the conversation belongs to.
+// the person the conversation belongs to, in its tenant.
 type PagesHandler struct {
 	// Answerer is the placeholder giving the signed-in person's id.
 	// Default: "{http.auth.user.id}" (set by Caddy's authentication
 	// handlers). It must match the owner the model route saw.
 	Answerer string `json:"answerer,omitempty"`
+
+	// Tenant is the placeholder giving the signed-in person's tenant, e.g.
+	// "{http.request.header.X-Tenant}" set by forward_auth. It must name
+	// tenants exactly as the model route's (and the MCP route's) `tenant`
+	// does: (tenant, owner) is the identity, so a person sees and answers
+	// only the holds of their own tenant. Default: none, the empty tenant,
+	// which matches routes that set no tenant.
+	Tenant string `json:"tenant,omitempty"`
 
 	app *App
 }
@@ -48,11 +58,14 @@ func (p *PagesHandler) Provision(ctx caddy.Context) error {
 // ServeHTTP serves a page; it is a terminal handler.
 func (p *PagesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	person := ""
+	var who gate.Person
 	if repl != nil {
-		person = strings.TrimSpace(repl.ReplaceAll(p.Answerer, ""))
+		who.Owner = strings.TrimSpace(repl.ReplaceAll(p.Answerer, ""))
+		if p.Tenant != "" {
+			who.Tenant = strings.TrimSpace(repl.ReplaceAll(p.Tenant, ""))
+		}
 	}
-	p.app.pages.Serve(w, r, person)
+	p.app.pages.Serve(w, r, who)
 	return nil
 }
 

@@ -29,16 +29,25 @@ const (
 	MaxRows     = 20
 )
 
-// Row is one label and value on a card, both plain text.
+// Row is one label and value on a card, both plain text. Cut says the
+// value was shortened to MaxValue characters (it ends with an ellipsis):
+// the page tells the person so.
 type Row struct {
 	Label string `json:"label"`
 	Value string `json:"value"`
+	Cut   bool   `json:"cut,omitempty"`
 }
 
 // Card is what the person confirms or declines.
 type Card struct {
 	Sentence string `json:"sentence"`
 	Rows     []Row  `json:"rows"`
+
+	// full holds each row's value cleaned but not cut, as Build read it:
+	// the fingerprint covers it, so a change past the cut is a change.
+	// A card read back from JSON has none; only a built card is
+	// fingerprinted.
+	full []string
 }
 
 // ErrRecord is returned when the record is not a JSON object.
@@ -62,6 +71,7 @@ func Build(card *policies.Card, record []byte) (Card, error) {
 		rows = rows[:MaxRows]
 	}
 	c.Rows = make([]Row, 0, len(rows))
+	c.full = make([]string, 0, len(rows))
 	for _, r := range rows {
 		v := gjson.GetBytes(record, r.Path)
 		var s string
@@ -73,15 +83,39 @@ func Build(card *policies.Card, record []byte) (Card, error) {
 		default:
 			s = v.Raw
 		}
-		c.Rows = append(c.Rows, Row{Label: Clean(r.Label, MaxLabel), Value: Clean(s, MaxValue)})
+		full := Clean(s, len(s))
+		shown := Clean(full, MaxValue)
+		c.Rows = append(c.Rows, Row{Label: Clean(r.Label, MaxLabel), Value: shown, Cut: shown != full})
+		c.full = append(c.full, full)
 	}
 	return c, nil
 }
 
-// Fingerprint identifies what the card says. Two cards with the same
-// sentence and rows (labels, values, order) have the same fingerprint.
+// printed is the fingerprinted form of a card. Its JSON is the card's
+// JSON as it was before rows were cut-marked, so a card whose values all
+// fit keeps the fingerprint that holds already stored carry.
+type printed struct {
+	Sentence string       `json:"sentence"`
+	Rows     []printedRow `json:"rows"`
+}
+
+type printedRow struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// Fingerprint identifies what the card says, with each value in full:
+// two cards with the same sentence, labels and values (in order) have the
+// same fingerprint, and a value that differs only past the cut differs.
 func (c Card) Fingerprint() string {
-	b, _ := json.Marshal(c) // a struct of strings cannot fail to encode
+	p := printed{Sentence: c.Sentence, Rows: make([]printedRow, len(c.Rows))}
+	for i, r := range c.Rows {
+		p.Rows[i] = printedRow{Label: r.Label, Value: r.Value}
+		if len(c.full) == len(c.Rows) {
+			p.Rows[i].Value = c.full[i]
+		}
+	}
+	b, _ := json.Marshal(p) // a struct of strings cannot fail to encode
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

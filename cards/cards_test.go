@@ -1,6 +1,8 @@
 package cards
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -54,7 +56,7 @@ func TestBuild(t *testing.T) {
 	if c.Sentence != "Delete this post? This cannot be undone." {
 		t.Errorf("sentence = %q", c.Sentence)
 	}
-	want := []Row{{"Post", "Springmeetup"}, {"Status", "draft"}, {"Views", "12"}, {"Missing", ""}}
+	want := []Row{{Label: "Post", Value: "Springmeetup"}, {Label: "Status", Value: "draft"}, {Label: "Views", Value: "12"}, {Label: "Missing", Value: ""}}
 	if len(c.Rows) != len(want) {
 		t.Fatalf("rows = %v", c.Rows)
 	}
@@ -85,5 +87,57 @@ func TestFingerprintFollowsContent(t *testing.T) {
 	}
 	if len(a.Fingerprint()) != 64 || strings.ToLower(a.Fingerprint()) != a.Fingerprint() {
 		t.Errorf("fingerprint %q is not lower-case sha256 hex", a.Fingerprint())
+	}
+}
+
+// TestFingerprintCoversTheCutPart: two records whose value differs only
+// past the cut show the person the same row, but are not the same card:
+// a change there must not run. Before Build kept the full values, both
+// had one fingerprint.
+func TestFingerprintCoversTheCutPart(t *testing.T) {
+	long := strings.Repeat("x", 250)
+	a, err := Build(testCard(t), []byte(`{"title":"`+long+`A"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(testCard(t), []byte(`{"title":"`+long+`B"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Rows[0] != b.Rows[0] {
+		t.Fatalf("the rows differ before the cut: %q / %q", a.Rows[0].Value, b.Rows[0].Value)
+	}
+	if a.Fingerprint() == b.Fingerprint() {
+		t.Error("a change past the cut kept the fingerprint")
+	}
+}
+
+// TestBuildMarksCutRows: a shortened value ends with an ellipsis and says
+// it was cut; a value that fits is not marked.
+func TestBuildMarksCutRows(t *testing.T) {
+	c, err := Build(testCard(t), []byte(`{"title":"`+strings.Repeat("y", MaxValue+1)+`","status":"`+strings.Repeat("z", MaxValue)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Rows[0].Cut || !strings.HasSuffix(c.Rows[0].Value, "…") || len([]rune(c.Rows[0].Value)) != MaxValue {
+		t.Errorf("long row = %+v", c.Rows[0])
+	}
+	if c.Rows[1].Cut || strings.HasSuffix(c.Rows[1].Value, "…") {
+		t.Errorf("a value that fits is marked cut: %+v", c.Rows[1])
+	}
+}
+
+// TestFingerprintOfUncutCardIsStable: a card whose values all fit keeps
+// the fingerprint holds stored before full values were fingerprinted:
+// SHA-256 of the card's JSON {sentence, rows: [{label, value}]}.
+func TestFingerprintOfUncutCardIsStable(t *testing.T) {
+	c, err := Build(testCard(t), []byte(`{"title":"Spring","status":"draft"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `{"sentence":"Delete this post? This cannot be undone.","rows":[{"label":"Post","value":"Spring"},{"label":"Status","value":"draft"},{"label":"Views","value":""},{"label":"Missing","value":""}]}`
+	sum := sha256.Sum256([]byte(old))
+	if got, want := c.Fingerprint(), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("fingerprint = %s, want %s", got, want)
 	}
 }

@@ -357,13 +357,13 @@ func TestNoOwnerIsRefused(t *testing.T) {
 	if res, text := e.refusedWith(t, "", "call_del7", del7); !strings.Contains(res, "whose conversation") || linkRe.MatchString(text) {
 		t.Errorf("a call with no owner was held or passed: %q / %q", res, text)
 	}
-	// The body's safety_identifier names the owner when no header does.
-	e.provider.Enqueue(testkit.Reply{Body: jsonCompletion("", del7)})
+	// With owner configured, the body's safety_identifier does not stand
+	// in for an empty header (see TestOwnerFallbackOnlyWhereConfigured).
+	e.provider.Enqueue(testkit.Reply{Body: jsonCompletion("", del7)}, testkit.Reply{Body: textCompletion("MODEL-FOLLOW-UP")})
 	_, _, body := e.rawPost(t, "", `{"model":"gpt-4o","safety_identifier":"ana","messages":[{"role":"user","content":"x"}]}`)
-	if l := linkRe.FindString(gjson.GetBytes(body, "choices.0.message.content").String()); l == "" {
-		t.Errorf("safety_identifier not used as owner: %s", body)
-	} else if st, _, _ := e.view(ana, l); st != 200 {
-		t.Errorf("ana cannot see her card: %d", st)
+	reqs := e.provider.Requests()
+	if l := linkRe.FindString(gjson.GetBytes(body, "choices.0.message.content").String()); l != "" || !strings.Contains(toolResult(reqs[len(reqs)-1], "call_del7"), "whose conversation") {
+		t.Errorf("safety_identifier stood in for the configured owner: %s", body)
 	}
 }
 

@@ -314,7 +314,7 @@ func TestMCPConfirmRefused(t *testing.T) {
 	wantToolError(t, callTool(t, formOnly, &mcp.CallToolParams{Name: "delete_post", Arguments: map[string]any{"post": 7}}), "delete_post", "URL-mode", "nothing ran")
 
 	legacyURL := e.connect(t, "ana", &mcp.ClientOptions{Capabilities: urlCaps, ElicitationHandler: handler}, "2025-11-25")
-	wantToolError(t, callTool(t, legacyURL, &mcp.CallToolParams{Name: "delete_post", Arguments: map[string]any{"post": 7}}), "delete_post", "URL-mode")
+	wantToolError(t, callTool(t, legacyURL, &mcp.CallToolParams{Name: "delete_post", Arguments: map[string]any{"post": 7}}), "delete_post", "speaks MCP 2025-11-25")
 
 	if asked != 0 {
 		t.Errorf("a client was asked %d times", asked)

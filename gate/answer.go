@@ -5,18 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/actions"
 	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/forms"
-	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -42,9 +36,9 @@ type StepView struct {
 }
 
 // View returns the step for the person answering it, forms built in their
-// language (lang is an Accept-Language value). Only the owner may see it:
-// anyone else gets ErrNotOwner.
-func (g *Gate) View(ctx context.Context, stepID, person, lang string) (StepView, error) {
+// language (lang is an Accept-Language value). Only the owner, in the
+// step's tenant, may see it: anyone else gets ErrNotOwner.
+func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string) (StepView, error) {
 	holds, err := g.cfg.Store.Step(ctx, stepID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -55,7 +49,7 @@ func (g *Gate) View(ctx context.Context, stepID, person, lang string) (StepView,
 	if holds[0].Kind == store.KindTicket {
 		return StepView{}, ErrNotFound // the record behind an MCP requestState, not a page
 	}
-	if person == "" || holds[0].Owner != person {
+	if !who.owns(holds[0]) {
 		return StepView{}, ErrNotOwner
 	}
 	v := StepView{StepID: stepID}
@@ -105,8 +99,8 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 // Submit) — and, when it is the step's last answer, releases the step. Any
 // answer other than the first valid one from the owner within the TTL runs
 // nothing and returns an error that Status maps to 409.
-func (g *Gate) Answer(ctx context.Context, stepID, holdID, person, choice string) (HoldView, error) {
-	h, err := g.ownHold(ctx, stepID, holdID, person)
+func (g *Gate) Answer(ctx context.Context, stepID, holdID string, who Person, choice string) (HoldView, error) {
+	h, err := g.ownHold(ctx, stepID, holdID, who)
 	if err != nil {
 		return HoldView{}, err
 	}
@@ -116,11 +110,11 @@ func (g *Gate) Answer(ctx context.Context, stepID, holdID, person, choice string
 	default:
 		return HoldView{}, ErrChoice
 	}
-	return g.claimAndRelease(ctx, h, person, choice, nil)
+	return g.claimAndRelease(ctx, h, who.Owner, choice, nil)
 }
 
-// ownHold reads a hold of a step for its owner.
-func (g *Gate) ownHold(ctx context.Context, stepID, holdID, person string) (store.Hold, error) {
+// ownHold reads a hold of a step for its owner, in its tenant.
+func (g *Gate) ownHold(ctx context.Context, stepID, holdID string, who Person) (store.Hold, error) {
 	h, err := g.cfg.Store.Get(ctx, holdID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -131,8 +125,9 @@ func (g *Gate) ownHold(ctx context.Context, stepID, holdID, person string) (stor
 	if h.StepID != stepID || h.Answer == "refused" || h.Kind == store.KindTicket {
 		return store.Hold{}, ErrNotFound
 	}
-	if person == "" || h.Owner != person {
-		g.log.Warn("answer refused: not the owner", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", person))
+	if !who.owns(h) {
+		g.log.Warn("answer refused: not the owner", zap.String("hold_id", h.ID), zap.String("action", h.Action),
+			zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
 		return store.Hold{}, ErrNotOwner
 	}
 	return h, nil
@@ -150,168 +145,15 @@ func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, person, choice
 	g.log.Info("hold answered", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", h.Action),
 		zap.String("answered_by", person), zap.String("answer", choice), shownField(h))
 	if claimed.Complete {
-		g.release(ctx, claimed.Step)
+		// The release goes on if the person's request ends (a closed
+		// tab); the page waits for it while the request lasts.
+		wait(ctx, g.releaseStep(ctx, claimed.Step))
 	}
 	cur, err := g.cfg.Store.Get(ctx, h.ID)
 	if err != nil {
 		return HoldView{}, err
 	}
 	return g.holdView(ctx, cur, g.cfg.Now(), "")
-}
-
-// release runs the confirmed holds of a complete step and settles every
-// answered one. Each confirmed card is built again first: a record that
-// reads differently now runs nothing.
-func (g *Gate) release(ctx context.Context, step []store.Hold) {
-	for _, h := range step {
-		if h.State != store.Answered {
-			continue
-		}
-		var outcome string
-		switch {
-		case h.Answer == store.AnswerConfirm && h.Protocol == ProtocolMCP:
-			// The MCP client's retry runs it (Front.MCP), not the page.
-			outcome = OutcomeMCPConfirmed
-		case h.Answer == store.AnswerConfirm:
-			outcome = g.run(ctx, h)
-		case h.Answer == store.AnswerSubmit:
-			outcome = g.runForm(ctx, h)
-		case h.Kind == store.KindForm:
-			outcome = formDeclined(h)
-		default:
-			outcome = OutcomeDeclined
-		}
-		if err := g.cfg.Store.Settle(ctx, h.ID, outcome); err != nil {
-			g.log.Error("settling hold", zap.String("hold_id", h.ID), zap.Error(err))
-			continue
-		}
-		g.log.Info("hold settled", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", h.AnsweredBy), zap.String("outcome", outcome))
-	}
-}
-
-// run rebuilds the card, compares it, and releases the call as the person.
-func (g *Gate) run(ctx context.Context, h store.Hold) string {
-	var a *policies.Action
-	if p := g.cfg.Policy(h.Policy); p != nil {
-		a = p.Action(h.Action)
-	}
-	if a == nil || a.Card == nil {
-		g.log.Error("policy no longer declares the held action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("policy", h.Policy))
-		g.cfg.Observer.Decided(h.Action, "policy_gone")
-		return "The gate's policy no longer allows this action; nothing ran."
-	}
-	if !g.sameCard(ctx, h, a) {
-		return OutcomeChanged
-	}
-	if a.Run.URL == nil {
-		return "The gate's policy gives the action no endpoint; nothing ran."
-	}
-	return "The person confirmed. " + g.release1(ctx, h, a, h.Arguments)
-}
-
-// sameCard builds a confirmed hold's card again from the record, read as
-// the person who answered, and reports whether it is the card they
-// confirmed.
-func (g *Gate) sameCard(ctx context.Context, h store.Hold, a *policies.Action) bool {
-	if a == nil || a.Card == nil {
-		return false
-	}
-	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
-	var record []byte
-	if a.Card.Record != nil {
-		u, err := a.Card.Record.Expand(h.Arguments)
-		if err != nil {
-			return false
-		}
-		resp, err := g.cfg.Actions.Fetch(ctx, u, who)
-		if err != nil || resp.Status < 200 || resp.Status > 299 {
-			g.cfg.Observer.Decided(h.Action, "changed")
-			return false
-		}
-		record = resp.Body
-	}
-	card, err := cards.Build(a.Card, record)
-	if err != nil || card.Fingerprint() != h.Fingerprint {
-		g.cfg.Observer.Decided(h.Action, "changed")
-		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
-		return false
-	}
-	return true
-}
-
-// release1 sends one call to the action's endpoint as the person who
-// answered, with the final arguments, and says what came of it.
-func (g *Gate) release1(ctx context.Context, h store.Hold, a *policies.Action, args []byte) string {
-	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
-	u, err := a.Run.URL.Expand(args)
-	if err != nil {
-		g.log.Error("policy error: expanding run url", zap.String("action", h.Action), zap.Error(err))
-		return "The gate's policy cannot name the action's endpoint; nothing ran."
-	}
-	start := g.cfg.Now()
-	resp, err := g.cfg.Actions.Run(ctx, a.Run.Method, u, a.Run.Headers, args, who, h.ID)
-	g.cfg.Observer.Ran(h.Action, resp.Status, g.cfg.Now().Sub(start))
-	if err != nil {
-		g.log.Error("running action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
-	}
-	return runOutcome(a, resp, err)
-}
-
-// ruleWord is what a 422 body may say of a field and still reach the
-// model: a rule's name and short parameters ("required", "max:200"), never
-// a sentence, which could carry the person's value.
-var ruleWord = regexp.MustCompile(`^[a-z_]{1,30}(:[A-Za-z0-9_,.\-]{1,40})?$`)
-
-// runOutcome maps the endpoint's answer to what the model reads after the
-// person's part (DESIGN.md, "Releasing the call").
-func runOutcome(a *policies.Action, resp actions.Response, err error) string {
-	switch {
-	case err != nil:
-		return "The action failed: it did not answer in time. It may not have run."
-	case resp.Status >= 200 && resp.Status <= 299:
-		if a.Effect == policies.Read && len(resp.Body) > 0 {
-			return cards.Clean(string(resp.Body), 4000)
-		}
-		if a.Reply == "" {
-			return "Done."
-		}
-		return a.Reply
-	case resp.Status == 422:
-		return "The app refused the arguments" + refusedFields(resp.Body) + "; nothing ran."
-	case resp.Status >= 500:
-		return fmt.Sprintf("The action failed (HTTP %d).", resp.Status)
-	default:
-		return fmt.Sprintf("The app refused the action (HTTP %d); nothing ran.", resp.Status)
-	}
-}
-
-// refusedFields reads {"errors": {"field": ["rule", ...]}} and names the
-// fields with the rules that are rule words.
-func refusedFields(body []byte) string {
-	if !gjson.ValidBytes(body) {
-		return ""
-	}
-	var parts []string
-	gjson.GetBytes(body, "errors").ForEach(func(k, v gjson.Result) bool {
-		field := cards.Clean(k.String(), 60)
-		var rules []string
-		v.ForEach(func(_, r gjson.Result) bool {
-			if ruleWord.MatchString(r.String()) {
-				rules = append(rules, r.String())
-			}
-			return true
-		})
-		if len(rules) > 0 {
-			field += " (" + strings.Join(rules, ", ") + ")"
-		}
-		parts = append(parts, field)
-		return len(parts) < 20
-	})
-	if len(parts) == 0 {
-		return ""
-	}
-	sort.Strings(parts)
-	return ": " + strings.Join(parts, "; ")
 }
 
 // Status maps an answer-path error to the HTTP status the person's page

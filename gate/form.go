@@ -140,8 +140,8 @@ type submitted struct {
 // now (errors come back as FieldErrors, nothing runs). With check set (a
 // Precognition request) it stops there. Otherwise it claims the hold once
 // and, when this is the step's last answer, releases the step.
-func (g *Gate) Submit(ctx context.Context, stepID, holdID, person, lang string, answer map[string][]string, jsonBody []byte, check bool) (HoldView, error) {
-	h, err := g.ownHold(ctx, stepID, holdID, person)
+func (g *Gate) Submit(ctx context.Context, stepID, holdID string, who Person, lang string, answer map[string][]string, jsonBody []byte, check bool) (HoldView, error) {
+	h, err := g.ownHold(ctx, stepID, holdID, who)
 	if err != nil {
 		return HoldView{}, err
 	}
@@ -198,29 +198,44 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID, person, lang string, 
 		}
 	}
 	kept, _ := json.Marshal(submitted{Args: args, Filled: filled})
-	return g.claimAndRelease(ctx, h, person, store.AnswerSubmit, kept)
+	return g.claimAndRelease(ctx, h, who.Owner, store.AnswerSubmit, kept)
 }
 
 // runForm releases a submitted form with the person's values over the
-// model's arguments.
-func (g *Gate) runForm(ctx context.Context, h store.Hold) string {
-	var a *policies.Action
-	if p := g.cfg.Policy(h.Policy); p != nil {
-		a = p.Action(h.Action)
-	}
+// model's arguments. ok as for send.
+func (g *Gate) runForm(ctx context.Context, h store.Hold) (outcome string, ok bool) {
+	a := g.action(h)
 	if a == nil || a.Run.URL == nil {
-		return "The gate's policy no longer allows this action; nothing ran."
+		return "The gate's policy no longer allows this action; nothing ran.", true
 	}
 	var s submitted
 	if err := json.Unmarshal(h.Values, &s); err != nil {
 		g.log.Error("reading submitted values", zap.String("hold_id", h.ID), zap.Error(err))
-		return "The gate lost the person's answer; nothing ran."
+		return "The gate lost the person's answer; nothing ran.", true
 	}
-	prefix := "The person filled in: " + strings.Join(s.Filled, ", ") + "."
-	if len(s.Filled) == 0 {
-		prefix = "The person submitted the form without filling in a field."
+	ran, ok := g.send(ctx, h, a, s.Args)
+	return ran.After(filledIn(s.Filled)), ok
+}
+
+// filledIn is the person's part of a submitted form's outcome.
+func filledIn(fields []string) string {
+	if len(fields) == 0 {
+		return PersonSubmitted
 	}
-	return prefix + " " + g.release1(ctx, h, a, s.Args)
+	return PersonFilledIn + strings.Join(fields, ", ")
+}
+
+// personPart is the person's part of a released hold's outcome, for an
+// outcome written without the run (the sweeper's).
+func personPart(h store.Hold) string {
+	if h.Answer != store.AnswerSubmit {
+		return PersonConfirmed
+	}
+	var s submitted
+	if err := json.Unmarshal(h.Values, &s); err != nil {
+		return "The person answered"
+	}
+	return filledIn(s.Filled)
 }
 
 // formDeclined is what the model reads when the person did not submit.

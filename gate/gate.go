@@ -6,8 +6,10 @@
 package gate
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,14 +52,29 @@ type Config struct {
 	Observer Observer
 	// Secret keys the signature of MCP request states.
 	Secret []byte
-	// Now is the clock; time.Now when nil.
+	// Now is the clock; time.Now when nil. It must read like the store's:
+	// the sweeper compares it with the times the store stamps.
 	Now func() time.Time
+	// ActionTimeout is how long one request to the app may take, as the
+	// Actions client bounds it (default 10s). The sweeper takes a release
+	// that began longer ago than this, plus SweepGrace, for one a crash cut.
+	ActionTimeout time.Duration
+	// SweepGrace is the sweeper's margin over the time a release may take
+	// before it settles what it finds open (default 30s).
+	SweepGrace time.Duration
+	// Context is the life of the gate's background work (Caddy's context);
+	// releases in flight are cancelled when it ends or Stop gives up on
+	// them. Default: never ends.
+	Context context.Context
 }
 
 // Gate is safe for concurrent use.
 type Gate struct {
-	cfg Config
-	log *zap.Logger
+	cfg   Config
+	log   *zap.Logger
+	life  context.Context // ends when the gate stops: in-flight releases are cancelled
+	stop  context.CancelFunc
+	track tracker // releases in flight
 }
 
 // New returns a Gate.
@@ -75,8 +92,78 @@ func New(cfg Config) *Gate {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	if cfg.ActionTimeout <= 0 {
+		cfg.ActionTimeout = 10 * time.Second
+	}
+	if cfg.SweepGrace <= 0 {
+		cfg.SweepGrace = 30 * time.Second
+	}
+	if cfg.Context == nil {
+		cfg.Context = context.Background()
+	}
 	cfg.Pages = strings.TrimRight(cfg.Pages, "/")
-	return &Gate{cfg: cfg, log: log}
+	g := &Gate{cfg: cfg, log: log}
+	g.life, g.stop = context.WithCancel(cfg.Context)
+	g.track.idle = make(chan struct{})
+	return g
+}
+
+// Stop refuses new releases (their holds stay Answered for the next
+// start's sweeper), waits up to wait for those in flight to finish and
+// settle, then cancels any still running: their requests end with an
+// unknown outcome. It reports whether every release finished in time.
+func (g *Gate) Stop(wait time.Duration) bool {
+	drained := g.track.close(wait)
+	g.stop()
+	return drained
+}
+
+// tracker counts releases in flight, so Stop can wait for them.
+type tracker struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // closed when closed and n reaches 0
+}
+
+// add counts a new release; false once the gate is stopping.
+func (t *tracker) add() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.n++
+	return true
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.closed && t.n == 0 {
+		close(t.idle)
+	}
+}
+
+// close stops new releases and waits up to wait for the others.
+func (t *tracker) close(wait time.Duration) bool {
+	t.mu.Lock()
+	if !t.closed {
+		t.closed = true
+		if t.n == 0 {
+			close(t.idle)
+		}
+	}
+	t.mu.Unlock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-t.idle:
+		return true
+	case <-timer.C:
+		return false
+	}
 }
 
 // LinkPrefix is what every link to a step starts with; a request history
@@ -93,6 +180,12 @@ type Person struct {
 }
 
 func (p Person) caller() actions.Caller { return actions.Caller{Person: p.Owner, Tenant: p.Tenant} }
+
+// owns reports whether h is this person's: the same owner (never empty)
+// in the same tenant. (tenant, owner) is the identity everywhere.
+func (p Person) owns(h store.Hold) bool {
+	return p.Owner != "" && h.Owner == p.Owner && h.Tenant == p.Tenant
+}
 
 // Errors of the answer path. Pages map them to statuses with Status.
 var (

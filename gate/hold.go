@@ -3,8 +3,10 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -148,6 +150,10 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		return v
 	}
 	if err := g.cfg.Store.Put(ctx, holds); err != nil {
+		if errors.Is(err, store.ErrLimit) {
+			g.log.Warn("calls refused: too many holds waiting", zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
+			return f.refuseAll(calls, "too_many_waiting", "too many of this person's requests are already waiting for their answer")
+		}
 		g.log.Error("storing holds", zap.Error(err), zap.String("owner", f.person.Owner))
 		return f.refuseAll(calls, "store", "the gate could not store the question for the person")
 	}
@@ -184,7 +190,7 @@ func (f *Front) index(ctx context.Context, stepID string, expires time.Time) {
 	if !ok || !st.Stored {
 		return
 	}
-	for _, key := range []string{responseKey(f.person.Owner, st.ResponseID), conversationKey(f.person.Owner, st.ConversationID)} {
+	for _, key := range []string{responseKey(f.person, st.ResponseID), conversationKey(f.person, st.ConversationID)} {
 		if key == "" {
 			continue
 		}
@@ -194,21 +200,23 @@ func (f *Front) index(ctx context.Context, stepID string, expires time.Time) {
 	}
 }
 
-// Index keys are scoped to the owner: another person naming the same
-// response restores nothing.
-func responseKey(owner, id string) string {
+// Index keys are scoped to the person, (tenant, owner): another person,
+// or the same owner id in another tenant, naming the same response
+// restores nothing. Without a tenant the key is the one used before
+// tenants took part, so indexes stored then still resolve; with one, each
+// part is length-prefixed so no two (tenant, owner, id) give one key.
+func indexKey(kind string, p Person, id string) string {
 	if id == "" {
 		return ""
 	}
-	return "resp\x00" + owner + "\x00" + id
+	if p.Tenant == "" {
+		return kind + "\x00" + p.Owner + "\x00" + id
+	}
+	return kind + "\x01" + strconv.Itoa(len(p.Tenant)) + ":" + p.Tenant + strconv.Itoa(len(p.Owner)) + ":" + p.Owner + id
 }
 
-func conversationKey(owner, id string) string {
-	if id == "" {
-		return ""
-	}
-	return "conv\x00" + owner + "\x00" + id
-}
+func responseKey(p Person, id string) string     { return indexKey("resp", p, id) }
+func conversationKey(p Person, id string) string { return indexKey("conv", p, id) }
 
 // plan checks one call and builds its card or form. waiting is how many
 // calls of the response already wait.

@@ -63,6 +63,14 @@ type MCPCall struct {
 	Schema []byte
 	Modern bool                    // the request speaks 2026-07-28
 	Elicit interceptor.ElicitModes // what the request declares it can answer
+	// Version is the protocol version the request speaks, as it says
+	// ("" when it does not say), for the refusals that depend on it.
+	Version string
+	// ServerTakes reports, when the gate is about to ask the person,
+	// whether the MCP server takes this call's protocol version: an error
+	// says why not, or why it could not be told, and the person is not
+	// asked for a call that could not run. Nil: the caller knows it does.
+	ServerTakes func(context.Context) error
 	// State is the requestState sent ("" none); Responses the
 	// inputResponses, raw, by key.
 	State     string
@@ -95,10 +103,10 @@ type MCPRelay struct {
 type mcpState struct {
 	Kind     string `json:"k"` // form, card or relay
 	ID       string `json:"i"` // the ticket in the store
-	Person   string `json:"p"` // a MAC of the caller's identity, never the identity
+	Person   string `json:"p"` // a MAC of the caller's (tenant, owner), never the identity
 	Tool     string `json:"t"`
 	Digest   string `json:"d"` // of the arguments the client sends with the retry
-	Expires  int64  `json:"e"` // unix seconds
+	Expires  int64  `json:"e"` // unix milliseconds: a TTL of 1s is 1s, not 0 to 1s
 	Upstream string `json:"u,omitempty"`
 }
 
@@ -119,10 +127,15 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 		switch {
 		case !a.MCP.Confirm:
 			return f.mcpRefuse(c, "mcp_confirm", "it needs the person's confirmation, which this gate does not ask for over MCP; nothing ran. The person can do it in the app.")
-		case !c.Modern || !c.Elicit.URL:
+		case !c.Modern:
+			return f.mcpRefuse(c, "no_url_mode", "it needs the person's confirmation on a page, and this client cannot be asked to open one during a tool call: it speaks "+c.speaks()+", and that needs MCP 2026-07-28; nothing ran.")
+		case !c.Elicit.URL:
 			return f.mcpRefuse(c, "no_url_mode", "it needs the person's confirmation on a page, and this client cannot open one (it declares no URL-mode elicitation); nothing ran.")
 		case f.g.cfg.Pages == "":
 			return f.mcpRefuse(c, "policy", "the gate has no pages to confirm it on; nothing ran.")
+		}
+		if v, ok := f.serverTakes(ctx, c); !ok {
+			return v // before the card is built: nobody is asked for a call that could not run
 		}
 	}
 	f.toolSchema = func(string) []byte { return c.Schema }
@@ -137,12 +150,41 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	case pl.kind == store.KindForm:
 		if !c.Modern || !c.Elicit.Form {
 			s, _ := readShown(pl.shown)
-			return f.mcpRefuse(c, "no_form", fmt.Sprintf("it is missing %s, and this client cannot show the person a form (it declares no form elicitation). Nothing ran; call it again with them, or ask the person in words.", describeReasons(s.decision())))
+			why := "it declares no form elicitation"
+			if !c.Modern {
+				why = "it speaks " + c.speaks() + ", and a form during a tool call needs MCP 2026-07-28"
+			}
+			return f.mcpRefuse(c, "no_form", fmt.Sprintf("it is missing %s, and this client cannot show the person a form (%s). Nothing ran; call it again with them, or ask the person in words.", describeReasons(s.decision()), why))
+		}
+		if v, ok := f.serverTakes(ctx, c); !ok {
+			return v
 		}
 		return f.mcpAskForm(ctx, c, pl.shown, pl.form, c.Arguments, c.State)
 	default:
 		return f.mcpAskConfirm(ctx, c, a, pl, c.State)
 	}
+}
+
+// speaks names the protocol version a client speaks, for a refusal.
+func (c MCPCall) speaks() string {
+	if c.Version == "" {
+		return "an MCP version before 2026-07-28"
+	}
+	return "MCP " + c.Version
+}
+
+// serverTakes asks c.ServerTakes before the person is asked; ok is false,
+// with the refusal, when the server does not take the call or cannot be
+// told to.
+func (f *Front) serverTakes(ctx context.Context, c MCPCall) (MCPVerdict, bool) {
+	if c.ServerTakes == nil {
+		return MCPVerdict{}, true
+	}
+	if err := c.ServerTakes(ctx); err != nil {
+		f.g.log.Warn("mcp server does not take the call", zap.String("action", c.Name), zap.Error(err))
+		return f.mcpRefuse(c, "server_version", err.Error()+", so the person was not asked; nothing ran."), false
+	}
+	return MCPVerdict{}, true
 }
 
 func (f *Front) mcpRefuse(c MCPCall, reason, why string) MCPVerdict {
@@ -235,8 +277,8 @@ func (f *Front) issue(ctx context.Context, t store.Hold, kind string, c MCPCall,
 		return "", err
 	}
 	return f.g.signState(mcpState{
-		Kind: kind, ID: t.ID, Person: f.g.personMAC(t.Owner), Tool: c.Name, Digest: digest,
-		Expires: t.Expires.Unix(), Upstream: upstream,
+		Kind: kind, ID: t.ID, Person: f.g.personMAC(Person{Owner: t.Owner, Tenant: t.Tenant}), Tool: c.Name, Digest: digest,
+		Expires: t.Expires.UnixMilli(), Upstream: upstream,
 	}), nil
 }
 
@@ -250,9 +292,9 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	}
 	now := g.cfg.Now()
 	switch {
-	case now.Unix() >= st.Expires:
+	case now.UnixMilli() >= st.Expires:
 		return f.mcpRefuse(c, "expired", "its requestState expired; nothing ran. Call it again to start over.")
-	case !hmac.Equal([]byte(st.Person), []byte(g.personMAC(f.person.Owner))):
+	case !hmac.Equal([]byte(st.Person), []byte(g.personMAC(f.person))):
 		return f.mcpRefuse(c, "other_person", "its requestState was issued to someone else; nothing ran.")
 	case st.Tool != c.Name:
 		return f.mcpRefuse(c, "bad_state", "its requestState was issued for another tool; nothing ran.")
@@ -318,7 +360,7 @@ func (f *Front) waitForAnswer(ctx context.Context, ticketID string) {
 	defer tick.Stop()
 	for {
 		h, err := g.cfg.Store.Get(ctx, t.CallID)
-		if err != nil || h.Owner != f.person.Owner || h.StateAt(g.cfg.Now()) != store.Waiting || !g.cfg.Now().Before(deadline) {
+		if err != nil || h.Owner != f.person.Owner || h.Tenant != f.person.Tenant || h.StateAt(g.cfg.Now()) != store.Waiting || !g.cfg.Now().Before(deadline) {
 			return
 		}
 		select {
@@ -484,9 +526,12 @@ func (g *Gate) stateKey() []byte {
 	return m.Sum(nil)
 }
 
-func (g *Gate) personMAC(person string) string {
+// personMAC binds a requestState to who is calling, tenant and owner,
+// before any ticket is claimed: a retry from anyone else, in any tenant,
+// uses nothing up.
+func (g *Gate) personMAC(p Person) string {
 	m := hmac.New(sha256.New, g.stateKey())
-	m.Write([]byte("person\x00" + person))
+	fmt.Fprintf(m, "person\x00%q\x00%q", p.Tenant, p.Owner)
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 

@@ -13,7 +13,7 @@ import (
 
 func TestRequestStateSignature(t *testing.T) {
 	g := New(Config{Secret: []byte("0123456789abcdef0123")})
-	s := mcpState{Kind: "form", ID: "ABC", Person: g.personMAC("ana"), Tool: "draft_post", Digest: "d", Expires: 42, Upstream: "up"}
+	s := mcpState{Kind: "form", ID: "ABC", Person: g.personMAC(Person{Owner: "ana"}), Tool: "draft_post", Digest: "d", Expires: 42, Upstream: "up"}
 	tok := g.signState(s)
 	if !strings.HasPrefix(tok, statePrefix) {
 		t.Fatalf("token %q lacks the prefix", tok)
@@ -44,7 +44,7 @@ func TestRequestStateSignature(t *testing.T) {
 	if _, ok := g.readState(tok + strings.Repeat("x", maxState)); ok {
 		t.Error("an oversized token was accepted")
 	}
-	if g.personMAC("ana") == g.personMAC("bo") {
+	if g.personMAC(Person{Owner: "ana"}) == g.personMAC(Person{Owner: "bo"}) || g.personMAC(Person{Owner: "ana"}) == g.personMAC(Person{Owner: "ana", Tenant: "t"}) {
 		t.Error("person MACs collide")
 	}
 }
@@ -89,7 +89,7 @@ func TestMCPStoreDown(t *testing.T) {
 		t.Errorf("new call: %+v %s", v, v.Result)
 	}
 	digest, _ := argsDigest(call.Arguments)
-	call.State = g.signState(mcpState{Kind: "form", ID: "T", Person: g.personMAC("ana"), Tool: "draft_post", Digest: digest, Expires: time.Now().Add(time.Minute).Unix()})
+	call.State = g.signState(mcpState{Kind: "form", ID: "T", Person: g.personMAC(Person{Owner: "ana"}), Tool: "draft_post", Digest: digest, Expires: time.Now().Add(time.Minute).UnixMilli()})
 	v = g.MCPFront(p, "p.yaml", who, 0, 0).MCP(context.Background(), call)
 	if v.Rewritten || !strings.Contains(string(v.Result), "store is unavailable") {
 		t.Errorf("retry: %+v %s", v, v.Result)

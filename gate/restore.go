@@ -10,21 +10,11 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-// What the model reads about a held call. The texts are fixed: the model
-// never reads the person's values.
-const (
-	OutcomeDeclined = "The person declined; nothing ran."
-	OutcomeChanged  = "The record changed while waiting; nothing ran."
-	OutcomeExpired  = "The person did not answer in time; nothing ran."
-	OutcomeMovedOn  = "The person moved on without answering; nothing ran."
-	OutcomeWaiting  = "Still waiting for the person's answer; nothing has run yet."
-	OutcomeRunning  = "The person answered; the action is still running."
-)
-
 // Restore gives back, for a step a request's history links to, the
 // original assistant message and a result for each of its held calls. A
-// step of another owner, or held on another protocol, restores nothing: a
-// link copied into someone else's conversation is inert.
+// step of another person (another owner, or the same owner id in another
+// tenant), or held on another protocol, restores nothing: a link copied
+// into someone else's conversation is inert.
 func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (interceptor.Restored, bool) {
 	g := f.g
 	f.Person()
@@ -35,13 +25,18 @@ func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (i
 		}
 		return interceptor.Restored{}, false
 	}
-	if holds[0].Owner != f.person.Owner || f.person.Owner == "" || holds[0].Protocol != f.protocol {
-		g.log.Warn("link from another conversation ignored", zap.String("step_id", stepID), zap.String("owner", f.person.Owner))
+	if !f.person.owns(holds[0]) || holds[0].Protocol != f.protocol {
+		g.log.Warn("link from another conversation ignored", zap.String("step_id", stepID), zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
 		return interceptor.Restored{}, false
+	}
+	if g.settleOpen(ctx, holds, userFollows) {
+		if now, err := g.cfg.Store.Step(ctx, stepID); err == nil {
+			holds = now
+		}
 	}
 	r := interceptor.Restored{Message: holds[0].Message}
 	for _, h := range holds {
-		r.Results = append(r.Results, interceptor.Result{CallID: h.CallID, Content: g.outcomeFor(ctx, h, userFollows)})
+		r.Results = append(r.Results, interceptor.Result{CallID: h.CallID, Content: g.outcomeFor(h, holds)})
 	}
 	return r, true
 }
@@ -52,10 +47,10 @@ func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (i
 // API request that continues from them carries no link.
 func (f *Front) RestoreState(ctx context.Context, responseID, conversationID string, userFollows bool) []interceptor.Restored {
 	f.Person()
-	key := responseKey(f.person.Owner, responseID)
+	key := responseKey(f.person, responseID)
 	conv := false
 	if key == "" {
-		key, conv = conversationKey(f.person.Owner, conversationID), true
+		key, conv = conversationKey(f.person, conversationID), true
 	}
 	if key == "" || f.person.Owner == "" {
 		return nil
@@ -82,44 +77,75 @@ func (f *Front) RestoreState(ctx context.Context, responseID, conversationID str
 	return out
 }
 
-// outcomeFor settles what can be settled now (an expired hold; a waiting
-// one the person moved on from) and returns what the model reads.
-func (g *Gate) outcomeFor(ctx context.Context, h store.Hold, userFollows bool) string {
-	switch h.StateAt(g.cfg.Now()) {
-	case store.Settled:
-		return h.Outcome
-	case store.Answered:
-		return OutcomeRunning
-	case store.Expired:
-		return g.settleUnanswered(ctx, h, store.AnswerTimedOut, OutcomeExpired)
-	case store.Waiting:
-		if !userFollows {
-			return OutcomeWaiting
+// settleOpen settles what the model's request settles: a waiting hold past
+// its TTL, and (when the person wrote on) one still waiting. When that
+// completes the step, the step's answered holds are released now and the
+// request waits for them, so the model reads what ran. It reports whether
+// it changed anything.
+func (g *Gate) settleOpen(ctx context.Context, holds []store.Hold, userFollows bool) bool {
+	now := g.cfg.Now()
+	changed := false
+	for _, h := range holds {
+		switch st := h.StateAt(now); {
+		case st == store.Expired:
+			changed = g.settleUnanswered(ctx, h, store.AnswerTimedOut) || changed
+		case st == store.Waiting && userFollows:
+			changed = g.settleUnanswered(ctx, h, store.AnswerMovedOn) || changed
 		}
-		return g.settleUnanswered(ctx, h, store.AnswerMovedOn, OutcomeMovedOn)
 	}
-	return OutcomeWaiting
+	return changed
 }
 
 // settleUnanswered claims a hold for the gate itself, so a late press of
-// the person's button loses (409), and records the outcome. If the person
-// won the race, their outcome stands.
-func (g *Gate) settleUnanswered(ctx context.Context, h store.Hold, choice, outcome string) string {
-	_, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, AllowExpired: true})
+// the person's button loses (409). If that completes the step, the step is
+// released (its other holds were answered: they run now) and this one is
+// settled with it; otherwise it is settled at once. If the person won the
+// race, their answer stands. It reports whether the hold is no longer
+// waiting (claimed here or by someone else); false when the store failed.
+func (g *Gate) settleUnanswered(ctx context.Context, h store.Hold, choice string) bool {
+	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, AllowExpired: true})
 	if err != nil {
-		if cur, gerr := g.cfg.Store.Get(ctx, h.ID); gerr == nil && cur.State == store.Settled {
-			return cur.Outcome
+		if !errors.Is(err, store.ErrAnswered) {
+			g.log.Error("settling unanswered hold", zap.String("hold_id", h.ID), zap.Error(err))
 		}
-		if errors.Is(err, store.ErrAnswered) {
-			return OutcomeRunning
-		}
-		g.log.Error("settling unanswered hold", zap.String("hold_id", h.ID), zap.Error(err))
-		return outcome
-	}
-	if err := g.cfg.Store.Settle(ctx, h.ID, outcome); err != nil {
-		g.log.Error("settling unanswered hold", zap.String("hold_id", h.ID), zap.Error(err))
+		return errors.Is(err, store.ErrAnswered)
 	}
 	g.cfg.Observer.Decided(h.Action, choice)
-	g.log.Info("hold settled", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("owner", h.Owner), zap.String("answer", choice))
-	return outcome
+	if claimed.Complete {
+		wait(ctx, g.releaseStep(ctx, claimed.Step))
+		return true
+	}
+	g.settle(ctx, claimed.Hold, unansweredOutcome(claimed.Hold))
+	return true
+}
+
+// outcomeFor is what the model reads of a hold of step as stored now.
+func (g *Gate) outcomeFor(h store.Hold, step []store.Hold) string {
+	switch h.StateAt(g.cfg.Now()) {
+	case store.Settled:
+		return h.Outcome
+	case store.Running:
+		return OutcomeRunning
+	case store.Answered:
+		switch {
+		case h.Answer != store.AnswerConfirm && h.Answer != store.AnswerSubmit:
+			return unansweredOutcome(h) // settled with this text when the step is released
+		case complete(step):
+			return OutcomeRunning
+		}
+		return OutcomeAnswered
+	case store.Expired:
+		return OutcomeExpired
+	}
+	return OutcomeWaiting // still waiting: the store refused the settlement
+}
+
+// complete reports whether every hold of a step has been answered.
+func complete(step []store.Hold) bool {
+	for _, h := range step {
+		if h.State == store.Waiting {
+			return false
+		}
+	}
+	return true
 }

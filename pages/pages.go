@@ -16,6 +16,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -40,20 +41,22 @@ type answer struct {
 	form url.Values // a form's answer, form-encoded (without hold, answer, token)
 }
 
-// Token is the per-hold CSRF token: an HMAC of the hold id and its owner,
-// so it cannot be made without the secret and is useless to anyone else.
-func (p *Pages) Token(holdID, owner string) string {
+// Token is the per-hold CSRF token: an HMAC of the hold id and its owner
+// and tenant, so it cannot be made without the secret and is useless to
+// anyone else. Each part is length-prefixed: no two triples share a token.
+func (p *Pages) Token(holdID string, who gate.Person) string {
 	m := hmac.New(sha256.New, p.Secret)
-	io.WriteString(m, "toolgate answer\x00")
-	io.WriteString(m, holdID)
-	m.Write([]byte{0})
-	io.WriteString(m, owner)
+	io.WriteString(m, "toolgate answer v2\x00")
+	for _, part := range []string{holdID, who.Owner, who.Tenant} {
+		io.WriteString(m, strconv.Itoa(len(part))+":"+part)
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
 }
 
 // Serve handles a request for the step whose id is the last path segment
-// after "/h/". person is the signed-in answerer ("" when none).
-func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, person string) {
+// after "/h/". who is the signed-in answerer (an empty Owner when none)
+// and their tenant.
+func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, who gate.Person) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	// The link's step id is a secret: it never leaves in a Referer. Not
@@ -68,15 +71,15 @@ func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, person string) {
 		p.fail(w, r, http.StatusNotFound, "There is no such page.")
 		return
 	}
-	if person == "" {
+	if who.Owner == "" {
 		p.fail(w, r, http.StatusUnauthorized, "Sign in to answer.")
 		return
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		p.show(w, r, stepID, person, http.StatusOK, "")
+		p.show(w, r, stepID, who, http.StatusOK, "")
 	case http.MethodPost:
-		p.answer(w, r, stepID, person)
+		p.answer(w, r, stepID, who)
 	default:
 		h.Set("Allow", "GET, HEAD, POST")
 		p.fail(w, r, http.StatusMethodNotAllowed, "Method not allowed.")
@@ -119,22 +122,22 @@ type stepJSON struct {
 	Tokens map[string]string `json:"tokens"` // hold id → token to post with an answer
 }
 
-func (p *Pages) show(w http.ResponseWriter, r *http.Request, stepID, person string, status int, notice string) {
-	p.render(w, r, stepID, person, status, notice, nil)
+func (p *Pages) show(w http.ResponseWriter, r *http.Request, stepID string, who gate.Person, status int, notice string) {
+	p.render(w, r, stepID, who, status, notice, nil)
 }
 
 // render writes the step's page; errs, when set, are a refused form
 // answer's errors, shown under their fields with the values the person
 // typed.
-func (p *Pages) render(w http.ResponseWriter, r *http.Request, stepID, person string, status int, notice string, refused *refusedAnswer) {
-	v, err := p.Gate.View(r.Context(), stepID, person, r.Header.Get("Accept-Language"))
+func (p *Pages) render(w http.ResponseWriter, r *http.Request, stepID string, who gate.Person, status int, notice string, refused *refusedAnswer) {
+	v, err := p.Gate.View(r.Context(), stepID, who, r.Header.Get("Accept-Language"))
 	if err != nil {
 		p.viewError(w, r, err)
 		return
 	}
 	tokens := make(map[string]string, len(v.Holds))
 	for _, h := range v.Holds {
-		tokens[h.ID] = p.Token(h.ID, person)
+		tokens[h.ID] = p.Token(h.ID, who)
 	}
 	if wantsJSON(r) {
 		writeJSON(w, status, stepJSON{StepView: v, Tokens: tokens})
@@ -166,9 +169,9 @@ func (p *Pages) viewError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID, person string) {
+func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, who gate.Person) {
 	if !sameOrigin(r) {
-		p.log().Warn("cross-origin answer refused", zap.String("origin", r.Header.Get("Origin")), zap.String("answered_by", person))
+		p.log().Warn("cross-origin answer refused", zap.String("origin", r.Header.Get("Origin")), zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
 		p.fail(w, r, http.StatusConflict, "This answer came from another site and was not accepted. Nothing ran.")
 		return
 	}
@@ -177,15 +180,15 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID, person st
 		p.fail(w, r, http.StatusBadRequest, "The answer could not be read.")
 		return
 	}
-	if !hmac.Equal([]byte(a.Token), []byte(p.Token(a.Hold, person))) {
-		p.log().Warn("answer with a bad token refused", zap.String("hold_id", a.Hold), zap.String("answered_by", person))
+	if !hmac.Equal([]byte(a.Token), []byte(p.Token(a.Hold, who))) {
+		p.log().Warn("answer with a bad token refused", zap.String("hold_id", a.Hold), zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
 		p.fail(w, r, http.StatusConflict, "This answer was not accepted. Nothing ran.")
 		return
 	}
 	var hv gate.HoldView
 	if a.Answer == "submit" {
 		check := r.Header.Get("Precognition") == "true"
-		hv, err = p.Gate.Submit(r.Context(), stepID, a.Hold, person, r.Header.Get("Accept-Language"), a.form, a.Values, check)
+		hv, err = p.Gate.Submit(r.Context(), stepID, a.Hold, who, r.Header.Get("Accept-Language"), a.form, a.Values, check)
 		var fe gate.FieldErrors
 		if errors.As(err, &fe) {
 			// Laravel Precognition's shape: {"errors": {field: [rules]}}.
@@ -196,7 +199,7 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID, person st
 				writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "The answer has errors.", "errors": fe})
 				return
 			}
-			p.render(w, r, stepID, person, http.StatusUnprocessableEntity, "Please fix the fields marked below.", &refusedAnswer{hold: a.Hold, errs: fe, values: a.form})
+			p.render(w, r, stepID, who, http.StatusUnprocessableEntity, "Please fix the fields marked below.", &refusedAnswer{hold: a.Hold, errs: fe, values: a.form})
 			return
 		}
 		if err == nil && check {
@@ -206,7 +209,7 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID, person st
 			return
 		}
 	} else {
-		hv, err = p.Gate.Answer(r.Context(), stepID, a.Hold, person, a.Answer)
+		hv, err = p.Gate.Answer(r.Context(), stepID, a.Hold, who, a.Answer)
 	}
 	if err != nil {
 		status := gate.Status(err)

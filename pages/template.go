@@ -131,15 +131,20 @@ func personStatus(h gate.HoldView) string {
 			return "Closed without answering"
 		}
 		return "Answered; waiting for the other questions"
+	case store.Running:
+		if h.Answer == store.AnswerSubmit {
+			return "Submitted; the app is being asked now"
+		}
+		return "Confirmed; the app is being asked now"
 	}
 	switch h.Answer {
 	case store.AnswerConfirm:
 		if h.Outcome == gate.OutcomeChanged {
 			return "Not run: the record changed while waiting"
 		}
-		return "Confirmed: " + strings.TrimPrefix(h.Outcome, "The person confirmed. ")
+		return afterPerson("Confirmed", h.Outcome, gate.PersonConfirmed)
 	case store.AnswerSubmit:
-		return "Submitted: " + h.Outcome[strings.Index(h.Outcome, ".")+1:]
+		return afterPerson("Submitted", h.Outcome, gate.PersonFilledIn, gate.PersonSubmitted)
 	case store.AnswerDecline:
 		return "Declined: nothing ran"
 	case store.AnswerLater:
@@ -150,6 +155,30 @@ func personStatus(h gate.HoldView) string {
 		return "Expired: nothing ran"
 	}
 	return h.Outcome
+}
+
+// afterPerson says a released hold's outcome to the person: the model's
+// text without the person's part (gate.Ran.After), after word: "Confirmed:
+// Removed.", "Confirmed, but the app failed (HTTP 500); …". An outcome
+// that does not start with one of the person's parts is shown as it is.
+func afterPerson(word, outcome string, parts ...string) string {
+	for _, part := range parts {
+		rest, ok := strings.CutPrefix(outcome, part)
+		if !ok {
+			continue
+		}
+		// A form's part lists field names; what follows it starts at
+		// whichever comes first: ", but the " (a failure clause) or ". "
+		// (the reply).
+		but, dot := strings.Index(rest, ", but the "), strings.Index(rest, ". ")
+		switch {
+		case but >= 0 && (dot < 0 || but < dot):
+			return word + rest[but:]
+		case dot >= 0:
+			return word + ": " + rest[dot+2:]
+		}
+	}
+	return outcome
 }
 
 var funcs = template.FuncMap{
@@ -171,6 +200,7 @@ form.inline{display:inline}button{font:inherit;padding:.4rem 1rem;margin-right:.
 button.confirm{background:#b3261e;border-color:#b3261e;color:#fff}button.submit{background:#1f5fbf;border-color:#1f5fbf;color:#fff}.muted{color:#555}
 h1{font-size:1.4rem;margin:.2rem 0 .8rem}.field{margin:0 0 1rem}.field label.name{display:block;font-weight:600}
 .field input[type=text],.field input[type=email],.field input[type=url],.field input[type=number],.field input[type=date],.field select,.field textarea{font:inherit;width:100%;box-sizing:border-box;padding:.3rem}
+.cut{display:inline-block;margin-left:.4rem;padding:0 .35rem;border:1px solid #8a5a00;border-radius:.25rem;color:#8a5a00;font-size:.85em;white-space:nowrap}
 .req{color:#b3261e;font-weight:400}.help{color:#555;margin:.1rem 0}.error{color:#b3261e;margin:.2rem 0}
 </style>
 </head>
@@ -183,7 +213,7 @@ h1{font-size:1.4rem;margin:.2rem 0 .8rem}.field{margin:0 0 1rem}.field label.nam
 {{if .Card}}
 <h1>Waiting for your confirmation</h1>
 <p class="sentence">{{.Card.Sentence}}</p>
-{{if .Card.Rows}}<dl>{{range .Card.Rows}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>{{end}}</dl>{{end}}
+{{if .Card.Rows}}<dl>{{range .Card.Rows}}{{template "row" .}}{{end}}</dl>{{end}}
 <form method="post" class="inline"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline"><button type="submit" class="decline">Decline</button></form>
 <form method="post" class="inline"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">Confirm</button></form>
 {{else if .Form}}
@@ -256,12 +286,13 @@ document.querySelectorAll('form.answer').forEach(function (form) {
 {{range .Done}}
 <section class="card done" id="hold-{{.ID}}">
 {{with .Card}}<p class="sentence">{{.Sentence}}</p>
-{{if .Rows}}<dl>{{range .Rows}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>{{end}}</dl>{{end}}{{end}}
+{{if .Rows}}<dl>{{range .Rows}}{{template "row" .}}{{end}}</dl>{{end}}{{end}}
 <p class="status"><strong>{{.Status}}</strong></p>
 </section>
 {{end}}
 </body>
 </html>
+{{define "row"}}<dt>{{.Label}}</dt><dd>{{.Value}}{{if .Cut}} <span class="cut" title="The full value is longer than shown here.">shortened</span>{{end}}</dd>{{end}}
 `))
 
 var errorTemplate = template.Must(template.New("error").Parse(`<!doctype html>

@@ -21,6 +21,20 @@ type Call struct {
 	SignatureErr error
 }
 
+// Behaviour is how the fake app's action endpoint answers.
+type Behaviour int
+
+const (
+	// Respond answers with the status and body set by Answer (default).
+	Respond Behaviour = iota
+	// Drop reads the request, then closes the connection without an
+	// answer, as an app that crashed mid-request would.
+	Drop
+	// Hang reads the request, then answers nothing until the client gives
+	// up (closes the connection) or a minute has passed.
+	Hang
+)
+
 // App is a fake app: GET reads the record set for the path (404 when
 // none), any other method is the action and is recorded. Every request
 // is checked against the gate's signature.
@@ -34,7 +48,10 @@ type App struct {
 	status  int               // action status (default 200)
 	reply   string
 	delay   time.Duration
+	behave  Behaviour
+	script  func(key string) (Behaviour, int)
 	calls   []Call
+	runs    map[string]int // action requests by Idempotency-Key
 	reads   []Call
 }
 
@@ -72,6 +89,42 @@ func (a *App) Answer(status int, body string, delay time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.status, a.reply, a.delay = status, body, delay
+}
+
+// Behave sets how the action endpoint answers from now on.
+func (a *App) Behave(b Behaviour) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.behave = b
+}
+
+// Script makes the action endpoint answer each request by its
+// Idempotency-Key (the hold id): f returns the behaviour and, for Respond,
+// the status (the body is the one set by Answer). nil ends the script. f
+// runs under the app's lock: it must not call the App.
+func (a *App) Script(f func(key string) (b Behaviour, status int)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.script = f
+}
+
+// Runs counts the action requests received by Idempotency-Key (the hold
+// id): a release seen twice counts 2.
+func (a *App) Runs() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := make(map[string]int, len(a.runs))
+	for k, v := range a.runs {
+		n[k] = v
+	}
+	return n
+}
+
+// RunCount is Runs()[key], without copying.
+func (a *App) RunCount(key string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runs[key]
 }
 
 // Calls returns the action requests received (not the reads).
@@ -113,8 +166,26 @@ func (a *App) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.calls = append(a.calls, c)
-	status, reply, delay := a.status, a.reply, a.delay
+	if a.runs == nil {
+		a.runs = map[string]int{}
+	}
+	a.runs[r.Header.Get(actions.HeaderIdempotency)]++
+	status, reply, delay, behave := a.status, a.reply, a.delay, a.behave
+	if a.script != nil {
+		behave, status = a.script(r.Header.Get(actions.HeaderIdempotency))
+	}
 	a.mu.Unlock()
+	switch behave {
+	case Drop:
+		drop(w)
+		return
+	case Hang:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+		return
+	}
 	if delay > 0 {
 		time.Sleep(delay)
 	}
@@ -125,4 +196,13 @@ func (a *App) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	io.WriteString(w, reply)
+}
+
+// drop closes the connection under w without writing a response.
+func drop(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // a connection that cannot be taken over is reset
+	}
+	conn.Close()
 }

@@ -1,0 +1,264 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/actions"
+	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/store"
+)
+
+// The gate's own tests run it against a real Badger store (in memory, or
+// on disk where a restart matters), a fake app over real HTTP
+// (testkit.App) and a clock shared by the gate and the store.
+
+const testSecret = "test-secret-0123456789abcdef"
+
+// testPolicy has a destructive card action with a record, and a write
+// action asked for with a form. APP is the fake app's URL.
+const testPolicy = `app: Test blog
+actions:
+  delete_post:
+    effect: destructive
+    schema:
+      type: object
+      properties:
+        post: {type: integer}
+      required: [post]
+    card:
+      reason: Delete this post?
+      record: APP/posts/{post}
+      rows:
+        Post: title
+    run:
+      method: DELETE
+      url: APP/posts/{post}
+    reply: Removed.
+  draft_post:
+    effect: write
+    ask_for_missing: true
+    schema:
+      type: object
+      properties:
+        title: {type: string, title: Title}
+        body: {type: string, title: Body}
+      required: [title, body]
+    run:
+      url: APP/drafts
+    reply: Drafted.
+`
+
+// rigClock is a clock tests move by hand, shared by a gate and its store.
+type rigClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *rigClock { return &rigClock{now: time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC)} }
+
+func (c *rigClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *rigClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// events counts the gate's observer events.
+type events struct {
+	mu       sync.Mutex
+	refused  map[string]int // reason → count
+	decided  map[string]int // decision → count
+	runsSeen int
+}
+
+func (e *events) Held(string) {}
+func (e *events) Refused(_, reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refused[reason]++
+}
+func (e *events) Decided(_, d string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.decided[d]++
+}
+func (e *events) Ran(string, int, time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.runsSeen++
+}
+
+func (e *events) refusals(reason string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.refused[reason]
+}
+
+// rig is one gate with its store, fake app, policy and clock.
+type rig struct {
+	t       testing.TB
+	clock   *rigClock
+	app     *testkit.App
+	policy  *policies.Policy
+	db      store.Store
+	gate    *Gate
+	events  *events
+	timeout time.Duration
+	dir     string // the store's directory ("" in memory)
+	opts    store.BadgerOptions
+	wrap    func(store.Store) store.Store // what the gate sees of the store (nil: the store)
+	actions *actions.Client               // one for the rig's life: its pooled connections outlive restarts
+}
+
+type rigOptions struct {
+	disk          bool                          // a store on disk (restarts keep it)
+	wrap          func(store.Store) store.Store // what the gate sees of the store
+	maxWaiting    int                           // the store's cap
+	actionTimeout time.Duration                 // default 2s
+}
+
+func newRig(t testing.TB, o rigOptions) *rig {
+	t.Helper()
+	r := &rig{t: t, clock: newClock(), app: testkit.NewApp(t, []byte(testSecret)), events: &events{refused: map[string]int{}, decided: map[string]int{}}}
+	pol, err := policies.Parse("policy.yaml", []byte(strings.ReplaceAll(testPolicy, "APP", r.app.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.policy = pol
+	r.timeout = o.actionTimeout
+	if r.timeout == 0 {
+		r.timeout = 2 * time.Second
+	}
+	r.opts = store.BadgerOptions{Now: r.clock.Now, MaxWaiting: o.maxWaiting, InMemory: !o.disk}
+	r.wrap = o.wrap
+	r.actions = &actions.Client{Secret: []byte(testSecret), Timeout: r.timeout}
+	if o.disk {
+		r.dir = t.TempDir()
+	}
+	r.open()
+	t.Cleanup(func() { r.gate.Stop(5 * time.Second); r.db.Close() })
+	return r
+}
+
+// open opens the store and makes a fresh gate on it, as a start does.
+func (r *rig) open() {
+	r.t.Helper()
+	db, err := store.OpenBadger(r.dir, r.opts)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.db = db
+	r.newGate()
+}
+
+// newGate makes a fresh gate on the open store.
+func (r *rig) newGate() {
+	var gs store.Store = r.db
+	if r.wrap != nil {
+		gs = r.wrap(r.db)
+	}
+	r.gate = New(Config{
+		Store:         gs,
+		Actions:       r.actions,
+		Pages:         "http://gate.test/toolgate",
+		Policy:        func(string) *policies.Policy { return r.policy },
+		Observer:      r.events,
+		Secret:        []byte(testSecret),
+		Now:           r.clock.Now,
+		ActionTimeout: r.timeout,
+	})
+}
+
+// restart stops the gate (waiting for nothing in flight), closes the store
+// without settling anything and reopens it (on disk; in memory the store
+// stays open), makes a new gate and runs the start-up sweep.
+func (r *rig) restart() {
+	r.t.Helper()
+	r.gate.Stop(0)
+	if r.dir != "" {
+		if err := r.db.Close(); err != nil {
+			r.t.Fatal(err)
+		}
+		r.open()
+	} else {
+		r.newGate()
+	}
+	if err := r.gate.Sweep(context.Background(), true); err != nil {
+		r.t.Fatalf("sweep after restart: %v", err)
+	}
+}
+
+// front is the model front of one request by who.
+func (r *rig) front(who Person) *Front {
+	return r.gate.Front(r.policy, "policy.yaml", func() Person { return who }, "openai-chat")
+}
+
+// call is a delete_post call for a post, or a draft_post call missing
+// body when post is 0.
+func call(i, post int) interceptor.Call {
+	id := fmt.Sprintf("call_%d", i)
+	if post == 0 {
+		args := `{"title":"Hi"}`
+		return interceptor.Call{Position: i, ID: id, Type: "function", Name: "draft_post", Arguments: []byte(args),
+			Raw: []byte(`{"id":"` + id + `","type":"function","function":{"name":"draft_post","arguments":` + jsonString(args) + `}}`)}
+	}
+	args := fmt.Sprintf(`{"post":%d}`, post)
+	return interceptor.Call{Position: i, ID: id, Type: "function", Name: "delete_post", Arguments: []byte(args),
+		Raw: []byte(`{"id":"` + id + `","type":"function","function":{"name":"delete_post","arguments":` + jsonString(args) + `}}`)}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// hold makes the model call calls in who's conversation and returns the
+// step id, or the verdict when nothing was held.
+func (r *rig) hold(who Person, calls ...interceptor.Call) (string, interceptor.Verdict) {
+	r.t.Helper()
+	v := r.front(who).Hold(context.Background(), calls, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`))
+	i := strings.Index(v.Text, "/h/")
+	if i < 0 {
+		return "", v
+	}
+	return v.Text[i+3 : i+3+26], v
+}
+
+// step reads a step's holds.
+func (r *rig) step(stepID string) []store.Hold {
+	r.t.Helper()
+	holds, err := r.db.Step(context.Background(), stepID)
+	if err != nil {
+		r.t.Fatalf("reading step: %v", err)
+	}
+	return holds
+}
+
+// restore is the model's next request: the result of each held call.
+func (r *rig) restore(who Person, stepID string, userFollows bool) []string {
+	r.t.Helper()
+	res, ok := r.front(who).Restore(context.Background(), stepID, userFollows)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(res.Results))
+	for i, x := range res.Results {
+		out[i] = x.Content
+	}
+	return out
+}
+
+var ana = Person{Owner: "ana", Tenant: "acme"}

@@ -1,0 +1,270 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/actions"
+	"github.com/toolgate/toolgate/cards"
+	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/store"
+)
+
+// The release path: from a complete step (every hold answered) to every
+// answered hold settled. Its invariants, which hold whatever fails:
+//
+//  1. An action is sent only by the caller that won store.Begin for its
+//     hold, so at most once across goroutines, sweeps and restarts; the
+//     actions client never repeats a request (actions.Client.Run).
+//  2. Begin comes after the card's re-check and right before the send: a
+//     Running hold is one whose request may have reached the app; an
+//     Answered one never left.
+//  3. Every Begin is followed by a Settle with what came of it, on a
+//     context of its own (the run's may have run out). A hold a crash
+//     leaves Running is settled as unknown by the sweeper, never run
+//     again; one left Answered in a complete step is released by it,
+//     through Begin.
+//  4. A release runs detached from whoever started it (a person's page
+//     request, a model request, the sweeper): closing the browser tab does
+//     not cut it. Each request to the app is bounded by the actions
+//     client's timeout; the gate's Stop waits for releases in flight and
+//     only then cancels them.
+
+// settleTimeout bounds one Settle with its retries.
+const settleTimeout = 10 * time.Second
+
+// releaseStep releases the answered holds of a complete step in Position
+// order, detached from ctx's cancellation (its values are kept). The
+// returned channel is closed when it is done. When the gate is stopping,
+// nothing starts: the holds stay Answered for the sweeper.
+func (g *Gate) releaseStep(ctx context.Context, step []store.Hold) <-chan struct{} {
+	done := make(chan struct{})
+	if !g.track.add() {
+		g.log.Warn("gate stopping: release left for the sweeper", zap.String("step_id", step[0].StepID))
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		defer g.track.done()
+		rctx, cancel := g.detached(ctx)
+		defer cancel()
+		for _, h := range step {
+			if rctx.Err() != nil {
+				return // the gate stopped: what is left stays Answered for the sweeper
+			}
+			if h.State == store.Answered {
+				g.releaseHold(rctx, h)
+			}
+		}
+	}()
+	return done
+}
+
+// wait waits for done or for ctx, whichever comes first.
+func wait(ctx context.Context, done <-chan struct{}) {
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// detached is ctx without its cancellation, cancelled instead when the
+// gate stops.
+func (g *Gate) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(g.life, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+// releaseHold brings one answered hold to Settled: it runs the call when
+// the answer asks for it and records the outcome. When another caller won
+// Begin, or the store failed before the send, it leaves the hold alone.
+func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
+	var outcome string
+	ok := true
+	switch {
+	case h.Kind == store.KindTicket:
+		outcome = "used"
+	case h.Answer == store.AnswerConfirm && h.Protocol == ProtocolMCP:
+		// The MCP client's retry runs it (Front.MCP), not the page.
+		outcome = OutcomeMCPConfirmed
+	case h.Answer == store.AnswerConfirm:
+		outcome, ok = g.runCard(ctx, h)
+	case h.Answer == store.AnswerSubmit:
+		outcome, ok = g.runForm(ctx, h)
+	default:
+		outcome = unansweredOutcome(h)
+	}
+	if ok {
+		g.settle(ctx, h, outcome)
+	}
+}
+
+// unansweredOutcome is what the model reads of a hold answered without a
+// run.
+func unansweredOutcome(h store.Hold) string {
+	switch {
+	case h.Answer == store.AnswerMovedOn:
+		return OutcomeMovedOn
+	case h.Answer == store.AnswerTimedOut:
+		return OutcomeExpired
+	case h.Kind == store.KindForm:
+		return formDeclined(h)
+	}
+	return OutcomeDeclined
+}
+
+// runCard rebuilds a confirmed card, compares it, and releases the call as
+// the person. ok is false when nothing is to be recorded (see send).
+func (g *Gate) runCard(ctx context.Context, h store.Hold) (outcome string, ok bool) {
+	a := g.action(h)
+	if a == nil || a.Card == nil {
+		g.log.Error("policy no longer declares the held action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("policy", h.Policy))
+		g.cfg.Observer.Decided(h.Action, "policy_gone")
+		return "The gate's policy no longer allows this action; nothing ran.", true
+	}
+	if out := g.recheck(ctx, h, a); out != "" {
+		return out, true
+	}
+	if a.Run.URL == nil {
+		return "The gate's policy gives the action no endpoint; nothing ran.", true
+	}
+	ran, ok := g.send(ctx, h, a, h.Arguments)
+	return ran.After(PersonConfirmed), ok
+}
+
+// action is the policy's action of a hold as the policy reads now, or nil.
+func (g *Gate) action(h store.Hold) *policies.Action {
+	if p := g.cfg.Policy(h.Policy); p != nil {
+		return p.Action(h.Action)
+	}
+	return nil
+}
+
+// sameCard reports whether a confirmed hold's card reads as the person saw
+// it (recheck finds nothing).
+func (g *Gate) sameCard(ctx context.Context, h store.Hold, a *policies.Action) bool {
+	return g.recheck(ctx, h, a) == ""
+}
+
+// recheck builds a confirmed hold's card again from the record, read as
+// the person who answered. It returns "" when it is the card they
+// confirmed, else what the model reads: the record changed (a card that
+// reads differently), or could not be checked (not found, not allowed,
+// unavailable, unreadable), which is not a change.
+func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) string {
+	if a == nil || a.Card == nil {
+		return outcomeUnchecked(uncheckedUnreadable)
+	}
+	var record []byte
+	if a.Card.Record != nil {
+		body, why := g.readRecord(ctx, h, a.Card.Record)
+		if why != "" {
+			g.cfg.Observer.Decided(h.Action, "unchecked")
+			g.log.Info("card could not be checked", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("why", why))
+			return outcomeUnchecked(why)
+		}
+		record = body
+	}
+	card, err := cards.Build(a.Card, record)
+	if err != nil {
+		g.cfg.Observer.Decided(h.Action, "unchecked")
+		return outcomeUnchecked(uncheckedUnreadable)
+	}
+	if card.Fingerprint() != h.Fingerprint {
+		g.cfg.Observer.Decided(h.Action, "changed")
+		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
+		return OutcomeChanged
+	}
+	return ""
+}
+
+// readRecord reads the record of a confirmed card as the person who
+// answered; why is "" or the reason it could not be read.
+func (g *Gate) readRecord(ctx context.Context, h store.Hold, record *policies.Template) (body []byte, why string) {
+	u, err := record.Expand(h.Arguments)
+	if err != nil {
+		g.log.Error("policy error: expanding record url", zap.String("action", h.Action), zap.Error(err))
+		return nil, uncheckedDown
+	}
+	resp, err := g.cfg.Actions.Fetch(ctx, u, actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant})
+	switch {
+	case err != nil:
+		g.log.Warn("reading record", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
+		return nil, uncheckedDown
+	case resp.Status == 404 || resp.Status == 410:
+		return nil, uncheckedNotFound
+	case resp.Status == 401 || resp.Status == 403:
+		return nil, uncheckedForbidden
+	case resp.Status < 200 || resp.Status > 299:
+		return nil, uncheckedDown
+	}
+	return resp.Body, ""
+}
+
+// send releases one call: it wins Begin first, so that it alone sends it.
+// ok is false when it did not (another caller won, the store failed, the
+// gate is stopping): nothing was sent and nothing is to be recorded.
+func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args []byte) (ran Ran, ok bool) {
+	u, err := a.Run.URL.Expand(args)
+	if err != nil {
+		g.log.Error("policy error: expanding run url", zap.String("action", h.Action), zap.Error(err))
+		return Ran{Text: "the gate's policy cannot name the action's endpoint; nothing ran."}, true
+	}
+	if ctx.Err() != nil {
+		return Ran{}, false
+	}
+	if _, err := g.cfg.Store.Begin(ctx, h.ID); err != nil {
+		if !errors.Is(err, store.ErrAnswered) {
+			g.log.Error("beginning release; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
+		}
+		return Ran{}, false
+	}
+	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
+	start := g.cfg.Now()
+	resp, err := g.cfg.Actions.Run(ctx, a.Run.Method, u, a.Run.Headers, args, who, h.ID)
+	g.cfg.Observer.Ran(h.Action, resp.Status, g.cfg.Now().Sub(start))
+	if err != nil {
+		g.log.Error("running action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
+	}
+	return runOutcome(a, resp, err), true
+}
+
+// settle records a hold's outcome, on a context of its own (the release's
+// may have run out), retrying a store outage briefly. If another outcome
+// was recorded first, that one stands. If it cannot be recorded, the
+// sweeper settles the hold later (as unknown when it had begun).
+func (g *Gate) settle(ctx context.Context, h store.Hold, outcome string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		err := g.cfg.Store.Settle(ctx, h.ID, outcome)
+		switch {
+		case err == nil:
+			g.log.Info("hold settled", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answer", h.Answer),
+				zap.String("answered_by", h.AnsweredBy), zap.String("outcome", outcome))
+			return
+		case errors.Is(err, store.ErrAnswered):
+			g.log.Info("hold already settled", zap.String("hold_id", h.ID), zap.String("action", h.Action))
+			return
+		case !errors.Is(err, store.ErrUnavailable):
+			g.log.Error("settling hold", zap.String("hold_id", h.ID), zap.Error(err))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			g.log.Error("settling hold: store unavailable; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
+			return
+		case <-g.life.Done():
+			g.log.Error("settling hold: the gate stopped; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
+			return
+		case <-time.After(backoff):
+			backoff *= 2
+		}
+	}
+}
