@@ -39,7 +39,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 			api, pages := testkit.FreePort(b), testkit.FreePort(b)
 			p := newProc(b, name, bin, idleCaddyfile(api, pages, gated, filepath.Join(b.TempDir(), "store"), policy), nil,
 				fmt.Sprintf("127.0.0.1:%d", api), fmt.Sprintf("127.0.0.1:%d", pages))
-			p.start()
+			p.mustStart()
 			time.Sleep(rssIdle)
 			mib = append(mib, float64(p.rss())/(1<<20))
 			p.kill()

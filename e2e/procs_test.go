@@ -71,9 +71,11 @@ type proc struct {
 	caddyfile string   // its path
 	env       []string // added to the test's environment
 	wait      []string // addresses that accept connections once it is up
-	cmd       *exec.Cmd
-	exited    chan struct{} // closed when cmd has been waited for
 	log       *lockedBuffer
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
 }
 
 // newProc writes the Caddyfile into a directory of the process's own.
@@ -97,19 +99,21 @@ func newProc(tb testing.TB, name, bin, caddyfile string, env []string, wait ...s
 }
 
 // start starts the process and waits until every address it serves
-// accepts connections (a minute at most).
-func (p *proc) start() {
-	p.tb.Helper()
+// accepts connections (a minute at most). It may run on any goroutine.
+func (p *proc) start() error {
 	cmd := exec.Command(p.bin, "run", "--config", p.caddyfile, "--adapter", "caddyfile")
 	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+filepath.Dir(p.caddyfile), "XDG_CONFIG_HOME="+filepath.Dir(p.caddyfile)), p.env...)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
-		p.tb.Fatalf("starting %s: %v", p.name, err)
+		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
-	p.cmd, p.exited = cmd, make(chan struct{})
+	exited := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.mu.Unlock()
 	go func() {
 		_ = cmd.Wait()
-		close(p.exited)
+		close(exited)
 	}()
 	deadline := time.Now().Add(time.Minute)
 	for _, addr := range p.wait {
@@ -120,19 +124,30 @@ func (p *proc) start() {
 				break
 			}
 			select {
-			case <-p.exited:
-				p.tb.Fatalf("%s exited at start:\n%s", p.name, p.log.String())
+			case <-exited:
+				return fmt.Errorf("%s exited at start:\n%s", p.name, p.log.String())
 			default:
 			}
 			if time.Now().After(deadline) {
-				p.tb.Fatalf("%s does not listen on %s a minute after its start:\n%s", p.name, addr, p.log.String())
+				return fmt.Errorf("%s does not listen on %s a minute after its start:\n%s", p.name, addr, p.log.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	return nil
+}
+
+// mustStart starts the process or fails the test.
+func (p *proc) mustStart() {
+	p.tb.Helper()
+	if err := p.start(); err != nil {
+		p.tb.Fatal(err)
+	}
 }
 
 func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.cmd == nil {
 		return false
 	}
@@ -148,9 +163,12 @@ func (p *proc) running() bool {
 // OOM kill) and waits for it.
 func (p *proc) kill() {
 	p.tb.Helper()
-	_ = p.cmd.Process.Kill()
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	_ = cmd.Process.Kill()
 	select {
-	case <-p.exited:
+	case <-exited:
 	case <-time.After(30 * time.Second):
 		p.tb.Fatalf("%s did not end 30s after SIGKILL", p.name)
 	}
@@ -159,7 +177,10 @@ func (p *proc) kill() {
 // rss is the process's resident set size in bytes (VmRSS).
 func (p *proc) rss() int64 {
 	p.tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	p.mu.Lock()
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		p.tb.Fatalf("reading %s's status: %v", p.name, err)
 	}

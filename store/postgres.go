@@ -192,6 +192,10 @@ func OpenPostgres(dsn string, opts PostgresOptions) (*Postgres, error) {
 	return p, nil
 }
 
+// Target names the database the store uses, for logs: its hosts and ports,
+// database and user; never the password.
+func (p *Postgres) Target() string { return p.target }
+
 // parseDSN reads a DSN into a pool configuration with the store's
 // defaults. Its error never holds the password: pgx's own is best effort,
 // and the text of a URL error repeats the URL, so it is redacted again.
