@@ -60,6 +60,7 @@ const replicaCaddyfile = `{
 		pages %[2]s
 		action_timeout 2s
 		sweep_interval 1s
+		max_waiting 3
 	}
 }
 
@@ -207,6 +208,18 @@ func TestReplicasShareHolds(t *testing.T) {
 	if got := toolResult(req, "call_del7"); got != "The person confirmed. Removed." {
 		t.Errorf("the history restored on B reads %q", got)
 	}
+	// The cap on holds waiting for one person counts them on every
+	// replica: three held on A, B and C, the fourth refused on any.
+	for i := range rs.gates {
+		if l, _ := rs.env(i).hold(t, "carl", call{fmt.Sprintf("call_cap%d", i), "delete_post", `{"post":7}`, false}); l == "" {
+			t.Fatalf("carl's hold %d on replica %d was not held", i, i)
+		}
+	}
+	res, _ := rs.env(1).refusedWith(t, "carl", "call_cap3", call{"call_cap3", "delete_post", `{"post":7}`, false})
+	if !strings.Contains(res, "too many of this person's requests are already waiting") {
+		t.Errorf("carl's fourth waiting hold: the model read %q", res)
+	}
+
 	// A's page shows the outcome too.
 	s = rs.viewUntil(l, 0, "settled", func(status int, s stepJSON) bool { return status == 200 && s.Holds[0].State == "settled" })
 	if s.Holds[0].Outcome != "The person confirmed. Removed." {
