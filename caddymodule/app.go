@@ -125,7 +125,13 @@ type live struct {
 
 	stopLoop context.CancelFunc // ends the sweeper loop (set in Start)
 	loopDone chan struct{}      // closed when the loop has ended
+
+	started     chan struct{} // closed once Start has set db, or by Stop
+	startedOnce sync.Once
 }
+
+// markStarted wakes the operations waiting for Start (see appStore).
+func (l *live) markStarted() { l.startedOnce.Do(func() { close(l.started) }) }
 
 // DefaultMaxWaiting is MaxWaiting's default.
 const DefaultMaxWaiting = 100
@@ -142,7 +148,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // so `caddy validate` never takes the store's lock.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
-	a.live = new(live)
+	a.live = &live{started: make(chan struct{})}
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
 	a.Pages = repl.ReplaceAll(a.Pages, "")
@@ -229,12 +235,14 @@ func (a *App) Validate() error {
 func (a *App) Start() error {
 	v, loaded, err := stores.LoadOrNew(a.storeKey(), a.openStore)
 	if err != nil {
+		a.live.markStarted() // what waits for the store fails closed now
 		return fmt.Errorf("toolgate: opening store: %w", err)
 	}
 	db := v.(pooledStore).Store
 	a.live.mu.Lock()
 	a.live.db = db
 	a.live.mu.Unlock()
+	a.live.markStarted()
 	if p, ok := db.(*store.Postgres); ok {
 		a.logger.Info("store ready", zap.String("postgres", p.Target()), zap.Bool("reused", loaded))
 	} else {
@@ -301,6 +309,7 @@ func (a *App) Stop() error {
 	a.live.mu.Lock()
 	a.live.db = nil
 	a.live.mu.Unlock()
+	a.live.markStarted() // nothing waits for a Start that will not come
 	_, err := stores.Delete(a.storeKey())
 	return err
 }

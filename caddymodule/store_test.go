@@ -2,10 +2,14 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/toolgate/toolgate/store"
 )
 
 // The store's Caddyfile forms and their JSON: a Badger directory (with or
@@ -90,3 +94,38 @@ func TestAppPostgresDSN(t *testing.T) {
 		t.Errorf("a directory and a DSN: %v, want a refusal", err)
 	}
 }
+
+// Caddy starts its apps in no fixed order, so the HTTP server may serve a
+// gated request before the toolgate app has opened its store (at every
+// start and config reload). Such a request waits for the store instead of
+// being refused; once the app has stopped, it is refused at once.
+func TestAppStoreWaitsForStart(t *testing.T) {
+	a, err := provisioned(t, `{"secret":"0123456789abcdef0123","pages":"https://gate.example.com/toolgate","store":`+strconvQuote(t.TempDir())+`}`)
+	if err != nil {
+		t.Fatalf("provisioning: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := (*appStore)(a).Get(t.Context(), "aaaaaaaaaaaaaaaaaaaaaaaaaa")
+		got <- err
+	}()
+	if err := a.Start(); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a Get sent before Start = %v, want the store's answer (ErrNotFound)", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a Get sent before Start did not return a minute after it")
+	}
+	if err := a.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if _, err := (*appStore)(a).Get(t.Context(), "aaaaaaaaaaaaaaaaaaaaaaaaaa"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("a Get after Stop = %v, want ErrUnavailable", err)
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
