@@ -230,7 +230,8 @@ var claimHold = `WITH u AS (
 	UNION ALL
 	SELECT ` + holdColumns("h") + `, false FROM holds h WHERE h.step_id = (SELECT step_id FROM u) AND h.id <> $1`
 
-// Claim answers a waiting hold in one transaction, sent as one batch:
+// Claim answers a waiting hold in one transaction, sent as one batch (one
+// round trip):
 //
 //  1. lock every hold of its step (SELECT … FOR UPDATE, in Position
 //     order), so claims on one step run one after the other, on any
@@ -253,93 +254,95 @@ func (p *Postgres) Claim(ctx context.Context, id string, a Answer) (Claimed, err
 		return Claimed{}, ErrNotFound
 	}
 	var c Claimed
-	err := p.run(ctx, "claiming hold", false, func(ctx context.Context) error {
-		return p.tx(ctx, func(tx pgx.Tx) (err error) {
-			now := p.nowParam()
-			b := &pgx.Batch{}
-			b.Queue(`SELECT h.id, h.state, h.expires > `+fmt.Sprintf(dbNow, 2)+` FROM holds h
-				WHERE h.step_id = (SELECT step_id FROM holds WHERE id = $1) ORDER BY h.position FOR UPDATE`, id, now)
-			b.Queue(claimHold, id, []byte(a.Choice), append([]byte{}, a.By...), nilIfEmpty(a.Values), a.AllowExpired, now)
-			b.Queue(`SELECT message FROM steps WHERE id = (SELECT step_id FROM holds WHERE id = $1)`, id)
-			br := tx.SendBatch(ctx, b)
-			defer func() {
-				if cerr := br.Close(); err == nil {
-					err = db(cerr)
-				}
-			}()
+	err := p.run(ctx, "claiming hold", false, func(ctx context.Context) (err error) {
+		now := p.nowParam()
+		b := &pgx.Batch{}
+		b.Queue(`SELECT h.id, h.state, h.expires > `+fmt.Sprintf(dbNow, 2)+` FROM holds h
+			WHERE h.step_id = (SELECT step_id FROM holds WHERE id = $1) ORDER BY h.position FOR UPDATE`, id, now)
+		b.Queue(claimHold, id, []byte(a.Choice), append([]byte{}, a.By...), nilIfEmpty(a.Values), a.AllowExpired, now)
+		b.Queue(`SELECT message FROM steps WHERE id = (SELECT step_id FROM holds WHERE id = $1)`, id)
+		// No BEGIN: a batch is one implicit transaction, committed
+		// when the last statement has run, so the claim is one round
+		// trip. Close reads the commit's outcome: nil only once it is
+		// committed.
+		br := p.pool.SendBatch(ctx, b)
+		defer func() {
+			if cerr := br.Close(); err == nil {
+				err = db(cerr)
+			}
+		}()
 
-			var (
-				found, live bool
-				state       string
-			)
-			rows, err := br.Query()
-			if err != nil {
-				return db(err)
+		var (
+			found, live bool
+			state       string
+		)
+		rows, err := br.Query()
+		if err != nil {
+			return db(err)
+		}
+		var rowID, rowState string
+		var rowLive bool
+		_, err = pgx.ForEachRow(rows, []any{&rowID, &rowState, &rowLive}, func() error {
+			if rowID == id {
+				found, state, live = true, rowState, rowLive
 			}
-			var rowID, rowState string
-			var rowLive bool
-			_, err = pgx.ForEachRow(rows, []any{&rowID, &rowState, &rowLive}, func() error {
-				if rowID == id {
-					found, state, live = true, rowState, rowLive
-				}
-				return nil
-			})
-			if err != nil {
-				return db(err)
-			}
-
-			rows, err = br.Query()
-			if err != nil {
-				return db(err)
-			}
-			var (
-				step    []Hold
-				claimed = -1
-			)
-			for rows.Next() {
-				var r holdRow
-				var mine bool
-				if err := rows.Scan(r.dest(&mine)...); err != nil {
-					rows.Close()
-					return db(fmt.Errorf("reading hold: %w", err))
-				}
-				if mine {
-					claimed = len(step)
-				}
-				step = append(step, r.hold())
-			}
-			if err := rows.Err(); err != nil {
-				return db(err)
-			}
-			message, err := readMessage(br)
-			if err != nil {
-				return err
-			}
-
-			switch {
-			case claimed >= 0:
-			case !found:
-				return ErrNotFound
-			case state == string(Waiting) && !live:
-				return ErrExpired
-			default:
-				return ErrAnswered
-			}
-			mine := step[claimed].ID
-			slices.SortFunc(step, func(x, y Hold) int { return cmp.Compare(x.Position, y.Position) })
-			c = Claimed{Complete: true}
-			for i := range step {
-				step[i].Message = message
-				if step[i].State == Waiting {
-					c.Complete = false
-				}
-				if step[i].ID == mine {
-					c.Hold = step[i]
-				}
-			}
-			c.Step = step
 			return nil
 		})
+		if err != nil {
+			return db(err)
+		}
+
+		rows, err = br.Query()
+		if err != nil {
+			return db(err)
+		}
+		var (
+			step    []Hold
+			claimed = -1
+		)
+		for rows.Next() {
+			var r holdRow
+			var mine bool
+			if err := rows.Scan(r.dest(&mine)...); err != nil {
+				rows.Close()
+				return db(fmt.Errorf("reading hold: %w", err))
+			}
+			if mine {
+				claimed = len(step)
+			}
+			step = append(step, r.hold())
+		}
+		if err := rows.Err(); err != nil {
+			return db(err)
+		}
+		message, err := readMessage(br)
+		if err != nil {
+			return err
+		}
+
+		switch {
+		case claimed >= 0:
+		case !found:
+			return ErrNotFound
+		case state == string(Waiting) && !live:
+			return ErrExpired
+		default:
+			return ErrAnswered
+		}
+		mine := step[claimed].ID
+		slices.SortFunc(step, func(x, y Hold) int { return cmp.Compare(x.Position, y.Position) })
+		c = Claimed{Complete: true}
+		for i := range step {
+			step[i].Message = message
+			if step[i].State == Waiting {
+				c.Complete = false
+			}
+			if step[i].ID == mine {
+				c.Hold = step[i]
+			}
+		}
+		c.Step = step
+		return nil
 	})
 	if err != nil {
 		return Claimed{}, err
