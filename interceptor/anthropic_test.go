@@ -15,6 +15,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/interceptor/sse"
 )
 
 func anthFixture(t testing.TB, name string) []byte {
@@ -96,14 +98,7 @@ func anthCheckEventLines(t *testing.T, stream []byte) {
 		if !ok {
 			continue
 		}
-		name := ""
-		for b := ev; len(b) > 0; {
-			var line []byte
-			line, b = nextLine(b)
-			if k, v := field(line); string(k) == "event" {
-				name = string(v)
-			}
-		}
+		name := string(sse.Type(ev))
 		if typ := gjson.GetBytes(data, "type").Str; name != typ {
 			t.Errorf("event line %q for data of type %q: %s", name, typ, ev)
 		}

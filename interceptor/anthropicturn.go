@@ -142,5 +142,4 @@ func (s *anthStream) continueResponse() {
 	s.inCont, s.slowAll = true, true
 	s.ending, s.finished = false, false
 	s.sep = s.texted
-	s.lineStart = 0
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/interceptor/sse"
 )
 
 // Chat is the adapter for OpenAI Chat Completions (POST /v1/chat/completions,
@@ -387,36 +389,12 @@ func (s *chatStream) Close() error {
 		return s.err
 	}
 	s.closed = true
-	if s.err == nil && s.pend != nil && s.pend.Len() > 0 {
-		ev := s.pend.Bytes()
-		s.handle(s, ev)
-		s.flushNow()
-		if s.err == nil && ev[len(ev)-1] != '\n' {
-			s.err = errMidLine
-		}
+	if s.frameClose(s) && s.err == nil {
+		s.err = errMidLine
 	}
-	putBuf(s.pend)
 	putBuf(s.log)
-	s.pend, s.log = nil, nil
+	s.log = nil
 	return s.err
-}
-
-// eventEnd returns the length of the first event in b, through its closing
-// blank line, or -1 if b holds no complete event. A line ends with "\n"; a
-// "\r" before it belongs to the terminator (a blank line may be "\r\n").
-func eventEnd(b []byte) int {
-	i := 0
-	for {
-		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			return -1
-		}
-		blank := j == 0 || (j == 1 && b[i] == '\r')
-		i += j + 1
-		if blank {
-			return i
-		}
-	}
 }
 
 // passes reports whether ev goes out unread: it names no tool call and no
@@ -444,10 +422,7 @@ func (s *chatStream) passes(ev []byte) bool {
 func (s *chatStream) fold() {
 	b := s.log.Bytes()
 	for len(b) > 0 {
-		e := eventEnd(b)
-		if e < 0 {
-			e = len(b)
-		}
+		e := sse.EventLen(b)
 		data, ok := s.data(b[:e])
 		b = b[e:]
 		if !ok || !gjson.ValidBytes(data) {
@@ -465,29 +440,6 @@ func (s *chatStream) fold() {
 		})
 	}
 	s.log.Reset()
-}
-
-// nextLine splits the first line off b, without its "\n" or "\r\n".
-func nextLine(b []byte) (line, rest []byte) {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		line, rest = b[:i], b[i+1:]
-	} else {
-		line = b
-	}
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, rest
-}
-
-// field splits an SSE line into its field name and value (one leading space
-// of the value dropped). A line without a colon is a name with no value.
-func field(line []byte) (name, value []byte) {
-	name, value, _ = bytes.Cut(line, []byte{':'})
-	if len(value) > 0 && value[0] == ' ' {
-		value = value[1:]
-	}
-	return name, value
 }
 
 // slow handles an event that names a tool call, or any event while a held
@@ -928,15 +880,15 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		}
 		c.dense = st.passed
 		st.passed++
-		ev := append(s.out[:0], "data: {"...)
+		ev := append(s.out[:0], '{')
 		ev = s.envelope(ev, root)
 		ev = append(ev, `"choices":[{"index":`...)
 		ev = strconv.AppendInt(ev, int64(st.index), 10)
 		ev = append(ev, `,"delta":{"tool_calls":[`...)
 		ev = c.appendDelta(ev)
-		ev = append(ev, "]},\"logprobs\":null,\"finish_reason\":null}]}\n\n"...)
+		ev = append(ev, `]},"logprobs":null,"finish_reason":null}]}`...)
 		s.out = ev
-		s.write(ev)
+		s.writeNew("", ev)
 	}
 }
 
@@ -963,7 +915,7 @@ func (s *chatStream) envelope(dst []byte, root gjson.Result) []byte {
 // writeText writes one content chunk for choice ci, in the envelope env,
 // or else that of the chunk root.
 func (s *chatStream) writeText(root gjson.Result, env []byte, ci int, text string) {
-	ev := append(s.out[:0], "data: {"...)
+	ev := append(s.out[:0], '{')
 	if env != nil {
 		ev = append(ev, env...)
 	} else {
@@ -973,9 +925,9 @@ func (s *chatStream) writeText(root gjson.Result, env []byte, ci int, text strin
 	ev = strconv.AppendInt(ev, int64(ci), 10)
 	ev = append(ev, `,"delta":{"content":`...)
 	ev = gjson.AppendJSONString(ev, text)
-	ev = append(ev, "},\"logprobs\":null,\"finish_reason\":null}]}\n\n"...)
+	ev = append(ev, `},"logprobs":null,"finish_reason":null}]}`...)
 	s.out = ev
-	s.write(ev)
+	s.writeNew("", ev)
 }
 
 // writeCarry writes the usage still carried from withheld responses as
@@ -984,14 +936,14 @@ func (s *chatStream) writeCarry() {
 	if s.t == nil || s.t.carry == "" {
 		return
 	}
-	ev := append(s.out[:0], "data: {"...)
+	ev := append(s.out[:0], '{')
 	ev = append(ev, s.t.endEnv...)
 	ev = append(ev, `"choices":[],"usage":`...)
 	ev = append(ev, s.t.carry...)
-	ev = append(ev, "}\n\n"...)
+	ev = append(ev, '}')
 	s.t.carry = ""
 	s.out = ev
-	s.write(ev)
+	s.writeNew("", ev)
 }
 
 // writeEnd writes the end of the turn that a continuation withheld: text
@@ -1010,13 +962,13 @@ func (s *chatStream) writeEnd(text string) {
 	if reason == "" {
 		reason = "stop"
 	}
-	ev := append(s.out[:0], "data: {"...)
+	ev := append(s.out[:0], '{')
 	ev = append(ev, s.t.endEnv...)
 	ev = append(ev, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
 	ev = strconv.AppendQuote(ev, reason)
-	ev = append(ev, "}]}\n\n"...)
+	ev = append(ev, "}]}"...)
 	s.out = ev
-	s.write(ev)
+	s.writeNew("", ev)
 	s.writeCarry()
 	if s.t.doneSeen {
 		s.write([]byte("data: [DONE]\n\n"))
@@ -1058,35 +1010,10 @@ func (c *chatCall) appendDelta(b []byte) []byte {
 	return slices.Insert(b, start+1, append(index, ',')...)
 }
 
-// writeEvent writes ev with its data replaced by one "data: " line holding
-// data; its other lines are kept, in order. With no data and no other line
-// nothing is written.
+// writeEvent writes ev with its data replaced by data (several data
+// lines when it holds line ends); its other lines (id:, comments) are
+// kept, in order. With no data ("") its data lines are dropped, and an
+// event left with nothing is not written.
 func (s *chatStream) writeEvent(ev []byte, data string) {
-	out := s.out[:0]
-	wrote := data == ""
-	other := false
-	for b := ev; len(b) > 0; {
-		full := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			full, b = b[:i+1], b[i+1:]
-		} else {
-			b = nil
-		}
-		line, _ := nextLine(full)
-		if name, _ := field(line); string(name) != "data" || len(line) == 0 {
-			out = append(out, full...)
-			other = other || len(line) > 0
-			continue
-		}
-		if !wrote {
-			out = append(out, "data: "...)
-			out = append(out, data...)
-			out = append(out, '\n')
-			wrote = true
-		}
-	}
-	s.out = out
-	if data != "" || other {
-		s.write(out)
-	}
+	s.writeReplaced(ev, []byte(data), data == "")
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/interceptor/sse"
 )
 
 const (
@@ -1125,10 +1127,7 @@ func textStream(n int) []byte {
 func events(b []byte) [][]byte {
 	var evs [][]byte
 	for len(b) > 0 {
-		e := eventEnd(b)
-		if e < 0 {
-			e = len(b)
-		}
+		e := sse.EventLen(b)
 		evs = append(evs, b[:e])
 		b = b[e:]
 	}

@@ -163,7 +163,6 @@ func (s *chatStream) continueResponse() {
 	s.waiting = 0
 	s.inCont, s.slowAll = true, true
 	s.ending, s.finished = false, false
-	s.lineStart = 0
 }
 
 // appendStep returns the follow-up request body: req with the step's

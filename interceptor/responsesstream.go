@@ -90,19 +90,13 @@ func (s *respStream) Close() error {
 		return s.err
 	}
 	s.closed = true
-	if s.err == nil && s.pend != nil && s.pend.Len() > 0 {
-		ev := s.pend.Bytes()
-		s.handle(s, ev)
-		if s.err == nil && ev[len(ev)-1] != '\n' {
-			s.err = errRespMidLine
-		}
+	if s.frameCloseKeep(s) && s.err == nil {
+		s.err = errRespMidLine
 	}
 	if s.err == nil && !s.r.ended && s.r.buffering {
 		s.release(nil)
 	}
 	s.flushNow()
-	putBuf(s.pend)
-	s.pend = nil
 	return s.err
 }
 
@@ -732,36 +726,36 @@ func (s *respStream) writeMessage(d int, id, text string) {
 	b = append(b, `,"item":{"id":`...)
 	b = append(b, idq...)
 	b = append(b, `,"type":"message","status":"in_progress","content":[],"role":"assistant"}}`...)
-	s.writeNew("response.output_item.added", b)
+	s.writeMade("response.output_item.added", b)
 
 	b = head("response.content_part.added", false)
 	b = append(b, `,"part":`...)
 	b = append(part(b, false), '}')
-	s.writeNew("response.content_part.added", b)
+	s.writeMade("response.content_part.added", b)
 
 	b = head("response.output_text.delta", false)
 	b = append(b, `,"delta":`...)
 	b = append(b, tq...)
 	b = append(b, `,"logprobs":[]}`...)
-	s.writeNew("response.output_text.delta", b)
+	s.writeMade("response.output_text.delta", b)
 
 	b = head("response.output_text.done", false)
 	b = append(b, `,"text":`...)
 	b = append(b, tq...)
 	b = append(b, `,"logprobs":[]}`...)
-	s.writeNew("response.output_text.done", b)
+	s.writeMade("response.output_text.done", b)
 
 	b = head("response.content_part.done", false)
 	b = append(b, `,"part":`...)
 	b = append(part(b, true), '}')
-	s.writeNew("response.content_part.done", b)
+	s.writeMade("response.content_part.done", b)
 
 	b = head("response.output_item.done", true)
 	b = append(b, `,"item":`...)
 	item := messageItem(id, text)
 	b = append(b, item...)
 	b = append(b, '}')
-	s.writeNew("response.output_item.done", b)
+	s.writeMade("response.output_item.done", b)
 
 	if s.inCont {
 		s.r.added = max(s.r.added, d+1)
@@ -769,48 +763,21 @@ func (s *respStream) writeMessage(d int, id, text string) {
 	}
 }
 
-// writeNew writes an event the gate made: an "event:" line (unless the
-// upstream sends none) and one data line. data may be s.out.
-func (s *respStream) writeNew(typ string, data []byte) {
+// writeMade writes an event the gate made: an "event:" line (unless the
+// upstream sends none) and its data. data may be s.out.
+func (s *respStream) writeMade(typ string, data []byte) {
 	s.out = data
-	var b []byte
-	if s.evLines >= 0 {
-		b = append(b, "event: "...)
-		b = append(b, typ...)
-		b = append(b, '\n')
+	if s.evLines < 0 {
+		typ = ""
 	}
-	b = append(b, "data: "...)
-	b = append(b, data...)
-	b = append(b, "\n\n"...)
-	s.write(b)
+	s.writeNew(typ, data)
 }
 
-// writeEvent writes ev with its data replaced by one "data: " line holding
-// data; its other lines (event:, id:, comments) are kept, in order.
+// writeEvent writes ev with its data replaced by data (several data lines
+// when it holds line ends); its other lines (event:, id:, comments) are
+// kept, in order.
 func (s *respStream) writeEvent(ev, data []byte) {
-	out := s.out[:0]
-	wrote := false
-	for b := ev; len(b) > 0; {
-		full := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			full, b = b[:i+1], b[i+1:]
-		} else {
-			b = nil
-		}
-		line, _ := nextLine(full)
-		if name, _ := field(line); string(name) != "data" || len(line) == 0 {
-			out = append(out, full...)
-			continue
-		}
-		if !wrote {
-			out = append(out, "data: "...)
-			out = append(out, data...)
-			out = append(out, '\n')
-			wrote = true
-		}
-	}
-	s.out = out
-	s.write(out)
+	s.writeReplaced(ev, data, false)
 }
 
 // writeEnd writes the end that a continuation withheld: text (if any) as a
@@ -861,7 +828,7 @@ func (s *respStream) writeEnd(text string) {
 		}
 	}
 	s.carry = ""
-	s.writeNew(s.endType, applyEdits(data, s.edits))
+	s.writeMade(s.endType, applyEdits(data, s.edits))
 	s.endData = nil
 	if s.doneSeen {
 		s.doneSeen, s.owesDone = false, true
@@ -889,5 +856,4 @@ func (s *respStream) continueResponse() {
 	s.r = respResponse{base: len(s.outItems), slow: true, first: -1}
 	s.inCont = true
 	s.ending = false
-	s.lineStart = 0
 }
