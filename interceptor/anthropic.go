@@ -1,7 +1,6 @@
 package interceptor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,18 +26,19 @@ import (
 // events as the API would have sent them whole.
 //
 // The byte searches that let traffic without tool calls through untouched
-// assume the provider writes "tool_use" plainly, as every JSON encoder does.
+// look for "tool_use", and for "input", which a block of another type that
+// carries a call would need, in any case or spelling a decoder reads as
+// them (see mayHold).
 type Anthropic struct{}
 
-var (
-	anthToolUseKey = []byte(`"tool_use"`)
-	// anthToolUseRare indexes the 'u' of "tool_use": no key of a text or
-	// thinking delta holds one, where a quote appears a dozen times.
-	anthToolUseRare = bytes.IndexByte(anthToolUseKey, 'u')
-)
+// anthKeys are the bytes an Anthropic call needs: "tool_use", and "input",
+// found by its 'p', rare in text and thinking deltas ("input_tokens"
+// holds one, but no quote after "input").
+var anthKeys = newKeySet(newScanKey(`"tool_use"`, '_'), newScanKey(`"input"`, 'p'))
 
-// hasToolUse is bytes.Contains(b, `"tool_use"`), faster on JSON.
-func hasToolUse(b []byte) bool { return hasKey(b, anthToolUseKey, anthToolUseRare) }
+// hasToolUse reports whether b may hold an Anthropic call: "tool_use", or
+// "input" (a block of an unknown type), however a reader may read them.
+func hasToolUse(b []byte) bool { return anthKeys.mayHold(b) }
 
 // anthStep is the refused calls of one response, to send back to the model.
 type anthStep struct {

@@ -750,7 +750,7 @@ func FuzzAnthropicStream(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if !bytes.Contains(in, anthToolUseKey) && !bytes.Equal(whole, in) {
+		if !hasToolUse(in) && !bytes.Equal(whole, in) {
 			t.Fatalf("a stream without tool_use changed:\n%q\n%q", in, whole)
 		}
 		if anthBlocked(h, whole) {
@@ -769,7 +769,7 @@ func FuzzAnthropicJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !bytes.Contains(body, anthToolUseKey) && !bytes.Equal(out, body) {
+		if !hasToolUse(body) && !bytes.Equal(out, body) {
 			t.Fatal("a body without tool_use changed")
 		}
 		if bytes.Equal(out, body) {

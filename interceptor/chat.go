@@ -21,14 +21,20 @@ import (
 // to use and holds no state; one Chat serves every request.
 //
 // The byte searches that let traffic without tool calls through untouched
-// assume the provider writes the key "tool_calls" plainly, as every JSON
-// encoder does. A body that spelt it with \u escapes would not be inspected.
+// look for "tool_calls" and "function_call" (the legacy call) in any case
+// or spelling a decoder reads as them (see mayHold).
 type Chat struct{}
 
-var (
-	toolCallsKey = []byte(`"tool_calls"`)
-	doneData     = []byte("[DONE]")
-)
+var doneData = []byte("[DONE]")
+
+// chatKeys are the keys a Chat call needs. Their '_' is rare in a chunk:
+// it appears elsewhere only in a few keys (finish_reason,
+// system_fingerprint), where a quote appears forty times.
+var chatKeys = newKeySet(newScanKey(`"tool_calls"`, '_'), newScanKey(`"function_call"`, '_'))
+
+// hasToolCalls reports whether b may hold a Chat call: "tool_calls" or
+// the legacy "function_call", however a reader may read them.
+func hasToolCalls(b []byte) bool { return chatKeys.mayHold(b) }
 
 // RewriteJSON judges the inspected calls of a chat.completion body
 // (wire-formats.md §1.1) and takes out the held and refused ones; refusals

@@ -1,7 +1,6 @@
 package interceptor
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
@@ -40,9 +39,10 @@ import (
 // followed by the step id of the last link in the text (random when there
 // is none), so a reference to it can be traced back to its step.
 //
-// The byte searches that let traffic without calls through untouched assume
-// the provider writes "function_call" and "custom_tool_call" plainly, as
-// every JSON encoder does.
+// The byte searches that let traffic without calls through untouched look
+// for "function_call" and "custom_tool_call", and for "arguments" and
+// "input", which an item of another type that carries a call would need,
+// in any case or spelling a decoder reads as them (see mayHold).
 type Responses struct{}
 
 // SyntheticPrefix starts the id of every item this adapter makes up: the
@@ -51,26 +51,25 @@ type Responses struct{}
 // be refused by it.
 const SyntheticPrefix = "msg_toolgate_"
 
-var (
-	fnCallKey     = []byte("function_call")
-	customCallKey = []byte("custom_tool_call")
-	synthPrefix   = []byte(SyntheticPrefix)
-)
+var synthPrefix = []byte(SyntheticPrefix)
 
-// The rare bytes of the call keys in Responses events: 'f' does not occur
-// in the keys of a text or reasoning delta ("type", "sequence_number",
-// "item_id", "output_index", "content_index", "delta", "logprobs",
-// "obfuscation"); the 'l' of "tool" occurs only in "logprobs".
-var (
-	fnCallRare     = bytes.IndexByte(fnCallKey, 'f')
-	customCallRare = bytes.IndexByte(customCallKey, 'l')
+// respKeys are the bytes a Responses call needs. The anchors of the keys
+// without an underscore are rare in the keys of a text or reasoning delta
+// ("type", "sequence_number", "item_id", "output_index", "content_index",
+// "delta", "logprobs", "obfuscation"): the 'g' of "arguments" occurs only
+// in "logprobs", the 'p' of "input" in three of them.
+var respKeys = newKeySet(
+	newScanKey("function_call", '_'),
+	newScanKey("custom_tool_call", '_'),
+	newScanKey(`"arguments"`, 'g'),
+	newScanKey(`"input"`, 'p'),
 )
 
 // hasCallBytes reports whether b may carry a call item or its fragments:
-// "function_call" (also in function_call_arguments) or "custom_tool_call".
-func hasCallBytes(b []byte) bool {
-	return hasKey(b, fnCallKey, fnCallRare) || hasKey(b, customCallKey, customCallRare)
-}
+// "function_call" (also in function_call_arguments), "custom_tool_call",
+// or "arguments" or "input" (an item of an unknown type), however a
+// reader may read them.
+func hasCallBytes(b []byte) bool { return respKeys.mayHold(b) }
 
 // respWaitingOutput is the tool result a held call gets in a follow-up
 // request that sends refusals back while it waits (the app's next request
