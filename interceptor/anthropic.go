@@ -36,6 +36,19 @@ type Anthropic struct{}
 // holds one, but no quote after "input").
 var anthKeys = newKeySet(newScanKey(`"tool_use"`, '_'), newScanKey(`"input"`, 'p'))
 
+// anthShape is what the gate reads of a Messages response or event (see
+// shape.ambiguity): the content blocks of a message, the message of a
+// message_start, a content_block_start's block, a delta.
+var anthShape = func() *shape {
+	block := &shape{read: []string{"type", "id", "name", "input", "text", "thinking", "signature", "citations"}}
+	delta := &shape{read: []string{"type", "text", "partial_json", "thinking", "signature", "citation", "stop_reason", "stop_sequence"}}
+	msg := &shape{read: []string{"id", "type", "role", "content", "stop_reason", "stop_sequence", "usage"}, into: map[string]*shape{"content": block}}
+	return &shape{
+		read: []string{"id", "type", "role", "content", "stop_reason", "stop_sequence", "usage", "index", "message", "content_block", "delta"},
+		into: map[string]*shape{"content": block, "message": msg, "content_block": block, "delta": delta},
+	}
+}()
+
 // hasToolUse reports whether b may hold an Anthropic call: "tool_use", or
 // "input" (a block of an unknown type), however a reader may read them.
 func hasToolUse(b []byte) bool { return anthKeys.mayHold(b) }
@@ -78,6 +91,9 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 		return nil, nil, errors.New("anthropic response: invalid JSON around tool_use")
 	}
 	root := gjson.ParseBytes(body)
+	if err := anthShape.ambiguity(root); err != nil {
+		return nil, nil, fmt.Errorf("anthropic response: %w", err)
+	}
 	content := root.Get("content")
 	if !content.IsArray() {
 		return body, nil, nil

@@ -175,7 +175,7 @@ func (s *anthStream) passesRead(ev []byte) bool {
 		return false
 	}
 	root := gjson.ParseBytes(data)
-	if _, ok := anthType(ev, root); !ok {
+	if _, ok := anthType(ev, root); !ok || anthShape.ambiguity(root) != nil {
 		return false // the slow path refuses it
 	}
 	switch root.Get("type").Str {
@@ -367,6 +367,10 @@ func (s *anthStream) slow(ev []byte) {
 		if !s.inCont {
 			s.write(ev)
 		}
+		return
+	}
+	if err := anthShape.ambiguity(root); err != nil {
+		s.fail(fmt.Errorf("anthropic stream: %w", err))
 		return
 	}
 	typ, ok := anthType(ev, root)

@@ -32,6 +32,17 @@ var doneData = []byte("[DONE]")
 // system_fingerprint), where a quote appears forty times.
 var chatKeys = newKeySet(newScanKey(`"tool_calls"`, '_'), newScanKey(`"function_call"`, '_'))
 
+// chatShape is what the gate reads of a Chat response or chunk (see
+// shape.ambiguity): the choices, their message or delta, its tool calls
+// and legacy function_call, and their function or custom bodies.
+var chatShape = func() *shape {
+	fn := &shape{read: []string{"name", "arguments", "input"}}
+	call := &shape{read: []string{"index", "id", "type", "function", "custom"}, into: map[string]*shape{"function": fn, "custom": fn}}
+	msg := &shape{read: []string{"role", "content", "tool_calls", "function_call"}, into: map[string]*shape{"tool_calls": call, "function_call": fn}}
+	choice := &shape{read: []string{"index", "message", "delta", "finish_reason", "logprobs"}, into: map[string]*shape{"message": msg, "delta": msg}}
+	return &shape{read: []string{"id", "choices", "usage", "error"}, into: map[string]*shape{"choices": choice}}
+}()
+
 // hasToolCalls reports whether b may hold a Chat call: "tool_calls" or
 // the legacy "function_call", however a reader may read them.
 func hasToolCalls(b []byte) bool { return chatKeys.mayHold(b) }
@@ -68,7 +79,11 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 	if !gjson.ValidBytes(body) {
 		return nil, nil, errors.New("chat response: invalid JSON around tool calls")
 	}
-	choices := gjson.GetBytes(body, "choices")
+	root := gjson.ParseBytes(body)
+	if err := chatShape.ambiguity(root); err != nil {
+		return nil, nil, fmt.Errorf("chat response: %w", err)
+	}
+	choices := root.Get("choices")
 	if !choices.IsArray() {
 		return body, nil, nil
 	}
@@ -513,6 +528,9 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 	root := gjson.ParseBytes(data)
 	if !root.IsObject() {
 		return "", false, nil
+	}
+	if err := chatShape.ambiguity(root); err != nil {
+		return "", false, fmt.Errorf("chat stream: %w", err)
 	}
 	s.edits = s.edits[:0]
 	if s.inCont {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,6 +65,18 @@ var respKeys = newKeySet(
 	newScanKey(`"arguments"`, 'g'),
 	newScanKey(`"input"`, 'p'),
 )
+
+// respShape is what the gate reads of a Responses body or event (see
+// shape.ambiguity): the output items of a response, the response of an
+// event, an event's item.
+var respShape = func() *shape {
+	item := &shape{read: []string{"type", "id", "call_id", "name", "namespace", "arguments", "input", "status"}}
+	resp := &shape{read: []string{"id", "status", "output", "usage"}, into: map[string]*shape{"output": item}}
+	return &shape{
+		read: []string{"id", "status", "output", "usage", "type", "response", "item", "item_id", "output_index", "sequence_number", "delta", "arguments", "input"},
+		into: map[string]*shape{"output": item, "response": resp, "item": item},
+	}
+}()
 
 // hasCallBytes reports whether b may carry a call item or its fragments:
 // "function_call" (also in function_call_arguments), "custom_tool_call",
@@ -144,6 +157,9 @@ func rewriteResponsesJSON(ctx context.Context, body []byte, h Holder, t *respTur
 		return nil, nil, errors.New("responses response: invalid JSON around calls")
 	}
 	root := gjson.ParseBytes(body)
+	if err := respShape.ambiguity(root); err != nil {
+		return nil, nil, fmt.Errorf("responses response: %w", err)
+	}
 	output := root.Get("output")
 	if !output.IsArray() {
 		return body, nil, nil

@@ -186,6 +186,10 @@ func (s *respStream) slow(ev []byte) {
 		s.other(ev)
 		return
 	}
+	if err := respShape.ambiguity(root); err != nil {
+		s.fail(fmt.Errorf("responses stream: %w", err))
+		return
+	}
 	index := -1
 	if oi := root.Get("output_index"); oi.Exists() {
 		if oi.Type != gjson.Number || oi.Int() < 0 || oi.Int() > 1<<24 || oi.Raw != strconv.FormatInt(oi.Int(), 10) {
