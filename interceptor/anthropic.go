@@ -49,6 +49,27 @@ var anthShape = func() *shape {
 	}
 }()
 
+// anthStrayCall returns the gated tool a content block names when it is
+// no tool_use: a block of an unknown type (or a text block) carrying a
+// name and input. anthropic-sdk-go decodes name and input whatever the
+// type (ContentBlockUnion) and Message.Accumulate appends input_json_delta
+// to any block (messageutil.go), so an app reading the name would run it;
+// such a response is refused. server_tool_use and mcp_tool_use blocks
+// run on the provider's side and pass unread, whatever they are named.
+func anthStrayCall(h Holder, cb gjson.Result) (string, bool) {
+	switch cb.Get("type").Str {
+	case "tool_use", "server_tool_use", "mcp_tool_use":
+		return "", false
+	}
+	n := cb.Get("name")
+	return n.Str, n.Type == gjson.String && h.Gated(n.Str)
+}
+
+// errAnthStray is the error for a block that anthStrayCall reports.
+func errAnthStray(cb gjson.Result, name string) error {
+	return fmt.Errorf("a content block of type %q names the gated tool %q, which the gate cannot place", cb.Get("type").Str, name)
+}
+
 // hasToolUse reports whether b may hold an Anthropic call: "tool_use", or
 // "input" (a block of an unknown type), however a reader may read them.
 func hasToolUse(b []byte) bool { return anthKeys.mayHold(b) }
@@ -100,8 +121,13 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 	}
 	var calls []Call
 	var at []int // per call, its block's position
+	var stray error
 	pos, n := 0, 0
 	content.ForEach(func(_, b gjson.Result) bool {
+		if name, ok := anthStrayCall(h, b); ok {
+			stray = errAnthStray(b, name)
+			return false
+		}
 		if b.IsObject() && b.Get("type").Str == "tool_use" {
 			if name := b.Get("name").Str; h.Gated(name) {
 				calls = append(calls, Call{
@@ -119,6 +145,9 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 		n++
 		return true
 	})
+	if stray != nil {
+		return nil, nil, fmt.Errorf("anthropic response: %w", stray)
+	}
 	if len(calls) == 0 {
 		return body, nil, nil
 	}

@@ -57,6 +57,7 @@ import (
 func (Anthropic) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
 	s := &anthStream{ctx: ctx, h: h, hold: -1}
 	s.attach(dst, flush, "anthropic stream")
+	s.stopEvent = anthStopEvent
 	return s
 }
 
@@ -181,6 +182,9 @@ func (s *anthStream) passesRead(ev []byte) bool {
 	switch root.Get("type").Str {
 	case "content_block_start":
 		cb := root.Get("content_block")
+		if _, stray := anthStrayCall(s.h, cb); stray {
+			return false // the slow path refuses it
+		}
 		if cb.Get("type").Str != "tool_use" {
 			return true
 		}
@@ -283,6 +287,9 @@ func (s *anthStream) readStart(msg gjson.Result) (gated bool) {
 			if b.typ == "tool_use" {
 				gated = gated || s.h.Gated(b.name)
 				s.toolUses++
+			}
+			if _, stray := anthStrayCall(s.h, cb); stray {
+				gated = true // refused as an inspected call there would be
 			}
 			b.out = s.next
 			s.next++
@@ -422,6 +429,10 @@ func (s *anthStream) blockStart(ev, data []byte, root gjson.Result) {
 	}
 	if s.block(int(idx.Int())) != nil {
 		s.fail(fmt.Errorf("anthropic stream: a second block starts at index %d", idx.Int()))
+		return
+	}
+	if name, stray := anthStrayCall(s.h, cb); stray {
+		s.fail(fmt.Errorf("anthropic stream: %w", errAnthStray(cb, name)))
 		return
 	}
 	b := s.addBlock(int(idx.Int()), cb)
@@ -817,6 +828,14 @@ func (b *anthBlock) arguments() []byte {
 		return []byte("{}")
 	}
 	return []byte(in.Raw)
+}
+
+// anthStopEvent is an error event: anthropic-sdk-go ends the stream with
+// an error for an event named "error" (ssestream.go), as the Node SDK
+// throws an APIError (core/streaming.ts).
+func anthStopEvent(message string) []byte {
+	b := append([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":"), gjson.AppendJSONString(nil, message)...)
+	return append(b, "}}\n\n"...)
 }
 
 // writeEvent writes ev with its data replaced by data (several data lines

@@ -92,11 +92,16 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 		calls  []Call
 	}
 	var held []heldChoice
+	var err error
 	pos := 0
 	choices.ForEach(func(_, choice gjson.Result) bool {
 		ci := choiceIndex(choice, pos)
 		pos++
-		tcs := choice.Get("message.tool_calls")
+		msg := choice.Get("message")
+		if err = legacyCall(msg.Get("function_call"), "", h); err != nil {
+			return false
+		}
+		tcs := msg.Get("tool_calls")
 		if !tcs.IsArray() {
 			return true
 		}
@@ -104,7 +109,11 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 		n := 0
 		tcs.ForEach(func(_, tc gjson.Result) bool {
 			if tc.IsObject() {
-				typ, fn := callBody(tc, "")
+				var typ string
+				var fn gjson.Result
+				if typ, fn, err = callBody(tc, "", h); err != nil {
+					return false
+				}
 				name := fn.Get("name").Str
 				if h.Gated(name) {
 					calls = append(calls, Call{
@@ -124,8 +133,11 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 		if len(calls) > 0 {
 			held = append(held, heldChoice{choice, calls})
 		}
-		return true
+		return err == nil
 	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("chat response: %w", err)
+	}
 	if len(held) == 0 {
 		return body, nil, nil
 	}
@@ -268,26 +280,61 @@ func choiceIndex(choice gjson.Result, pos int) int {
 	return pos
 }
 
-// callBody returns a tool call's type and the object that holds its name and
-// arguments: "function" or "custom", or whatever "type" names, so a future
-// type is still matched by name rather than let through unread. typ, when
-// known from an earlier delta, is used in place of the call's own "type".
-func callBody(tc gjson.Result, typ string) (string, gjson.Result) {
+// callBody returns a tool call's type and the object that holds its name
+// and arguments: "function" or "custom", or whatever "type" names, so a
+// future type is still matched by name rather than let through unread.
+// typ, when known from an earlier delta, is used in place of the call's
+// own "type".
+//
+// It fails for a call the gate cannot place that names a gated tool: one
+// of another type than "function" or "custom", or one whose gated name sits
+// in a body its type does not point at. openai-go decodes every body of a
+// call whatever its type (ChatCompletionMessageToolCallUnion) and its
+// stream accumulator copies type and function.name whatever they say
+// (streamaccumulator.go), as plain JSON does in the Node SDK: an app
+// reading function.name would run such a call.
+func callBody(tc gjson.Result, typ string, h Holder) (string, gjson.Result, error) {
 	if typ == "" {
 		typ = tc.Get("type").Str
 	}
+	var body gjson.Result
 	switch typ {
 	case "function", "custom":
-		return typ, tc.Get(typ)
+		body = tc.Get(typ)
 	case "":
 		for _, k := range [...]string{"function", "custom"} {
 			if b := tc.Get(k); b.Exists() {
-				return k, b
+				typ, body = k, b
+				break
 			}
 		}
-		return "", gjson.Result{}
+	default:
+		body = tc.Get(gjson.Escape(typ))
 	}
-	return typ, tc.Get(gjson.Escape(typ))
+	known := typ == "function" || typ == "custom"
+	for _, k := range [...]string{"function", "custom", typ} {
+		if k == "" || known && k == typ {
+			continue
+		}
+		if n := tc.Get(gjson.Escape(k)).Get("name"); n.Type == gjson.String && h.Gated(n.Str) {
+			return "", gjson.Result{}, fmt.Errorf("a tool call of type %q names the gated tool %q under %q, which the gate cannot place", typ, n.Str, k)
+		}
+	}
+	return typ, body, nil
+}
+
+// legacyCall fails when a legacy function_call (the deprecated functions
+// API: message.function_call or delta.function_call) names a gated tool,
+// alone or after the name fragments before it (so far). The gate does not
+// hold legacy calls: it refuses them (openai-go still decodes
+// ChatCompletionMessage.FunctionCall and a chunk's Delta.FunctionCall,
+// and the request side refuses the functions parameter).
+func legacyCall(fc gjson.Result, so string, h Holder) error {
+	n := fc.Get("name")
+	if n.Type != gjson.String || !h.Gated(n.Str) && !h.Gated(so+n.Str) {
+		return nil
+	}
+	return fmt.Errorf("a legacy function_call names the gated tool %q; the gate refuses legacy calls", so+n.Str)
 }
 
 // callArguments is the arguments value of a call body: "arguments"
@@ -348,6 +395,7 @@ const foldAt = 256 << 10
 func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
 	s := &chatStream{ctx: ctx, h: h}
 	s.attach(dst, flush, "chat stream")
+	s.stopEvent = chatStopEvent
 	return s
 }
 
@@ -379,6 +427,7 @@ type chatChoice struct {
 	held    int         // held calls not yet handed to Hold
 	shown   bool        // text reached the app before this response, or the gate wrote some
 	sep     bool        // the response's first content delta needs a blank line before it
+	legacy  string      // the name fragments of a legacy function_call so far
 }
 
 type chatCall struct {
@@ -606,6 +655,12 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (keep bool, err error) {
 	st := s.choice(ci)
 	delta := ch.Get("delta")
+	if fc := delta.Get("function_call"); fc.Exists() {
+		if err := legacyCall(fc, st.legacy, s.h); err != nil {
+			return false, fmt.Errorf("chat stream: choice %d: %w", ci, err)
+		}
+		st.legacy += fc.Get("name").Str
+	}
 	c := delta.Get("content")
 	if c.Type == gjson.String {
 		st.content = append(st.content, c.Str...)
@@ -736,7 +791,11 @@ func (s *chatStream) toolDeltas(st *chatChoice, ci int, delta gjson.Result) (rem
 			if c != nil {
 				typ = c.typ
 			}
-			typ, fn := callBody(tc, typ)
+			typ, fn, e := callBody(tc, typ, s.h)
+			if e != nil {
+				err = fmt.Errorf("chat stream: choice %d: %w", ci, e)
+				return false
+			}
 			name := fn.Get("name")
 			switch {
 			case c == nil && name.Type != gjson.String:
@@ -1032,6 +1091,14 @@ func (c *chatCall) appendDelta(b []byte) []byte {
 	b = c.appendJSON(b) // {"id":…}
 	index := strconv.AppendInt([]byte(`"index":`), int64(c.dense), 10)
 	return slices.Insert(b, start+1, append(index, ',')...)
+}
+
+// chatStopEvent is an error chunk: openai-go ends the stream with an error
+// for an event whose data has "error" (ssestream.go), the Node SDK throws
+// an APIError for one whose data.error is set (core/streaming.ts).
+func chatStopEvent(message string) []byte {
+	b := append([]byte(`data: {"error":{"message":`), gjson.AppendJSONString(nil, message)...)
+	return append(b, `,"type":"toolgate_error","param":null,"code":"response_refused"}}`+"\n\n"...)
 }
 
 // writeEvent writes ev with its data replaced by data (several data

@@ -650,7 +650,7 @@ func TestChatStreamFailsClosed(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if string(out) != tc.want {
+			if want := tc.want + string(chatStopEvent(stopMessage(err))); string(out) != want {
 				t.Errorf("output = %q, want %q", out, tc.want)
 			}
 		})
@@ -659,10 +659,12 @@ func TestChatStreamFailsClosed(t *testing.T) {
 	t.Run("later writes fail", func(t *testing.T) {
 		var buf bytes.Buffer
 		s := Chat{}.NewStream(context.Background(), &buf, nil, newHolder())
-		if _, err := s.Write([]byte("data: {\"tool_calls\":\n\n")); err == nil {
+		_, err := s.Write([]byte("data: {\"tool_calls\":\n\n"))
+		if err == nil {
 			t.Fatal("no error")
 		}
-		if _, err := s.Write([]byte("data: {}\n\n")); err == nil || buf.Len() != 0 {
+		stop := string(chatStopEvent(stopMessage(err)))
+		if _, err := s.Write([]byte("data: {}\n\n")); err == nil || buf.String() != stop {
 			t.Errorf("write after failure: err %v, output %q", err, buf.Bytes())
 		}
 		if s.Close() == nil {
@@ -682,9 +684,9 @@ func TestChatStreamFailsClosed(t *testing.T) {
 			_, err = s.Write(piece)
 		}
 		if err == nil {
-			t.Error("no error for a 9 MiB event")
+			t.Fatal("no error for a 9 MiB event")
 		}
-		if buf.Len() != 0 {
+		if buf.String() != string(chatStopEvent(stopMessage(err))) {
 			t.Errorf("wrote %d bytes", buf.Len())
 		}
 	})
@@ -916,6 +918,19 @@ func TestChatJSONInvalid(t *testing.T) {
 
 // blocks reports whether h keeps calls of this tool from the app (held or
 // refused).
+// callNames returns every name a tool call entry carries, in any of its
+// bodies: an SDK may read any of them.
+func callNames(tc gjson.Result) []string {
+	var names []string
+	tc.ForEach(func(_, b gjson.Result) bool {
+		if n := b.Get("name"); b.IsObject() && n.Type == gjson.String {
+			names = append(names, n.Str)
+		}
+		return true
+	})
+	return names
+}
+
 func (h *fakeHolder) blocks(name string) bool { return h.gated[name] && !h.pass[name] }
 
 // fuzzHolder holds GetWeatherArgs and delete_post, passes get_weather after
@@ -928,16 +943,16 @@ func fuzzHolder() *fakeHolder {
 // stream is one h blocks.
 func blockedInStream(h *fakeHolder, out []byte) bool {
 	found := false
-	for line := range strings.SplitSeq(string(out), "\n") {
-		_, data, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "data:")
-		if !ok || !gjson.Valid(data) {
+	for _, ev := range sse.Parse(out) {
+		if !gjson.Valid(ev.Data) {
 			continue
 		}
-		gjson.Get(data, "choices").ForEach(func(_, ch gjson.Result) bool {
+		gjson.Get(ev.Data, "choices").ForEach(func(_, ch gjson.Result) bool {
 			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				found = found || h.blocks(tc.Get("function.name").Str) || h.blocks(tc.Get("custom.name").Str)
+				found = found || slices.ContainsFunc(callNames(tc), h.blocks)
 				return true
 			})
+			found = found || h.blocks(ch.Get("delta.function_call.name").Str)
 			return true
 		})
 	}
@@ -991,8 +1006,7 @@ func FuzzChatJSON(f *testing.F) {
 		}
 		gjson.GetBytes(out, "choices.#.message.tool_calls").ForEach(func(_, tcs gjson.Result) bool {
 			tcs.ForEach(func(_, tc gjson.Result) bool {
-				_, fn := callBody(tc, "")
-				if tc.IsObject() && h.blocks(fn.Get("name").Str) {
+				if slices.ContainsFunc(callNames(tc), h.blocks) {
 					t.Fatalf("a held or refused call got through: %s", out)
 				}
 				return true
@@ -1103,7 +1117,7 @@ func checkJSONContinuation(t *testing.T, body []byte) {
 		t.Fatalf("the refused call got through: %s", out)
 	}
 	gjson.GetBytes(out, "choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		if _, fn := callBody(tc, ""); tc.IsObject() && h.blocks(fn.Get("name").Str) {
+		if slices.ContainsFunc(callNames(tc), h.blocks) {
 			t.Fatalf("a held or refused call got through: %s", out)
 		}
 		return true

@@ -167,6 +167,9 @@ func rewriteResponsesJSON(ctx context.Context, body []byte, h Holder, t *respTur
 	items := output.Array()
 	var calls []*respCall
 	for i, it := range items {
+		if key, stray := respStrayCall(h, it); stray {
+			return nil, nil, fmt.Errorf("responses response: %w", errRespStray(it, key))
+		}
 		if c := inspectItem(h, it); c != nil {
 			c.index, c.pos, c.raw = i, i, it.Raw
 			c.head = true
@@ -259,6 +262,30 @@ func isClientCall(typ string) bool {
 		return true
 	}
 	return false
+}
+
+// respStrayCall returns the policy key a gated tool's output item names
+// when it is no call this adapter inspects: an item of an unknown type (or
+// a message, a reasoning item) carrying a name. openai-go decodes name and
+// arguments whatever the type (ResponseOutputItemUnion), so an app reading
+// the name would run it; such a response is refused. mcp_call and
+// mcp_approval_request items name tools that run on the provider's side
+// and pass unread.
+func respStrayCall(h Holder, it gjson.Result) (string, bool) {
+	switch it.Get("type").Str {
+	case "function_call", "custom_tool_call", "mcp_call", "mcp_approval_request":
+		return "", false
+	}
+	n := it.Get("name")
+	if n.Type != gjson.String {
+		return "", false
+	}
+	return gatedKey(h, it.Get("namespace").Str, n.Str)
+}
+
+// errRespStray is the error for an item that respStrayCall reports.
+func errRespStray(it gjson.Result, key string) error {
+	return fmt.Errorf("an output item of type %q names the gated tool %q, which the gate cannot place", it.Get("type").Str, key)
 }
 
 // gatedKey returns the policy key a call matches: namespace/name first,

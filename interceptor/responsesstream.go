@@ -248,6 +248,9 @@ func (s *respStream) pass(ev, data []byte, root gjson.Result, index int) {
 
 func (s *respStream) itemAdded(ev, data []byte, root gjson.Result, index int) {
 	item := root.Get("item")
+	if s.stray(item) {
+		return
+	}
 	if !isCallType(item.Get("type").Str) {
 		s.pass(ev, data, root, index)
 		return
@@ -291,6 +294,9 @@ func (s *respStream) begin(c *respCall, item gjson.Result, index int) {
 
 func (s *respStream) itemDone(ev, data []byte, root gjson.Result, index int) {
 	item := root.Get("item")
+	if s.stray(item) {
+		return
+	}
 	if index >= 0 {
 		if s.r.items == nil {
 			s.r.items = make(map[int]string)
@@ -377,7 +383,8 @@ func (s *respStream) fragment(ev, data []byte, root gjson.Result, typ string, in
 func (s *respStream) snapshotCalls(root gjson.Result) bool {
 	found := false
 	check := func(it gjson.Result) {
-		found = found || inspectItem(s.t.h, it) != nil
+		_, stray := respStrayCall(s.t.h, it)
+		found = found || stray || inspectItem(s.t.h, it) != nil
 	}
 	if it := root.Get("item"); it.IsObject() {
 		check(it)
@@ -390,6 +397,16 @@ func (s *respStream) snapshotCalls(root gjson.Result) bool {
 		s.fail(errors.New("responses stream: an event shows a call before the response ended"))
 	}
 	return found
+}
+
+// stray fails the stream when item is no call this adapter inspects but
+// names a gated tool (respStrayCall).
+func (s *respStream) stray(item gjson.Result) bool {
+	key, ok := respStrayCall(s.t.h, item)
+	if ok {
+		s.fail(fmt.Errorf("responses stream: %w", errRespStray(item, key)))
+	}
+	return ok
 }
 
 // callFor returns the inspected call an event belongs to: by item id when
@@ -436,6 +453,9 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 		items = r.recorded()
 	}
 	for i, it := range items {
+		if s.stray(it) {
+			return
+		}
 		if !isCallType(it.Get("type").Str) {
 			continue
 		}
@@ -775,6 +795,20 @@ func (s *respStream) writeMade(typ string, data []byte) {
 		typ = ""
 	}
 	s.writeNew(typ, data)
+}
+
+// stopEventFor is an error event: the Node SDK throws an APIError for an
+// event named "error" (core/streaming.ts); openai-go ends the stream with
+// an error only for data holding "error" (ssestream.go), which the API's
+// own error event lacks, so the gate's has both forms.
+func (s *respStream) stopEventFor(message string) []byte {
+	m := gjson.AppendJSONString(nil, message)
+	b := append([]byte("event: error\ndata: {\"type\":\"error\",\"sequence_number\":"), strconv.FormatInt(s.lastSeq+1, 10)...)
+	b = append(b, `,"code":"response_refused","message":`...)
+	b = append(b, m...)
+	b = append(b, `,"param":null,"error":{"type":"toolgate_error","code":"response_refused","message":`...)
+	b = append(b, m...)
+	return append(b, "}}\n\n"...)
 }
 
 // writeEvent writes ev with its data replaced by data (several data lines

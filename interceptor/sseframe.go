@@ -27,11 +27,20 @@ type sseFrame struct {
 	err    error  // sticky: once set, nothing more is written
 	closed bool   // Close ran: a later Write is an error
 
-	dst   io.Writer    // where the events go
-	flush func() error // flushes dst; nil when it cannot
-	dirty bool         // written since the last flush
-	name  string       // the stream in its errors ("chat stream")
+	dst    io.Writer    // where the events go
+	flush  func() error // flushes dst; nil when it cannot
+	dirty  bool         // written since the last flush
+	broken bool         // dst or flush failed: nothing more can reach the client
+	name   string       // the stream in its errors ("chat stream")
+
+	// stopEvent, when set, makes the event that ends a stream the gate
+	// stops, in the stream's protocol, so that the client's SDK reports an
+	// error instead of taking what came before for a whole answer.
+	stopEvent func(message string) []byte
 }
+
+// stopMessage is what the app's SDK reports when the gate stops a stream.
+func stopMessage(err error) string { return "Toolgate stopped this response: " + err.Error() }
 
 // attach points the stream at dst for a response (again, for a follow-up
 // written on the same stream).
@@ -47,6 +56,7 @@ func (f *sseFrame) write(b []byte) {
 		return
 	}
 	if _, err := f.dst.Write(b); err != nil {
+		f.broken = true
 		f.fail(fmt.Errorf("%s: writing: %w", f.name, err))
 		return
 	}
@@ -63,16 +73,27 @@ func (f *sseFrame) flushNow() {
 		return
 	}
 	if err := f.flush(); err != nil {
+		f.broken = true
 		f.fail(fmt.Errorf("%s: flushing: %w", f.name, err))
 	}
 }
 
-// fail records the stream's first error and returns it.
+// fail records the stream's first error and returns it. The first error
+// also ends what the client reads with the stop event, unless the client
+// can no longer be reached.
 func (f *sseFrame) fail(err error) error {
-	if f.err == nil {
-		f.err = err
+	if f.err != nil {
+		return f.err
 	}
-	return f.err
+	f.err = err
+	if f.broken || f.stopEvent == nil || f.dst == nil {
+		return err
+	}
+	if _, werr := f.dst.Write(f.stopEvent(stopMessage(err))); werr == nil && f.flush != nil {
+		f.flush() // the stream is over either way
+	}
+	f.dirty = false
+	return err
 }
 
 // failed returns the stream's first error.

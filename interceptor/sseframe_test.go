@@ -23,9 +23,13 @@ func hideVariants(callEvents string) map[string]string {
 }
 
 // nodeSees reports whether any event a Node SDK would dispatch from out
-// carries s in its data.
+// carries s in its data, bar the error event that ends a stream the gate
+// stopped (its message may name the tool).
 func nodeSees(out []byte, s string) bool {
 	for _, ev := range sse.Parse(out) {
+		if ev.Type == "error" || gjson.Get(ev.Data, "error").Exists() {
+			continue
+		}
 		if strings.Contains(ev.Data, s) {
 			return true
 		}
