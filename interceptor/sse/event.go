@@ -1,5 +1,7 @@
 package sse
 
+import "bytes"
+
 // Event is one event as a reader dispatches it.
 type Event struct {
 	Type string // the event line's value; "" when it has none (a reader's "message")
@@ -9,19 +11,24 @@ type Event struct {
 // Parse reads a whole stream and returns the events a reader dispatches:
 // those with at least one data line, in order. An event the stream ends
 // in, without its blank line, is not dispatched (the spec's rule, which
-// every SDK reader follows).
+// every SDK reader follows); a blank line ended by a CR that is the
+// stream's last byte does end one.
 func Parse(stream []byte) []Event {
 	var out []Event
 	var s Splitter
 	var scratch []byte
-	s.Split(stream, func(ev []byte, _ int) bool {
+	read := func(ev []byte, _ int) bool {
 		var data []byte
 		var ok bool
 		if data, scratch, ok = Data(ev, scratch); ok {
 			out = append(out, Event{Type: string(Type(ev)), Data: string(data)})
 		}
 		return true
-	})
+	}
+	s.Split(stream, read)
+	if rest := s.Rest(); string(rest) == "\n" || bytes.HasSuffix(rest, []byte("\n\n")) {
+		read(rest, -1) // in canonical form: it ended with that CR
+	}
 	return out
 }
 

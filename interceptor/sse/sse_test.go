@@ -81,6 +81,9 @@ func TestSplitterReadsAsTheSpec(t *testing.T) {
 			if got := specParse([]byte(tc.stream), true); !reflect.DeepEqual(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
 				t.Fatalf("the reference reads %q, the test wants %q", got, tc.want)
 			}
+			if got := Parse([]byte(tc.stream)); !sameEvents(got, tc.want) {
+				t.Fatalf("Parse reads %q, want %q", got, tc.want)
+			}
 			for cut := 0; cut <= len(tc.stream); cut++ {
 				got, _ := gateRead(t, []byte(tc.stream), []int{cut})
 				if !reflect.DeepEqual(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
@@ -232,7 +235,7 @@ func FuzzWriteParse(f *testing.F) {
 		want := []Event{{Type: typ, Data: strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(data)}}
 		stream := AppendEvent(AppendEvent(nil, Event{Type: typ, Data: data}), Event{Data: "end"})
 		want = append(want, Event{Data: "end"})
-		if got := Parse(stream); !reflect.DeepEqual(got, want) {
+		if got := Parse(stream); !reflect.DeepEqual(got, want) || !sameEvents(Parse(bytes.ReplaceAll(stream, []byte("\n"), []byte("\r"))), want) {
 			t.Fatalf("wrote %q, read %q, want %q", stream, got, want)
 		}
 		if got := specParse(stream, false); !reflect.DeepEqual(got, want) {
