@@ -288,7 +288,7 @@ func choiceIndex(choice gjson.Result, pos int) int {
 //
 // It fails for a call the gate cannot place that names a gated tool: one
 // of another type than "function" or "custom", or one whose gated name sits
-// in a body its type does not point at. openai-go decodes every body of a
+// in any body its type does not point at. openai-go decodes every body of a
 // call whatever its type (ChatCompletionMessageToolCallUnion) and its
 // stream accumulator copies type and function.name whatever they say
 // (streamaccumulator.go), as plain JSON does in the Node SDK: an app
@@ -312,13 +312,18 @@ func callBody(tc gjson.Result, typ string, h Holder) (string, gjson.Result, erro
 		body = tc.Get(gjson.Escape(typ))
 	}
 	known := typ == "function" || typ == "custom"
-	for _, k := range [...]string{"function", "custom", typ} {
-		if k == "" || known && k == typ {
-			continue
+	var err error
+	tc.ForEach(func(k, v gjson.Result) bool {
+		if !v.IsObject() || known && k.Str == typ {
+			return true
 		}
-		if n := tc.Get(gjson.Escape(k)).Get("name"); n.Type == gjson.String && h.Gated(n.Str) {
-			return "", gjson.Result{}, fmt.Errorf("a tool call of type %q names the gated tool %q under %q, which the gate cannot place", typ, n.Str, k)
+		if n := v.Get("name"); n.Type == gjson.String && h.Gated(n.Str) {
+			err = fmt.Errorf("a tool call of type %q names the gated tool %q under %q, which the gate cannot place", typ, n.Str, k.Str)
 		}
+		return err == nil
+	})
+	if err != nil {
+		return "", gjson.Result{}, err
 	}
 	return typ, body, nil
 }
