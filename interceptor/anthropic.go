@@ -31,10 +31,11 @@ import (
 // them (see mayHold).
 type Anthropic struct{}
 
-// anthKeys are the bytes an Anthropic call needs: "tool_use", and "input",
-// found by its 'p', rare in text and thinking deltas ("input_tokens"
-// holds one, but no quote after "input").
-var anthKeys = newKeySet(newScanKey(`"tool_use"`, '_'), newScanKey(`"input"`, 'p'))
+// anthKeys are the bytes an Anthropic call needs: the type "tool_use",
+// found by its 'u', which no key of a text or thinking delta holds, and
+// "input", found by its 'p' ("input_tokens" holds one, but no quote after
+// "input").
+var anthKeys = newKeySet(newScanKey(`"tool_use"`, 'u'), newScanKey(`"input"`, 'p'))
 
 // anthShape is what the gate reads of a Messages response or event (see
 // shape.ambiguity): the content blocks of a message, the message of a

@@ -57,7 +57,7 @@ import (
 func (Anthropic) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
 	s := &anthStream{ctx: ctx, h: h, hold: -1}
 	s.attach(dst, flush, "anthropic stream")
-	s.stopEvent = anthStopEvent
+	s.stop = s
 	return s
 }
 
@@ -837,6 +837,8 @@ func anthStopEvent(message string) []byte {
 	b := append([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":"), gjson.AppendJSONString(nil, message)...)
 	return append(b, "}}\n\n"...)
 }
+
+func (s *anthStream) stopEvent(message string) []byte { return anthStopEvent(message) }
 
 // writeEvent writes ev with its data replaced by data (several data lines
 // when it holds line ends); its other lines (event:, id:, comments) are

@@ -84,7 +84,7 @@ func (t *anthTurn) allowed() bool {
 func (t *anthTurn) Stream(dst io.Writer, flush func() error) Stream {
 	t.streaming = true
 	t.s.attach(dst, flush, "anthropic stream")
-	t.s.stopEvent = anthStopEvent
+	t.s.stop = &t.s
 	return &t.s
 }
 

@@ -30,7 +30,7 @@ var doneData = []byte("[DONE]")
 // chatKeys are the keys a Chat call needs. Their '_' is rare in a chunk:
 // it appears elsewhere only in a few keys (finish_reason,
 // system_fingerprint), where a quote appears forty times.
-var chatKeys = newKeySet(newScanKey(`"tool_calls"`, '_'), newScanKey(`"function_call"`, '_'))
+var chatKeys = newKeySet(newFoldedKey(`"tool_calls"`), newFoldedKey(`"function_call"`))
 
 // chatShape is what the gate reads of a Chat response or chunk (see
 // shape.ambiguity): the choices, their message or delta, its tool calls
@@ -400,7 +400,7 @@ const foldAt = 256 << 10
 func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
 	s := &chatStream{ctx: ctx, h: h}
 	s.attach(dst, flush, "chat stream")
-	s.stopEvent = chatStopEvent
+	s.stop = s
 	return s
 }
 
@@ -1105,6 +1105,8 @@ func chatStopEvent(message string) []byte {
 	b := append([]byte(`data: {"error":{"message":`), gjson.AppendJSONString(nil, message)...)
 	return append(b, `,"type":"toolgate_error","param":null,"code":"response_refused"}}`+"\n\n"...)
 }
+
+func (s *chatStream) stopEvent(message string) []byte { return chatStopEvent(message) }
 
 // writeEvent writes ev with its data replaced by data (several data
 // lines when it holds line ends); its other lines (id:, comments) are

@@ -100,7 +100,7 @@ func (t *chatTurn) allowed() bool {
 func (t *chatTurn) Stream(dst io.Writer, flush func() error) Stream {
 	t.streaming = true
 	t.s.attach(dst, flush, "chat stream")
-	t.s.stopEvent = chatStopEvent
+	t.s.stop = &t.s
 	return &t.s
 }
 

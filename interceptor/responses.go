@@ -54,16 +54,18 @@ const SyntheticPrefix = "msg_toolgate_"
 
 var synthPrefix = []byte(SyntheticPrefix)
 
-// respKeys are the bytes a Responses call needs. The anchors of the keys
-// without an underscore are rare in the keys of a text or reasoning delta
-// ("type", "sequence_number", "item_id", "output_index", "content_index",
-// "delta", "logprobs", "obfuscation"): the 'g' of "arguments" occurs only
-// in "logprobs", the 'p' of "input" in three of them.
+// respKeys are the bytes a Responses call needs: the type names
+// "function_call" (also in function_call_arguments) and
+// "custom_tool_call", and "arguments" and "input". The anchors are rare in
+// the keys of a text or reasoning delta ("type", "sequence_number",
+// "item_id", "output_index", "content_index", "delta", "logprobs",
+// "obfuscation"): 'f' does not occur, the 'l' of "tool" and the 'g' of
+// "arguments" only in "logprobs", the 'i' of "input" in four of them.
 var respKeys = newKeySet(
-	newScanKey("function_call", '_'),
-	newScanKey("custom_tool_call", '_'),
+	newScanKey("function_call", 'f'),
+	newScanKey("custom_tool_call", 'l'),
 	newScanKey(`"arguments"`, 'g'),
-	newScanKey(`"input"`, 'p'),
+	newScanKey(`"input"`, 'i'),
 )
 
 // respShape is what the gate reads of a Responses body or event (see

@@ -797,11 +797,11 @@ func (s *respStream) writeMade(typ string, data []byte) {
 	s.writeNew(typ, data)
 }
 
-// stopEventFor is an error event: the Node SDK throws an APIError for an
+// stopEvent is an error event: the Node SDK throws an APIError for an
 // event named "error" (core/streaming.ts); openai-go ends the stream with
 // an error only for data holding "error" (ssestream.go), which the API's
 // own error event lacks, so the gate's has both forms.
-func (s *respStream) stopEventFor(message string) []byte {
+func (s *respStream) stopEvent(message string) []byte {
 	m := gjson.AppendJSONString(nil, message)
 	b := append([]byte("event: error\ndata: {\"type\":\"error\",\"sequence_number\":"), strconv.FormatInt(s.lastSeq+1, 10)...)
 	b = append(b, `,"code":"response_refused","message":`...)

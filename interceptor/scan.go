@@ -7,12 +7,17 @@ import "bytes"
 // not be fooled by what a reader decodes, so it also answers yes when a
 // key may be spelt another way that some reader reads as the key:
 //
-//   - in another case ("Tool_Calls"): Go's encoding/json matches struct
-//     fields case-insensitively, folding the long s (U+017F) to s and the
-//     Kelvin sign (U+212A) to k as well. The SDKs do not (openai-go and
-//     anthropic-sdk-go decode with apijson, internal/apijson/decoder.go,
+//   - a key in another case ("Tool_Calls"): Go's encoding/json matches
+//     struct fields case-insensitively, folding the long s (U+017F) to s
+//     and the Kelvin sign (U+212A) to k as well. The SDKs do not (openai-go
+//     and anthropic-sdk-go decode with apijson, internal/apijson/decoder.go,
 //     by exact names from gjson's Map; the Node SDKs use JSON.parse), but
-//     an app decoding the body into its own struct does;
+//     an app decoding the body into its own struct does. Chat's keys are
+//     found in any case; a type name ("tool_use", "function_call") is a
+//     value, which every reader compares exactly, and a key without an
+//     underscore ("input", "arguments") matters only for an item of a type
+//     no SDK reads as a call (see each adapter), so those are found as
+//     written, in one pass each;
 //   - with a \u escape ("\u0074ool_calls"): every JSON decoder decodes it
 //     (gjson too, so the slow path reads such a key as the key).
 //
@@ -22,33 +27,34 @@ import "bytes"
 // escaped keys as every decoder does and refuses keys in another case
 // (see checkShape).
 
-// scanKey is one key the fast path searches for.
+// scanKey is one key (or type name) the fast path searches for.
 type scanKey struct {
 	key    []byte // as a provider writes it, lower case
 	anchor int    // index in key of the byte searched for: rare in the traffic, to keep false starts few
+	fold   bool   // a key: found in any case (a value such as a type name is compared exactly by every reader)
 }
 
 func newScanKey(key string, anchor byte) scanKey {
 	return scanKey{key: []byte(key), anchor: bytes.IndexByte([]byte(key), anchor)}
 }
 
-// keySet is the keys one adapter's fast path searches for. Keys holding
-// an underscore are found around each '_' (rare in these APIs' text
-// events, and the same in every case) in any case, the long s and the
-// Kelvin sign included. A key without one ("input", "arguments") is found
-// as written: it matters only for an item of a type no SDK reads as a call
-// (see each adapter), so one pass for it is enough; its escaped spellings
-// are still caught.
+// newFoldedKey is a key found in any case, around its first '_' (the same
+// in every case, and rare in these APIs' events).
+func newFoldedKey(key string) scanKey {
+	return scanKey{key: []byte(key), anchor: bytes.IndexByte([]byte(key), '_'), fold: true}
+}
+
+// keySet is the keys one adapter's fast path searches for.
 type keySet struct {
-	folded []scanKey // anchored at their first '_'
-	exact  []scanKey
+	folded []scanKey // found around each '_', in any case (newFoldedKey)
+	exact  []scanKey // found as written
 }
 
 func newKeySet(keys ...scanKey) keySet {
 	var s keySet
 	for _, k := range keys {
-		if i := bytes.IndexByte(k.key, '_'); i >= 0 {
-			s.folded = append(s.folded, scanKey{key: k.key, anchor: i})
+		if k.fold {
+			s.folded = append(s.folded, k)
 		} else {
 			s.exact = append(s.exact, k)
 		}
@@ -57,7 +63,7 @@ func newKeySet(keys ...scanKey) keySet {
 }
 
 // mayHold reports whether b may hold one of the keys for some reader: as
-// written, in another case, or spelt with an escape.
+// written, in another case (a folded key), or spelt with an escape.
 func (s *keySet) mayHold(b []byte) bool {
 	if len(s.folded) > 0 && hasFolded(b, s.folded) {
 		return true
@@ -72,7 +78,9 @@ func (s *keySet) mayHold(b []byte) bool {
 
 // hasFolded reports whether b holds one of keys, case folded as Go's
 // encoding/json folds (ASCII, and U+017F for s and U+212A for k), found
-// around each '_' in b.
+// around each '_' in b. The bytes right before and after the '_' are
+// checked first: in these APIs' events most underscores belong to other
+// keys (sequence_number, output_index, …), and that check turns them away.
 func hasFolded(b []byte, keys []scanKey) bool {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], '_')
@@ -81,6 +89,9 @@ func hasFolded(b []byte, keys []scanKey) bool {
 		}
 		i += j
 		for _, k := range keys {
+			if !nextTo(b, i, k) {
+				continue
+			}
 			if foldedBefore(b[:i], k.key[:k.anchor]) && foldedAfter(b[i+1:], k.key[k.anchor+1:]) {
 				return true
 			}
@@ -88,6 +99,17 @@ func hasFolded(b []byte, keys []scanKey) bool {
 		i++
 	}
 	return false
+}
+
+// nextTo reports whether the bytes around the '_' at i may be the key's
+// letters around its anchor: the same letter in either case, or the last
+// (before) or first (after) byte of a folding rune.
+func nextTo(b []byte, i int, k scanKey) bool {
+	if k.anchor == 0 || i == 0 || k.anchor+1 >= len(k.key) || i+1 >= len(b) {
+		return true
+	}
+	before, after := b[i-1]|0x20, b[i+1]|0x20 // ASCII letters folded to lower case
+	return (before == k.key[k.anchor-1] || b[i-1] >= 0x80) && (after == k.key[k.anchor+1] || b[i+1] >= 0x80)
 }
 
 // foldedAfter reports whether b starts with lower, case folded.
@@ -126,23 +148,27 @@ func foldedLen(b []byte, c byte, end bool) int {
 	if len(b) == 0 {
 		return 0
 	}
-	at := func(n int) []byte {
-		if end {
-			return b[len(b)-n:]
-		}
-		return b[:n]
+	x := b[0]
+	if end {
+		x = b[len(b)-1]
 	}
-	x := at(1)[0]
 	if 'A' <= x && x <= 'Z' {
 		x += 'a' - 'A'
 	}
-	switch {
-	case x == c:
+	if x == c {
 		return 1
-	case c == 's' && len(b) >= len(longS) && bytes.Equal(at(len(longS)), longS):
-		return len(longS)
-	case c == 'k' && len(b) >= len(kelvin) && bytes.Equal(at(len(kelvin)), kelvin):
-		return len(kelvin)
+	}
+	var r []byte
+	switch c {
+	case 's':
+		r = longS
+	case 'k':
+		r = kelvin
+	default:
+		return 0
+	}
+	if end && bytes.HasSuffix(b, r) || !end && bytes.HasPrefix(b, r) {
+		return len(r)
 	}
 	return 0
 }
@@ -159,7 +185,8 @@ func hasKey(b []byte, k scanKey) bool {
 			return false
 		}
 		i += j
-		if start := i - k.anchor; start+len(k.key) <= len(b) && bytes.Equal(b[start:start+len(k.key)], k.key) {
+		// The first and last bytes first: most hits are of other words.
+		if start, end := i-k.anchor, i-k.anchor+len(k.key); end <= len(b) && b[start] == k.key[0] && b[end-1] == k.key[len(k.key)-1] && bytes.Equal(b[start:end], k.key) {
 			return true
 		}
 		i++

@@ -36,31 +36,34 @@ func TestMayHoldSeesEveryReadersKey(t *testing.T) {
 	}
 }
 
-func TestMayHoldFoldsAroundTheUnderscore(t *testing.T) {
+func TestMayHoldFoldsKeysNotValues(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
+		may  func([]byte) bool
 		want bool
 	}{
-		{`{"type":"cuſtom_tool_call"}`, true},
-		{`{"type":"CUSTOM_TOOL_CALL"}`, true},
-		{`{"type":"custom_tool_caLL"}`, true},
-		{`{"type":"custom","name":"tool_call"}`, false},
-		{`{"type":"message","content":"ſ, K and _"}`, false},
-		{`{"arguments":"{}"}`, true},
-		{`{"Arguments":"{}"}`, false}, // no SDK reads an item of an unknown type, and none folds
+		{`{"tool_callſ":[]}`, hasToolCalls, true},
+		{`{"ToOl_CaLlS":[]}`, hasToolCalls, true},
+		{`{"FUNCTION_CALL":{}}`, hasToolCalls, true},
+		{`{"content":"ſ, K and _"}`, hasToolCalls, false},
+		// Type names are values: every reader compares them exactly.
+		{`{"type":"function_call"}`, hasCallBytes, true},
+		{`{"type":"FUNCTION_CALL"}`, hasCallBytes, false},
+		{`{"type":"custom_tool_caLL"}`, hasCallBytes, false},
+		{`{"type":"Tool_Use"}`, hasToolUse, false},
+		{`{"arguments":"{}"}`, hasCallBytes, true},
+		{`{"Arguments":"{}"}`, hasCallBytes, false}, // no SDK reads an item of an unknown type, and none folds
 	} {
-		if got := hasCallBytes([]byte(tc.in)); got != tc.want {
-			t.Errorf("hasCallBytes(%s) = %v, want %v", tc.in, got, tc.want)
+		if got := tc.may([]byte(tc.in)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }
 
 // keyRead reports whether a reader of the JSON text b meets key, a bare
 // key or type name, as an object key or a string: decoded from its
-// escapes, and (for a key with an underscore, see keySet) with case folded
-// as encoding/json folds it.
-func keyRead(b []byte, key string) bool {
-	folded := strings.Contains(key, "_")
+// escapes, and, with folded, with case folded as encoding/json folds it.
+func keyRead(b []byte, key string, folded bool) bool {
 	d := json.NewDecoder(bytes.NewReader(b))
 	for {
 		tok, err := d.Token()
@@ -85,16 +88,17 @@ func FuzzMayHold(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, c := range []struct {
-			name string
-			keys []string
-			may  func([]byte) bool
+			name   string
+			keys   []string
+			folded bool
+			may    func([]byte) bool
 		}{
-			{"chat", []string{"tool_calls", "function_call"}, hasToolCalls},
-			{"anthropic", []string{"tool_use", "input"}, hasToolUse},
-			{"responses", []string{"function_call", "custom_tool_call", "arguments", "input"}, hasCallBytes},
+			{"chat", []string{"tool_calls", "function_call"}, true, hasToolCalls},
+			{"anthropic", []string{"tool_use", "input"}, false, hasToolUse},
+			{"responses", []string{"function_call", "custom_tool_call", "arguments", "input"}, false, hasCallBytes},
 		} {
 			for _, k := range c.keys {
-				if keyRead(b, k) && !c.may(b) {
+				if keyRead(b, k, c.folded) && !c.may(b) {
 					t.Fatalf("%s: a reader meets %q in %q, the fast path does not", c.name, k, b)
 				}
 			}

@@ -33,10 +33,10 @@ type sseFrame struct {
 	broken bool         // dst or flush failed: nothing more can reach the client
 	name   string       // the stream in its errors ("chat stream")
 
-	// stopEvent, when set, makes the event that ends a stream the gate
-	// stops, in the stream's protocol, so that the client's SDK reports an
-	// error instead of taking what came before for a whole answer.
-	stopEvent func(message string) []byte
+	// stop, when set, makes the event that ends a stream the gate stops,
+	// in the stream's protocol, so that the client's SDK reports an error
+	// instead of taking what came before for a whole answer.
+	stop interface{ stopEvent(message string) []byte }
 }
 
 // stopMessage is what the app's SDK reports when the gate stops a stream.
@@ -86,10 +86,10 @@ func (f *sseFrame) fail(err error) error {
 		return f.err
 	}
 	f.err = err
-	if f.broken || f.stopEvent == nil || f.dst == nil {
+	if f.broken || f.stop == nil || f.dst == nil {
 		return err
 	}
-	if _, werr := f.dst.Write(f.stopEvent(stopMessage(err))); werr == nil && f.flush != nil {
+	if _, werr := f.dst.Write(f.stop.stopEvent(stopMessage(err))); werr == nil && f.flush != nil {
 		f.flush() // the stream is over either way
 	}
 	f.dirty = false
