@@ -63,9 +63,11 @@ type state struct {
 // each complete one, in order. ev is the event through the blank line that
 // ends it. When the event lies whole in p and every reader reads its bytes
 // alike, ev is p[at:at+len(ev)], the bytes as they came; otherwise at is
-// -1 and ev is the Splitter's own buffer, valid only during the call (the
-// event as it came, if it began in an earlier piece; else rewritten in
-// canonical form). When fn returns false Split stops at once and the rest
+// -1 and ev is the Splitter's own buffer, valid only during the call: the
+// event as it came when it began in an earlier piece and every reader
+// reads it alike, else rewritten in canonical form. A blank line ended by
+// a CR that is the last byte of p waits for the next piece (it may be a
+// CRLF). When fn returns false Split stops at once and the rest
 // of p is dropped. Bytes after the last complete event are kept for the
 // next call. Over Max bytes in one event, Split stops with ErrTooLarge.
 func (s *Splitter) Split(p []byte, fn func(ev []byte, at int) bool) error {
