@@ -28,7 +28,8 @@ import (
 const secret = "differential-secret-0123456789"
 
 // modelPolicy holds every tool the fixtures call (external actions with a
-// card and no record to read): see gatedTools.
+// card and no record to read; see gatedTools), and delete_post for the MCP
+// test (with a schema, so the gate need not ask the server for it).
 const modelPolicy = `app: Differential
 actions:
   GetWeatherArgs:
@@ -63,6 +64,11 @@ actions:
       url: http://127.0.0.1:1/issues
   delete_post:
     effect: destructive
+    schema:
+      type: object
+      properties:
+        post: {type: integer}
+      required: [post]
     card:
       reason: "Delete this post?"
     run:
