@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/tidwall/sjson"
@@ -288,6 +287,3 @@ func replaceSeq(body []byte, pairs ...string) ([]byte, error) {
 func escapeLast(s string) string {
 	return s[:len(s)-1] + fmt.Sprintf(`\u%04x`, s[len(s)-1])
 }
-
-// upperFirst makes "name" "Name".
-func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

@@ -168,7 +168,7 @@ func parseChat(ctx context.Context, p *parsed, c *openai.Client, stream bool) {
 			for _, tc := range ch.Delta.ToolCalls {
 				p.note(tc.Function.Name)
 			}
-			p.note(ch.Delta.FunctionCall.Name)
+			p.note(legacyDeltaName(ch.Delta))
 		}
 	}
 	if err := s.Err(); err != nil {
@@ -191,13 +191,27 @@ func chatCompletion(p *parsed, comp *openai.ChatCompletion) {
 			}
 			p.Calls = append(p.Calls, call)
 		}
-		if m.FunctionCall.Name != "" || m.FunctionCall.Arguments != "" {
-			p.note(m.FunctionCall.Name)
-			p.Calls = append(p.Calls, parsedCall{Type: "function_call", Name: m.FunctionCall.Name, Args: m.FunctionCall.Arguments})
+		if name, args := legacyCall(m); name != "" || args != "" {
+			p.note(name)
+			p.Calls = append(p.Calls, parsedCall{Type: "function_call", Name: name, Args: args})
 		}
 		finishes = append(finishes, ch.FinishReason)
 	}
 	p.Finish = strings.Join(finishes, ",")
+}
+
+// legacyCall reads a message's deprecated function_call: an app on the
+// legacy functions API still runs it.
+func legacyCall(m openai.ChatCompletionMessage) (name, args string) {
+	//lint:ignore SA1019 the legacy function_call is a call the gate must see (issue 8)
+	fc := m.FunctionCall
+	return fc.Name, fc.Arguments
+}
+
+// legacyDeltaName reads the name of a streamed legacy function_call.
+func legacyDeltaName(d openai.ChatCompletionChunkChoiceDelta) string {
+	//lint:ignore SA1019 the legacy function_call is a call the gate must see (issue 8)
+	return d.FunctionCall.Name
 }
 
 func parseResponses(ctx context.Context, p *parsed, c *openai.Client, stream bool) {
