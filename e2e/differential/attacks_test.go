@@ -317,7 +317,7 @@ func anthropicAttacks() []attack {
 		swap("case-Content_Block", anthropic, true, true, func(string) []string {
 			return []string{`"content_block":{"type":"tool_use"`, `"Content_Block":{"type":"tool_use"`}
 		}),
-		swap("ping-label-on-call", anthropic, true, false, func(string) []string {
+		swap("ping-label-on-call", anthropic, true, true, func(string) []string {
 			return []string{"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1",
 				"event: ping\ndata: {\"type\":\"content_block_start\",\"index\":1"}
 		}),

@@ -14,6 +14,17 @@ type framing struct {
 	apply func(t testing.TB, b base) (modelCase, bool)
 }
 
+// ambiguous marks the ungated twins of a framing as cases the gate may
+// refuse: their event: labels and data disagree, so readers that go by
+// the label and readers that go by the data see different streams.
+func ambiguous(fr framing) framing {
+	return framing{fr.name, func(t testing.TB, b base) (modelCase, bool) {
+		c, ok := fr.apply(t, b)
+		c.MayRefuse = ok && !b.gated
+		return c, ok
+	}}
+}
+
 // reframe makes a framing that rewrites the body and keeps one write per
 // event.
 func reframe(name string, f func(body []byte) []byte) framing {
@@ -80,30 +91,30 @@ var framings = []framing{
 	rewrite("crlf-byte-by-byte", 1, func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }),
 	rewrite("cr-byte-by-byte", 1, func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r")) }),
 	rewrite("pieces-of-7", 7, func(b []byte) []byte { return b }),
-	withEvents(reframe("no-event-lines", func(b []byte) []byte {
+	ambiguous(withEvents(reframe("no-event-lines", func(b []byte) []byte {
 		return mapLines(b, func(l string) []string {
 			if strings.HasPrefix(l, "event:") {
 				return nil
 			}
 			return []string{l}
 		})
-	})),
-	withEvents(reframe("ping-label-on-every-event", func(b []byte) []byte {
+	}))),
+	ambiguous(withEvents(reframe("ping-label-on-every-event", func(b []byte) []byte {
 		return mapLines(b, func(l string) []string {
 			if strings.HasPrefix(l, "event:") {
 				return []string{"event: ping"}
 			}
 			return []string{l}
 		})
-	})),
-	withEvents(reframe("unknown-event-label", func(b []byte) []byte {
+	}))),
+	ambiguous(withEvents(reframe("unknown-event-label", func(b []byte) []byte {
 		return mapLines(b, func(l string) []string {
 			if strings.HasPrefix(l, "event:") {
 				return []string{"event: x-unknown"}
 			}
 			return []string{l}
 		})
-	})),
+	}))),
 }
 
 // pieces cuts b into writes of n bytes.

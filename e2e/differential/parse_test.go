@@ -52,8 +52,10 @@ func (p parsed) gatedNames() []string {
 	return out
 }
 
-// refused reports whether the parse is an HTTP error answer.
-func (p parsed) refused() bool { return p.Status >= 300 }
+// refused reports whether the gate refused the response: an HTTP error
+// answer, or for a stream (whose header left before its events could be
+// read) an end in an error the SDK reports.
+func (p parsed) refused(stream bool) bool { return p.Status >= 300 || (stream && p.Error != "") }
 
 // same reports whether two parses agree on everything an app acts on: an
 // error or not (and its status), the text, finish, calls and names. Error
