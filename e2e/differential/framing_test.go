@@ -58,38 +58,20 @@ func withEvents(fr framing) framing {
 }
 
 var framings = []framing{
-	reframe("crlf", func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }),
-	reframe("cr", func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r")) }),
+	reframe("crlf", toCRLF),
+	reframe("cr", toCR),
 	reframe("mixed-line-ends", mixedEnds),
-	reframe("bom", func(b []byte) []byte { return append([]byte("\uFEFF"), b...) }),
-	reframe("bom-crlf", func(b []byte) []byte {
-		return append([]byte("\uFEFF"), bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n"))...)
-	}),
-	reframe("multi-data-lines", func(b []byte) []byte { return mapLines(b, splitDataLine) }),
-	reframe("data-without-space", func(b []byte) []byte {
-		return mapLines(b, func(l string) []string {
-			if v, ok := strings.CutPrefix(l, "data: "); ok {
-				return []string{"data:" + v}
-			}
-			if v, ok := strings.CutPrefix(l, "event: "); ok {
-				return []string{"event:" + v}
-			}
-			return []string{l}
-		})
-	}),
-	// A field without a colon is a field with an empty value: "id" and an
-	// unknown one are ignored, "data" adds an empty line to the data.
-	reframe("fields-without-colon", func(b []byte) []byte {
-		return beforeData(b, "id", "x-unknown-field")
-	}),
-	reframe("bare-data-line", func(b []byte) []byte { return beforeData(b, "data") }),
-	reframe("comments", func(b []byte) []byte {
-		return append([]byte(": stream opened\n\n"), beforeData(b, ": keep-alive", ":")...)
-	}),
+	reframe("bom", withBOM),
+	reframe("bom-crlf", func(b []byte) []byte { return withBOM(toCRLF(b)) }),
+	reframe("multi-data-lines", multiDataLines),
+	reframe("data-without-space", withoutSpace),
+	reframe("fields-without-colon", fieldsWithoutColon),
+	reframe("bare-data-line", bareDataLine),
+	reframe("comments", withComments),
 	reframe("unterminated-last-event", func(b []byte) []byte { return bytes.TrimSuffix(b, []byte("\n")) }),
 	rewrite("byte-by-byte", 1, func(b []byte) []byte { return b }),
-	rewrite("crlf-byte-by-byte", 1, func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }),
-	rewrite("cr-byte-by-byte", 1, func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r")) }),
+	rewrite("crlf-byte-by-byte", 1, toCRLF),
+	rewrite("cr-byte-by-byte", 1, toCR),
 	rewrite("pieces-of-7", 7, func(b []byte) []byte { return b }),
 	ambiguous(withEvents(reframe("no-event-lines", func(b []byte) []byte {
 		return mapLines(b, func(l string) []string {
@@ -115,6 +97,36 @@ var framings = []framing{
 			return []string{l}
 		})
 	}))),
+}
+
+func toCRLF(b []byte) []byte       { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
+func toCR(b []byte) []byte         { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r")) }
+func withBOM(b []byte) []byte      { return append([]byte("\uFEFF"), b...) }
+func bareDataLine(b []byte) []byte { return beforeData(b, "data") }
+
+// multiDataLines spreads each data line's JSON over several data: lines.
+func multiDataLines(b []byte) []byte { return mapLines(b, splitDataLine) }
+
+// withoutSpace drops the optional space after data: and event:.
+func withoutSpace(b []byte) []byte {
+	return mapLines(b, func(l string) []string {
+		if v, ok := strings.CutPrefix(l, "data: "); ok {
+			return []string{"data:" + v}
+		}
+		if v, ok := strings.CutPrefix(l, "event: "); ok {
+			return []string{"event:" + v}
+		}
+		return []string{l}
+	})
+}
+
+// fieldsWithoutColon adds fields without a colon, which are fields with
+// an empty value: "id" and an unknown one are ignored.
+func fieldsWithoutColon(b []byte) []byte { return beforeData(b, "id", "x-unknown-field") }
+
+// withComments adds a comment-only block first and comments in each event.
+func withComments(b []byte) []byte {
+	return append([]byte(": stream opened\n\n"), beforeData(b, ": keep-alive", ":")...)
 }
 
 // pieces cuts b into writes of n bytes.

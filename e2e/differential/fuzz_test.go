@@ -118,8 +118,17 @@ func headerOf(contentTypes string) http.Header {
 
 var providerByte = []string{chat, responses, anthropic}
 
-// FuzzModelResponse mutates the framing, labels and keys of the corpus and
-// asserts that through the gate neither Go SDK ever reads a gated call.
+// fuzzFramings are what the fuzz input's frame byte applies to an
+// LF-framed body before it is written (0: nothing).
+var fuzzFramings = []func([]byte) []byte{
+	func(b []byte) []byte { return b },
+	toCRLF, toCR, mixedEnds, withBOM, multiDataLines, withoutSpace, fieldsWithoutColon, bareDataLine, withComments,
+}
+
+// FuzzModelResponse mutates the framing, labels and keys of the corpus (its
+// bytes, its Content-Type values, where its one cut between two writes
+// falls, and one of the SSE framings applied on top) and asserts that
+// through the gate neither Go SDK ever reads a gated call.
 func FuzzModelResponse(f *testing.F) {
 	for _, c := range corpus(f) {
 		if c.Header.Get("Content-Encoding") != "" {
@@ -131,13 +140,14 @@ func FuzzModelResponse(f *testing.F) {
 				p = byte(i)
 			}
 		}
-		f.Add(p, c.Stream, strings.Join(c.Header.Values("Content-Type"), "\n"), c.body(), uint16(len(c.Pieces[0])))
+		f.Add(p, c.Stream, strings.Join(c.Header.Values("Content-Type"), "\n"), c.body(), uint16(len(c.Pieces[0])), byte(0))
 	}
-	f.Fuzz(func(t *testing.T, p byte, stream bool, contentTypes string, body []byte, cut uint16) {
+	f.Fuzz(func(t *testing.T, p byte, stream bool, contentTypes string, body []byte, cut uint16, frame byte) {
 		if len(body) > 64<<10 {
 			t.Skip("over 64 KiB")
 		}
 		provider := providerByte[int(p)%len(providerByte)]
+		body = fuzzFramings[int(frame)%len(fuzzFramings)](body)
 		pieces := [][]byte{body}
 		if k := int(cut); k > 0 && k < len(body) {
 			pieces = [][]byte{body[:k], body[k:]}
