@@ -1,7 +1,6 @@
 package interceptor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,18 +26,54 @@ import (
 // events as the API would have sent them whole.
 //
 // The byte searches that let traffic without tool calls through untouched
-// assume the provider writes "tool_use" plainly, as every JSON encoder does.
+// look for "tool_use", and for "input", which a block of another type that
+// carries a call would need, in any case or spelling a decoder reads as
+// them (see mayHold).
 type Anthropic struct{}
 
-var (
-	anthToolUseKey = []byte(`"tool_use"`)
-	// anthToolUseRare indexes the 'u' of "tool_use": no key of a text or
-	// thinking delta holds one, where a quote appears a dozen times.
-	anthToolUseRare = bytes.IndexByte(anthToolUseKey, 'u')
-)
+// anthKeys are the bytes an Anthropic call needs: the type "tool_use",
+// found by its 'u', which no key of a text or thinking delta holds, and
+// "input", found by its 'p' ("input_tokens" holds one, but no quote after
+// "input").
+var anthKeys = newKeySet(newScanKey(`"tool_use"`, 'u'), newScanKey(`"input"`, 'p'))
 
-// hasToolUse is bytes.Contains(b, `"tool_use"`), faster on JSON.
-func hasToolUse(b []byte) bool { return hasKey(b, anthToolUseKey, anthToolUseRare) }
+// anthShape is what the gate reads of a Messages response or event (see
+// shape.ambiguity): the content blocks of a message, the message of a
+// message_start, a content_block_start's block, a delta.
+var anthShape = func() *shape {
+	block := &shape{read: []string{"type", "id", "name", "input", "text", "thinking", "signature", "citations"}}
+	delta := &shape{read: []string{"type", "text", "partial_json", "thinking", "signature", "citation", "stop_reason", "stop_sequence"}}
+	msg := &shape{read: []string{"id", "type", "role", "content", "stop_reason", "stop_sequence", "usage"}, into: map[string]*shape{"content": block}}
+	return &shape{
+		read: []string{"id", "type", "role", "content", "stop_reason", "stop_sequence", "usage", "index", "message", "content_block", "delta"},
+		into: map[string]*shape{"content": block, "message": msg, "content_block": block, "delta": delta},
+	}
+}()
+
+// anthStrayCall returns the gated tool a content block names when it is
+// no tool_use: a block of an unknown type (or a text block) carrying a
+// name and input. anthropic-sdk-go decodes name and input whatever the
+// type (ContentBlockUnion) and Message.Accumulate appends input_json_delta
+// to any block (messageutil.go), so an app reading the name would run it;
+// such a response is refused. server_tool_use and mcp_tool_use blocks
+// run on the provider's side and pass unread, whatever they are named.
+func anthStrayCall(h Holder, cb gjson.Result) (string, bool) {
+	switch cb.Get("type").Str {
+	case "tool_use", "server_tool_use", "mcp_tool_use":
+		return "", false
+	}
+	n := cb.Get("name")
+	return n.Str, n.Type == gjson.String && h.Gated(n.Str)
+}
+
+// errAnthStray is the error for a block that anthStrayCall reports.
+func errAnthStray(cb gjson.Result, name string) error {
+	return fmt.Errorf("a content block of type %q names the gated tool %q, which the gate cannot place", cb.Get("type").Str, name)
+}
+
+// hasToolUse reports whether b may hold an Anthropic call: "tool_use", or
+// "input" (a block of an unknown type), however a reader may read them.
+func hasToolUse(b []byte) bool { return anthKeys.mayHold(b) }
 
 // anthStep is the refused calls of one response, to send back to the model.
 type anthStep struct {
@@ -78,14 +113,22 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 		return nil, nil, errors.New("anthropic response: invalid JSON around tool_use")
 	}
 	root := gjson.ParseBytes(body)
+	if err := anthShape.ambiguity(root); err != nil {
+		return nil, nil, fmt.Errorf("anthropic response: %w", err)
+	}
 	content := root.Get("content")
 	if !content.IsArray() {
 		return body, nil, nil
 	}
 	var calls []Call
 	var at []int // per call, its block's position
+	var stray error
 	pos, n := 0, 0
 	content.ForEach(func(_, b gjson.Result) bool {
+		if name, ok := anthStrayCall(h, b); ok {
+			stray = errAnthStray(b, name)
+			return false
+		}
 		if b.IsObject() && b.Get("type").Str == "tool_use" {
 			if name := b.Get("name").Str; h.Gated(name) {
 				calls = append(calls, Call{
@@ -103,6 +146,9 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 		n++
 		return true
 	})
+	if stray != nil {
+		return nil, nil, fmt.Errorf("anthropic response: %w", stray)
+	}
 	if len(calls) == 0 {
 		return body, nil, nil
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/interceptor/sse"
 )
 
 func anthFixture(t testing.TB, name string) []byte {
@@ -96,14 +98,7 @@ func anthCheckEventLines(t *testing.T, stream []byte) {
 		if !ok {
 			continue
 		}
-		name := ""
-		for b := ev; len(b) > 0; {
-			var line []byte
-			line, b = nextLine(b)
-			if k, v := field(line); string(k) == "event" {
-				name = string(v)
-			}
-		}
+		name := string(sse.Type(ev))
 		if typ := gjson.GetBytes(data, "type").Str; name != typ {
 			t.Errorf("event line %q for data of type %q: %s", name, typ, ev)
 		}
@@ -742,6 +737,9 @@ func FuzzAnthropicStream(f *testing.F) {
 	for _, name := range anthSSEFixtures {
 		f.Add(anthFixture(f, name), []byte{0})
 		f.Add(anthFixture(f, name), []byte{3, 200, 17})
+		for _, v := range crVariants(anthFixture(f, name)) {
+			f.Add(v, []byte{7})
+		}
 	}
 	f.Add([]byte(anthThinkingStream()), []byte{5})
 	f.Fuzz(func(t *testing.T, in []byte, splits []byte) {
@@ -755,7 +753,7 @@ func FuzzAnthropicStream(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if !bytes.Contains(in, anthToolUseKey) && !bytes.Equal(whole, in) {
+		if !hasToolUse(in) && !passedAsRead(in, whole) {
 			t.Fatalf("a stream without tool_use changed:\n%q\n%q", in, whole)
 		}
 		if anthBlocked(h, whole) {
@@ -774,7 +772,7 @@ func FuzzAnthropicJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !bytes.Contains(body, anthToolUseKey) && !bytes.Equal(out, body) {
+		if !hasToolUse(body) && !bytes.Equal(out, body) {
 			t.Fatal("a body without tool_use changed")
 		}
 		if bytes.Equal(out, body) {

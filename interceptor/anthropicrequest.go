@@ -19,23 +19,31 @@ import (
 // valid JSON, or it is an error.
 //
 // Every assistant message whose content (a string, or its "text" blocks)
-// holds linkPrefix followed by a step id is looked up with r.Restore; the
-// last such link in a message counts. Each step is restored once.
+// holds linkPrefix followed by a step id is looked up with r.Restore, link
+// by link in the order they appear: one answer can carry several steps (a
+// held call, a refused one sent back to the model, then a held call in its
+// follow-up), and each goes back. Each step is restored once per request.
 // userFollows is true when a later user message holds anything but
 // tool_result blocks: the person wrote, rather than the app answering the
-// calls that passed. When Restore reports ok:
+// calls that passed. The steps Restore reports ok for take the message's
+// place, in order:
 //
-//   - the message's content becomes Restored.Message's content, verbatim
+//   - each step's content is Restored.Message's content, verbatim
 //     (thinking and redacted_thinking blocks with their signatures, as the
-//     API requires them echoed), with any tool_use block of the app's
-//     message that it lacks (by id) appended;
-//   - the next user message starts with the tool_result blocks: those it
-//     already has (for calls that passed), then one
-//     {"type":"tool_result","tool_use_id":…,"content":…} per Result whose
-//     call is a tool_use of the restored content and is not answered
-//     there yet, then the rest of its content (a string content becomes a
-//     text block; an empty one is dropped). With no user message right
-//     after, one is inserted holding just the tool results.
+//     API requires them echoed); the last one's with any tool_use block of
+//     the app's message that no step holds (by id) appended, in the app's
+//     message itself;
+//   - after each step but the last, a user message inserted with the
+//     tool_result blocks of its calls: the app's own, moved from the user
+//     message after the app's message, then one
+//     {"type":"tool_result","tool_use_id":…,"content":…} per Result not
+//     answered yet;
+//   - the user message after the app's message starts with the tool_result
+//     blocks left (for the last step's calls that passed), then the last
+//     step's Results not answered yet, then the rest of its content (a
+//     string content becomes a text block; an empty one is dropped). With
+//     no user message right after, one is inserted holding just the tool
+//     results.
 //
 // Nothing else in the body changes: it is spliced, not re-encoded. The
 // result is a new slice when anything was restored, else body. A stored
@@ -63,47 +71,108 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 	}
 
 	var edits []edit
-	var done map[string]bool
+	done := make(map[string]bool)
 	for i, m := range list {
 		if m.Get("role").Str != "assistant" {
 			continue
 		}
 		content := m.Get("content")
-		step := lastStep(content, linkPrefix)
-		if step == "" || done[step] {
+		var steps []Restored
+		var ids []string
+		for _, step := range allSteps(content, linkPrefix) {
+			if done[step] {
+				continue
+			}
+			done[step] = true
+			if restored, ok := r.Restore(ctx, step, person[i+1]); ok {
+				steps, ids = append(steps, restored), append(ids, step)
+			}
+		}
+		if len(steps) == 0 {
 			continue
 		}
-		if done == nil {
-			done = make(map[string]bool)
-		}
-		done[step] = true
-		restored, ok := r.Restore(ctx, step, person[i+1])
-		if !ok {
-			continue
-		}
-		newContent, calls, err := anthRestoredContent(restored.Message, content)
-		if err != nil {
-			return nil, fmt.Errorf("anthropic request: step %s: %w", step, err)
-		}
-		e, err := editOf(body, content, newContent)
-		if err != nil {
-			return nil, fmt.Errorf("anthropic request: %w", err)
-		}
-		edits = append(edits, e)
-
 		var next gjson.Result // the user message right after, if any
 		if i+1 < len(list) && list[i+1].Get("role").Str == "user" {
 			next = list[i+1]
 		}
-		answered := make(map[string]bool)
-		next.Get("content").ForEach(func(_, b gjson.Result) bool {
-			if b.Get("type").Str == "tool_result" {
-				answered[b.Get("tool_use_id").Str] = true
+		e, err := anthRestoreSteps(body, steps, ids, m, next)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic request: %w", err)
+		}
+		edits = append(edits, e...)
+	}
+	if len(edits) == 0 {
+		return body, nil
+	}
+	return applyEdits(body, edits), nil
+}
+
+// anthRestoreSteps returns the edits that put steps in place of the app's
+// message m, and their results in the user message next (when it
+// exists) and in user messages inserted between them (see
+// RewriteRequest).
+func anthRestoreSteps(body []byte, steps []Restored, ids []string, m, next gjson.Result) ([]edit, error) {
+	contents := make([][]string, len(steps))
+	held := make(map[string]bool) // tool_use ids the steps hold
+	for k, st := range steps {
+		blocks, err := anthStoredBlocks(st.Message)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", ids[k], err)
+		}
+		contents[k] = blocks
+		for _, b := range blocks {
+			if id, ok := anthBlockToolUseID(gjson.Parse(b)); ok {
+				held[id] = true
 			}
-			return true
-		})
-		var ours []string
-		for _, res := range restored.Results {
+		}
+	}
+	app := m.Get("content")
+	last := len(steps) - 1
+	app.ForEach(func(_, b gjson.Result) bool {
+		if id, ok := anthBlockToolUseID(b); ok && app.IsArray() && !held[id] {
+			held[id] = true
+			contents[last] = append(contents[last], b.Raw)
+		}
+		return true
+	})
+	// The app's tool_result blocks, by the call they answer.
+	appResults := make(map[string]string)
+	next.Get("content").ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str == "tool_result" {
+			if id := b.Get("tool_use_id").Str; appResults[id] == "" {
+				appResults[id] = b.Raw
+			}
+		}
+		return true
+	})
+	answered := make(map[string]bool)
+	moved := make(map[string]bool)
+	// results returns a step's tool_result blocks: the app's for its calls
+	// (when move), then one per Result not answered yet.
+	results := func(k int, move bool) []string {
+		var out []string
+		calls := make(map[string]bool)
+		for _, b := range contents[k] {
+			if id, ok := anthBlockToolUseID(gjson.Parse(b)); ok {
+				calls[id] = true
+			}
+		}
+		if move {
+			for _, b := range contents[k] {
+				id, ok := anthBlockToolUseID(gjson.Parse(b))
+				if ok && appResults[id] != "" && !answered[id] {
+					answered[id], moved[id] = true, true
+					out = append(out, appResults[id])
+				}
+			}
+		} else {
+			for id := range appResults {
+				if calls[id] && !moved[id] {
+					answered[id] = true
+				}
+			}
+		}
+		for _, res := range steps[k].Results {
 			if answered[res.CallID] || !calls[res.CallID] {
 				continue
 			}
@@ -111,29 +180,57 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 			b := append([]byte(`{"type":"tool_result","tool_use_id":`), gjson.AppendJSONString(nil, res.CallID)...)
 			b = append(b, `,"content":`...)
 			b = gjson.AppendJSONString(b, res.Content)
-			ours = append(ours, string(append(b, '}')))
+			out = append(out, string(append(b, '}')))
 		}
-		if len(ours) == 0 {
-			continue
+		return out
+	}
+	var before []byte // the messages of every step but the last, inserted before m
+	for k := range last {
+		before = append(before, `{"role":"assistant","content":[`...)
+		before = append(before, strings.Join(contents[k], ",")...)
+		before = append(before, "]},"...)
+		if rs := results(k, true); len(rs) > 0 {
+			before = append(before, `{"role":"user","content":[`...)
+			before = append(before, strings.Join(rs, ",")...)
+			before = append(before, "]},"...)
 		}
-		if !next.Exists() {
+	}
+	var edits []edit
+	if len(before) > 0 {
+		edits = append(edits, edit{start: m.Index, end: m.Index, repl: string(before)})
+	}
+	e, err := editOf(body, app, "["+strings.Join(contents[last], ",")+"]")
+	if err != nil {
+		return nil, err
+	}
+	edits = append(edits, e)
+	ours := results(last, false)
+	if len(ours) == 0 && len(moved) == 0 {
+		return edits, nil
+	}
+	if !next.Exists() {
+		if len(ours) > 0 {
 			at := m.Index + len(m.Raw)
 			edits = append(edits, edit{start: at, end: at, repl: `,{"role":"user","content":[` + strings.Join(ours, ",") + `]}`})
-			continue
 		}
-		msg, err := anthWithResults(next, ours)
-		if err != nil {
-			return nil, fmt.Errorf("anthropic request: %w", err)
-		}
-		if e, err = editOf(body, next, msg); err != nil {
-			return nil, fmt.Errorf("anthropic request: %w", err)
-		}
-		edits = append(edits, e)
+		return edits, nil
 	}
-	if len(edits) == 0 {
-		return body, nil
+	msg, err := anthWithResults(next, ours, moved)
+	if err != nil {
+		return nil, err
 	}
-	return applyEdits(body, edits), nil
+	if e, err = editOf(body, next, msg); err != nil {
+		return nil, err
+	}
+	return append(edits, e), nil
+}
+
+// anthBlockToolUseID returns the id of a tool_use block.
+func anthBlockToolUseID(b gjson.Result) (string, bool) {
+	if b.Get("type").Str != "tool_use" {
+		return "", false
+	}
+	return b.Get("id").Str, true
 }
 
 // anthPersonWrote reports whether a user message's content holds anything
@@ -150,45 +247,28 @@ func anthPersonWrote(content gjson.Result) bool {
 	return wrote
 }
 
-// anthRestoredContent returns the stored message's content with the
-// tool_use blocks of the app's content that it lacks (by id) appended, and
-// the ids of its tool_use blocks. The stored message holds every block of
-// the step, so normally its content comes back as it is.
-func anthRestoredContent(stored []byte, app gjson.Result) (string, map[string]bool, error) {
+// anthStoredBlocks returns the content blocks of a step's stored
+// message, raw.
+func anthStoredBlocks(stored []byte) ([]string, error) {
 	if !gjson.ValidBytes(stored) {
-		return "", nil, errors.New("stored message is not valid JSON")
+		return nil, errors.New("stored message is not valid JSON")
 	}
 	c := gjson.GetBytes(stored, "content")
 	if !c.IsArray() {
-		return "", nil, errors.New("stored message has no content blocks")
+		return nil, errors.New("stored message has no content blocks")
 	}
-	ids := make(map[string]bool)
 	var blocks []string
 	c.ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").Str == "tool_use" {
-			ids[b.Get("id").Str] = true
-		}
 		blocks = append(blocks, b.Raw)
 		return true
 	})
-	extra := false
-	app.ForEach(func(_, b gjson.Result) bool {
-		if id := b.Get("id").Str; app.IsArray() && b.Get("type").Str == "tool_use" && !ids[id] {
-			ids[id] = true
-			blocks = append(blocks, b.Raw)
-			extra = true
-		}
-		return true
-	})
-	if !extra {
-		return strings.TrimSpace(c.Raw), ids, nil
-	}
-	return "[" + strings.Join(blocks, ",") + "]", ids, nil
+	return blocks, nil
 }
 
 // anthWithResults returns the user message msg with its content made
-// [its tool_result blocks, ours, the rest of its content].
-func anthWithResults(msg gjson.Result, ours []string) (string, error) {
+// [its tool_result blocks but those answering a call in moved, ours, the
+// rest of its content].
+func anthWithResults(msg gjson.Result, ours []string, moved map[string]bool) (string, error) {
 	c := msg.Get("content")
 	var results, rest []string
 	switch {
@@ -198,10 +278,11 @@ func anthWithResults(msg gjson.Result, ours []string) (string, error) {
 		}
 	case c.IsArray():
 		c.ForEach(func(_, b gjson.Result) bool {
-			if b.Get("type").Str == "tool_result" {
-				results = append(results, b.Raw)
-			} else {
+			switch {
+			case b.Get("type").Str != "tool_result":
 				rest = append(rest, b.Raw)
+			case !moved[b.Get("tool_use_id").Str]:
+				results = append(results, b.Raw)
 			}
 			return true
 		})

@@ -8,10 +8,11 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/interceptor/sse"
 )
 
 // NewStream returns the rewriter of a Messages event stream
@@ -56,6 +57,7 @@ import (
 func (Anthropic) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
 	s := &anthStream{ctx: ctx, h: h, hold: -1}
 	s.attach(dst, flush, "anthropic stream")
+	s.stop = s
 	return s
 }
 
@@ -128,21 +130,17 @@ func (s *anthStream) Close() error {
 		return s.err
 	}
 	s.closed = true
-	if s.err == nil && s.pend != nil && s.pend.Len() > 0 {
-		ev := s.pend.Bytes()
-		was := s.dirty
-		s.dirty = false
-		s.handle(s, ev)
-		s.unended = s.dirty // passed on as it came, without its blank line
-		s.dirty = s.dirty || was
-		s.flushNow()
-		if s.err == nil && ev[len(ev)-1] != '\n' {
-			s.err = errAnthMidLine
-		}
+	was := s.dirty
+	s.dirty = false
+	midLine := s.frameCloseKeep(s)
+	s.unended = s.dirty // the last event, passed on as it came, lacks its blank line
+	s.dirty = s.dirty || was
+	s.flushNow()
+	if midLine && s.err == nil {
+		s.err = errAnthMidLine
 	}
-	putBuf(s.pend)
 	putBuf(s.log)
-	s.pend, s.log = nil, nil
+	s.log = nil
 	return s.err
 }
 
@@ -178,12 +176,15 @@ func (s *anthStream) passesRead(ev []byte) bool {
 		return false
 	}
 	root := gjson.ParseBytes(data)
-	if _, ok := anthType(ev, root); !ok {
+	if _, ok := anthType(ev, root); !ok || anthShape.ambiguity(root) != nil {
 		return false // the slow path refuses it
 	}
 	switch root.Get("type").Str {
 	case "content_block_start":
 		cb := root.Get("content_block")
+		if _, stray := anthStrayCall(s.h, cb); stray {
+			return false // the slow path refuses it
+		}
 		if cb.Get("type").Str != "tool_use" {
 			return true
 		}
@@ -201,10 +202,7 @@ func (s *anthStream) passesRead(ev []byte) bool {
 func (s *anthStream) fold() {
 	b := s.log.Bytes()
 	for len(b) > 0 {
-		e := eventEnd(b)
-		if e < 0 {
-			e = len(b)
-		}
+		e := sse.EventLen(b)
 		b0 := b[:e]
 		data, ok := s.data(b0)
 		b = b[e:]
@@ -247,14 +245,7 @@ func (s *anthStream) fold() {
 // event: line's name (readers differ in which they go by). ok is false
 // when the two are both given and disagree.
 func anthType(ev []byte, root gjson.Result) (typ string, ok bool) {
-	name := ""
-	for b := ev; len(b) > 0; {
-		var line []byte
-		line, b = nextLine(b)
-		if k, v := field(line); string(k) == "event" {
-			name = string(v)
-		}
-	}
+	name := string(sse.Type(ev))
 	t := root.Get("type")
 	switch {
 	case t.Type != gjson.String:
@@ -296,6 +287,9 @@ func (s *anthStream) readStart(msg gjson.Result) (gated bool) {
 			if b.typ == "tool_use" {
 				gated = gated || s.h.Gated(b.name)
 				s.toolUses++
+			}
+			if _, stray := anthStrayCall(s.h, cb); stray {
+				gated = true // refused as an inspected call there would be
 			}
 			b.out = s.next
 			s.next++
@@ -382,6 +376,10 @@ func (s *anthStream) slow(ev []byte) {
 		}
 		return
 	}
+	if err := anthShape.ambiguity(root); err != nil {
+		s.fail(fmt.Errorf("anthropic stream: %w", err))
+		return
+	}
 	typ, ok := anthType(ev, root)
 	if !ok && hasToolUse(data) {
 		// A reader that goes by the event: line would see a block this
@@ -431,6 +429,10 @@ func (s *anthStream) blockStart(ev, data []byte, root gjson.Result) {
 	}
 	if s.block(int(idx.Int())) != nil {
 		s.fail(fmt.Errorf("anthropic stream: a second block starts at index %d", idx.Int()))
+		return
+	}
+	if name, stray := anthStrayCall(s.h, cb); stray {
+		s.fail(fmt.Errorf("anthropic stream: %w", errAnthStray(cb, name)))
 		return
 	}
 	b := s.addBlock(int(idx.Int()), cb)
@@ -693,17 +695,15 @@ func (s *anthStream) settle() {
 // block as it started, one input_json_delta with the whole input,
 // content_block_stop.
 func (s *anthStream) writeToolUse(b *anthBlock) {
-	ev := append(s.out[:0], "event: content_block_start\n"...)
 	start := `{"type":"content_block_start","index":` + strconv.Itoa(b.out) + `,"content_block":` + b.start + "}"
-	ev = anthAppendData(ev, start)
-	ev = append(ev, "\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
+	s.writeNew("content_block_start", []byte(start))
+	ev := append(s.out[:0], `{"type":"content_block_delta","index":`...)
 	ev = strconv.AppendInt(ev, int64(b.out), 10)
 	ev = append(ev, `,"delta":{"type":"input_json_delta","partial_json":`...)
 	ev = gjson.AppendJSONString(ev, string(b.input))
-	ev = append(ev, "}}\n\n"...)
-	ev = anthAppendStop(ev, b.out)
-	s.out = ev
-	s.write(ev)
+	s.out = append(ev, "}}"...)
+	s.writeNew("content_block_delta", s.out)
+	s.writeStop(b.out)
 	s.toolUses++
 }
 
@@ -715,23 +715,26 @@ func (s *anthStream) writeTextBlock(text string) {
 	}
 	i := s.next
 	s.next++
-	ev := append(s.out[:0], "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
+	ev := append(s.out[:0], `{"type":"content_block_start","index":`...)
 	ev = strconv.AppendInt(ev, int64(i), 10)
-	ev = append(ev, ",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
+	s.out = append(ev, `,"content_block":{"type":"text","text":""}}`...)
+	s.writeNew("content_block_start", s.out)
+	ev = append(s.out[:0], `{"type":"content_block_delta","index":`...)
 	ev = strconv.AppendInt(ev, int64(i), 10)
 	ev = append(ev, `,"delta":{"type":"text_delta","text":`...)
 	ev = gjson.AppendJSONString(ev, text)
-	ev = append(ev, "}}\n\n"...)
-	ev = anthAppendStop(ev, i)
-	s.out = ev
-	s.write(ev)
+	s.out = append(ev, "}}"...)
+	s.writeNew("content_block_delta", s.out)
+	s.writeStop(i)
 	s.texted, s.sep = true, false
 }
 
-func anthAppendStop(ev []byte, i int) []byte {
-	ev = append(ev, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
+// writeStop writes the content_block_stop of the block written at i.
+func (s *anthStream) writeStop(i int) {
+	ev := append(s.out[:0], `{"type":"content_block_stop","index":`...)
 	ev = strconv.AppendInt(ev, int64(i), 10)
-	return append(ev, "}\n\n"...)
+	s.out = append(ev, '}')
+	s.writeNew("content_block_stop", s.out)
 }
 
 // writeEnd writes the end of the turn that a continuation withheld: a
@@ -744,8 +747,7 @@ func (s *anthStream) writeEnd(text string) {
 		s.unended = false
 	}
 	for _, i := range s.open {
-		s.out = anthAppendStop(s.out[:0], i)
-		s.write(s.out)
+		s.writeStop(i)
 	}
 	s.open = s.open[:0]
 	if text != "" {
@@ -768,11 +770,8 @@ func (s *anthStream) writeEnd(text string) {
 		}
 		s.t.carry = ""
 	}
-	ev := append(s.out[:0], "event: message_delta\n"...)
-	ev = anthAppendData(ev, data)
-	ev = append(ev, "\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
-	s.out = ev
-	s.write(ev)
+	s.writeNew("message_delta", []byte(data))
+	s.writeNew("message_stop", []byte(`{"type":"message_stop"}`))
 	s.ending = false
 	s.flushNow()
 }
@@ -831,44 +830,19 @@ func (b *anthBlock) arguments() []byte {
 	return []byte(in.Raw)
 }
 
-// writeEvent writes ev with its data replaced by data (anthAppendData);
-// its other lines (event:, id:, comments) are kept, in order.
-func (s *anthStream) writeEvent(ev []byte, data string) {
-	out := s.out[:0]
-	wrote := false
-	for b := ev; len(b) > 0; {
-		full := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			full, b = b[:i+1], b[i+1:]
-		} else {
-			b = nil
-		}
-		line, _ := nextLine(full)
-		if name, _ := field(line); string(name) != "data" || len(line) == 0 {
-			out = append(out, full...)
-			continue
-		}
-		if !wrote {
-			out = anthAppendData(out, data)
-			wrote = true
-		}
-	}
-	s.out = out
-	s.write(out)
+// anthStopEvent is an error event: anthropic-sdk-go ends the stream with
+// an error for an event named "error" (ssestream.go), as the Node SDK
+// throws an APIError (core/streaming.ts).
+func anthStopEvent(message string) []byte {
+	b := append([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":"), gjson.AppendJSONString(nil, message)...)
+	return append(b, "}}\n\n"...)
 }
 
-// anthAppendData appends data as the data lines of an event: one line,
-// or one per line of data when it holds newlines (data split over several
-// lines upstream), which SSE joins back with "\n".
-func anthAppendData(dst []byte, data string) []byte {
-	for {
-		line, rest, more := strings.Cut(data, "\n")
-		dst = append(dst, "data: "...)
-		dst = append(dst, line...)
-		dst = append(dst, '\n')
-		if !more {
-			return dst
-		}
-		data = rest
-	}
+func (s *anthStream) stopEvent(message string) []byte { return anthStopEvent(message) }
+
+// writeEvent writes ev with its data replaced by data (several data lines
+// when it holds line ends); its other lines (event:, id:, comments) are
+// kept, in order.
+func (s *anthStream) writeEvent(ev []byte, data string) {
+	s.writeReplaced(ev, []byte(data), false)
 }

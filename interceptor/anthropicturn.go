@@ -84,6 +84,7 @@ func (t *anthTurn) allowed() bool {
 func (t *anthTurn) Stream(dst io.Writer, flush func() error) Stream {
 	t.streaming = true
 	t.s.attach(dst, flush, "anthropic stream")
+	t.s.stop = &t.s
 	return &t.s
 }
 
@@ -142,5 +143,4 @@ func (s *anthStream) continueResponse() {
 	s.inCont, s.slowAll = true, true
 	s.ending, s.finished = false, false
 	s.sep = s.texted
-	s.lineStart = 0
 }

@@ -74,7 +74,7 @@ func anthCheckOneMessage(t *testing.T, out []byte, firstID string) {
 func TestAnthropicTurnStreamContinues(t *testing.T) {
 	req := string(anthFixture(t, "request-1.json"))
 	h := newHolder().refusing("get_weather", anthRefusal)
-	rec, reqs, err := anthRunTurn(t, h, req, sse(string(anthFixture(t, "stream-1.sse"))), sse(string(anthFixture(t, "stream-2.sse"))))
+	rec, reqs, err := anthRunTurn(t, h, req, sseUp(string(anthFixture(t, "stream-1.sse"))), sseUp(string(anthFixture(t, "stream-2.sse"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +149,8 @@ const anthRequest = `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":tru
 
 func TestAnthropicTurnStreamPassedBesideRefused(t *testing.T) {
 	h := newHolder().refusing("send_email", refusal)
-	rec, reqs, err := anthRunTurn(t, h, anthRequest, sse(anthRefusingStream()),
-		sse(anthFollowUp("msg_second", "end_turn", anthTextBlockEvs(0, "Who should", " receive it?"))))
+	rec, reqs, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()),
+		sseUp(anthFollowUp("msg_second", "end_turn", anthTextBlockEvs(0, "Who should", " receive it?"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +186,8 @@ func TestAnthropicTurnStreamPassedBesideRefused(t *testing.T) {
 
 func TestAnthropicTurnStreamFollowUpHolds(t *testing.T) {
 	h := newHolder("delete_post").refusing("send_email", refusal)
-	rec, _, err := anthRunTurn(t, h, anthRequest, sse(anthRefusingStream()),
-		sse(anthFollowUp("msg_second", "tool_use", anthTextBlockEvs(0, "Then I'll delete it."),
+	rec, _, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()),
+		sseUp(anthFollowUp("msg_second", "tool_use", anthTextBlockEvs(0, "Then I'll delete it."),
 			anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`))))
 	if err != nil {
 		t.Fatal(err)
@@ -208,9 +208,9 @@ func TestAnthropicTurnStreamFollowUpHolds(t *testing.T) {
 func TestAnthropicTurnStreamRefusedUpToTheLimit(t *testing.T) {
 	h := newHolder().refusing("send_email", refusal)
 	again := func(id string) upstream {
-		return sse(anthFollowUp(id, "tool_use", anthToolEvs(0, "toolu_s"+id, "send_email", `{}`)))
+		return sseUp(anthFollowUp(id, "tool_use", anthToolEvs(0, "toolu_s"+id, "send_email", `{}`)))
 	}
-	rec, reqs, err := anthRunTurn(t, h, anthRequest, sse(anthRefusingStream()), again("1"), again("2"), again("3"))
+	rec, reqs, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()), again("1"), again("2"), again("3"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,16 +241,16 @@ func TestAnthropicTurnStreamFollowUpFails(t *testing.T) {
 	}{
 		{"status", upstream{http.StatusInternalServerError, "application/json", `{"type":"error"}`}, "the provider answered HTTP 500."},
 		{"no answer", upstream{}, "the provider did not answer."},
-		{"ended early", sse(anthStart("msg_second") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+		{"ended early", sseUp(anthStart("msg_second") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
 			anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Who"}}`)), "the provider's answer ended early."},
 		// Found by FuzzAnthropicContinuation: the last event lacks its blank
 		// line, and the end written after it must not join it.
-		{"unterminated last event", sse(anthStart("msg_second") + anthTextBlockEvs(0, "Who?") + "event: ping\ndata: {\"type\":\"ping\"}\n"), "the provider's answer ended early."},
-		{"data-less event", sse("event: message_start\n"), "the provider's answer ended early."},
+		{"unterminated last event", sseUp(anthStart("msg_second") + anthTextBlockEvs(0, "Who?") + "event: ping\ndata: {\"type\":\"ping\"}\n"), "the provider's answer ended early."},
+		{"data-less event", sseUp("event: message_start\n"), "the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHolder().refusing("send_email", refusal)
-			rec, _, err := anthRunTurn(t, h, anthRequest, sse(anthRefusingStream()), tc.follow)
+			rec, _, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()), tc.follow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,7 +292,7 @@ func TestAnthropicTurnStreamNoFollowUpSent(t *testing.T) {
 
 func TestAnthropicTurnWithoutRequestShowsRefusalsInPlace(t *testing.T) {
 	h := newHolder().refusing("send_email", refusal)
-	rec, reqs, err := anthRunTurn(t, h, "", sse(anthRefusingStream()))
+	rec, reqs, err := anthRunTurn(t, h, "", sseUp(anthRefusingStream()))
 	if err != nil || len(reqs) != 0 {
 		t.Fatal(err, reqs)
 	}

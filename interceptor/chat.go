@@ -11,6 +11,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/interceptor/sse"
 )
 
 // Chat is the adapter for OpenAI Chat Completions (POST /v1/chat/completions,
@@ -19,14 +21,31 @@ import (
 // to use and holds no state; one Chat serves every request.
 //
 // The byte searches that let traffic without tool calls through untouched
-// assume the provider writes the key "tool_calls" plainly, as every JSON
-// encoder does. A body that spelt it with \u escapes would not be inspected.
+// look for "tool_calls" and "function_call" (the legacy call) in any case
+// or spelling a decoder reads as them (see mayHold).
 type Chat struct{}
 
-var (
-	toolCallsKey = []byte(`"tool_calls"`)
-	doneData     = []byte("[DONE]")
-)
+var doneData = []byte("[DONE]")
+
+// chatKeys are the keys a Chat call needs. Their '_' is rare in a chunk:
+// it appears elsewhere only in a few keys (finish_reason,
+// system_fingerprint), where a quote appears forty times.
+var chatKeys = newKeySet(newFoldedKey(`"tool_calls"`), newFoldedKey(`"function_call"`))
+
+// chatShape is what the gate reads of a Chat response or chunk (see
+// shape.ambiguity): the choices, their message or delta, its tool calls
+// and legacy function_call, and their function or custom bodies.
+var chatShape = func() *shape {
+	fn := &shape{read: []string{"name", "arguments", "input"}}
+	call := &shape{read: []string{"index", "id", "type", "function", "custom"}, into: map[string]*shape{"function": fn, "custom": fn}}
+	msg := &shape{read: []string{"role", "content", "tool_calls", "function_call"}, into: map[string]*shape{"tool_calls": call, "function_call": fn}}
+	choice := &shape{read: []string{"index", "message", "delta", "finish_reason", "logprobs"}, into: map[string]*shape{"message": msg, "delta": msg}}
+	return &shape{read: []string{"id", "choices", "usage", "error"}, into: map[string]*shape{"choices": choice}}
+}()
+
+// hasToolCalls reports whether b may hold a Chat call: "tool_calls" or
+// the legacy "function_call", however a reader may read them.
+func hasToolCalls(b []byte) bool { return chatKeys.mayHold(b) }
 
 // RewriteJSON judges the inspected calls of a chat.completion body
 // (wire-formats.md §1.1) and takes out the held and refused ones; refusals
@@ -60,7 +79,11 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 	if !gjson.ValidBytes(body) {
 		return nil, nil, errors.New("chat response: invalid JSON around tool calls")
 	}
-	choices := gjson.GetBytes(body, "choices")
+	root := gjson.ParseBytes(body)
+	if err := chatShape.ambiguity(root); err != nil {
+		return nil, nil, fmt.Errorf("chat response: %w", err)
+	}
+	choices := root.Get("choices")
 	if !choices.IsArray() {
 		return body, nil, nil
 	}
@@ -69,11 +92,16 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 		calls  []Call
 	}
 	var held []heldChoice
+	var err error
 	pos := 0
 	choices.ForEach(func(_, choice gjson.Result) bool {
 		ci := choiceIndex(choice, pos)
 		pos++
-		tcs := choice.Get("message.tool_calls")
+		msg := choice.Get("message")
+		if err = legacyCall(msg.Get("function_call"), "", h); err != nil {
+			return false
+		}
+		tcs := msg.Get("tool_calls")
 		if !tcs.IsArray() {
 			return true
 		}
@@ -81,7 +109,11 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 		n := 0
 		tcs.ForEach(func(_, tc gjson.Result) bool {
 			if tc.IsObject() {
-				typ, fn := callBody(tc, "")
+				var typ string
+				var fn gjson.Result
+				if typ, fn, err = callBody(tc, "", h); err != nil {
+					return false
+				}
 				name := fn.Get("name").Str
 				if h.Gated(name) {
 					calls = append(calls, Call{
@@ -101,8 +133,11 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 		if len(calls) > 0 {
 			held = append(held, heldChoice{choice, calls})
 		}
-		return true
+		return err == nil
 	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("chat response: %w", err)
+	}
 	if len(held) == 0 {
 		return body, nil, nil
 	}
@@ -245,26 +280,66 @@ func choiceIndex(choice gjson.Result, pos int) int {
 	return pos
 }
 
-// callBody returns a tool call's type and the object that holds its name and
-// arguments: "function" or "custom", or whatever "type" names, so a future
-// type is still matched by name rather than let through unread. typ, when
-// known from an earlier delta, is used in place of the call's own "type".
-func callBody(tc gjson.Result, typ string) (string, gjson.Result) {
+// callBody returns a tool call's type and the object that holds its name
+// and arguments: "function" or "custom", or whatever "type" names, so a
+// future type is still matched by name rather than let through unread.
+// typ, when known from an earlier delta, is used in place of the call's
+// own "type".
+//
+// It fails for a call the gate cannot place that names a gated tool: one
+// of another type than "function" or "custom", or one whose gated name sits
+// in any body its type does not point at. openai-go decodes every body of a
+// call whatever its type (ChatCompletionMessageToolCallUnion) and its
+// stream accumulator copies type and function.name whatever they say
+// (streamaccumulator.go), as plain JSON does in the Node SDK: an app
+// reading function.name would run such a call.
+func callBody(tc gjson.Result, typ string, h Holder) (string, gjson.Result, error) {
 	if typ == "" {
 		typ = tc.Get("type").Str
 	}
+	var body gjson.Result
 	switch typ {
 	case "function", "custom":
-		return typ, tc.Get(typ)
+		body = tc.Get(typ)
 	case "":
 		for _, k := range [...]string{"function", "custom"} {
 			if b := tc.Get(k); b.Exists() {
-				return k, b
+				typ, body = k, b
+				break
 			}
 		}
-		return "", gjson.Result{}
+	default:
+		body = tc.Get(gjson.Escape(typ))
 	}
-	return typ, tc.Get(gjson.Escape(typ))
+	known := typ == "function" || typ == "custom"
+	var err error
+	tc.ForEach(func(k, v gjson.Result) bool {
+		if !v.IsObject() || known && k.Str == typ {
+			return true
+		}
+		if n := v.Get("name"); n.Type == gjson.String && h.Gated(n.Str) {
+			err = fmt.Errorf("a tool call of type %q names the gated tool %q under %q, which the gate cannot place", typ, n.Str, k.Str)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return "", gjson.Result{}, err
+	}
+	return typ, body, nil
+}
+
+// legacyCall fails when a legacy function_call (the deprecated functions
+// API: message.function_call or delta.function_call) names a gated tool,
+// alone or after the name fragments before it (so far). The gate does not
+// hold legacy calls: it refuses them (openai-go still decodes
+// ChatCompletionMessage.FunctionCall and a chunk's Delta.FunctionCall,
+// and the request side refuses the functions parameter).
+func legacyCall(fc gjson.Result, so string, h Holder) error {
+	n := fc.Get("name")
+	if n.Type != gjson.String || !h.Gated(n.Str) && !h.Gated(so+n.Str) {
+		return nil
+	}
+	return fmt.Errorf("a legacy function_call names the gated tool %q; the gate refuses legacy calls", so+n.Str)
 }
 
 // callArguments is the arguments value of a call body: "arguments"
@@ -325,6 +400,7 @@ const foldAt = 256 << 10
 func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
 	s := &chatStream{ctx: ctx, h: h}
 	s.attach(dst, flush, "chat stream")
+	s.stop = s
 	return s
 }
 
@@ -356,6 +432,7 @@ type chatChoice struct {
 	held    int         // held calls not yet handed to Hold
 	shown   bool        // text reached the app before this response, or the gate wrote some
 	sep     bool        // the response's first content delta needs a blank line before it
+	legacy  string      // the name fragments of a legacy function_call so far
 }
 
 type chatCall struct {
@@ -387,36 +464,12 @@ func (s *chatStream) Close() error {
 		return s.err
 	}
 	s.closed = true
-	if s.err == nil && s.pend != nil && s.pend.Len() > 0 {
-		ev := s.pend.Bytes()
-		s.handle(s, ev)
-		s.flushNow()
-		if s.err == nil && ev[len(ev)-1] != '\n' {
-			s.err = errMidLine
-		}
+	if s.frameClose(s) && s.err == nil {
+		s.err = errMidLine
 	}
-	putBuf(s.pend)
 	putBuf(s.log)
-	s.pend, s.log = nil, nil
+	s.log = nil
 	return s.err
-}
-
-// eventEnd returns the length of the first event in b, through its closing
-// blank line, or -1 if b holds no complete event. A line ends with "\n"; a
-// "\r" before it belongs to the terminator (a blank line may be "\r\n").
-func eventEnd(b []byte) int {
-	i := 0
-	for {
-		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			return -1
-		}
-		blank := j == 0 || (j == 1 && b[i] == '\r')
-		i += j + 1
-		if blank {
-			return i
-		}
-	}
 }
 
 // passes reports whether ev goes out unread: it names no tool call and no
@@ -444,10 +497,7 @@ func (s *chatStream) passes(ev []byte) bool {
 func (s *chatStream) fold() {
 	b := s.log.Bytes()
 	for len(b) > 0 {
-		e := eventEnd(b)
-		if e < 0 {
-			e = len(b)
-		}
+		e := sse.EventLen(b)
 		data, ok := s.data(b[:e])
 		b = b[e:]
 		if !ok || !gjson.ValidBytes(data) {
@@ -465,29 +515,6 @@ func (s *chatStream) fold() {
 		})
 	}
 	s.log.Reset()
-}
-
-// nextLine splits the first line off b, without its "\n" or "\r\n".
-func nextLine(b []byte) (line, rest []byte) {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		line, rest = b[:i], b[i+1:]
-	} else {
-		line = b
-	}
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, rest
-}
-
-// field splits an SSE line into its field name and value (one leading space
-// of the value dropped). A line without a colon is a name with no value.
-func field(line []byte) (name, value []byte) {
-	name, value, _ = bytes.Cut(line, []byte{':'})
-	if len(value) > 0 && value[0] == ' ' {
-		value = value[1:]
-	}
-	return name, value
 }
 
 // slow handles an event that names a tool call, or any event while a held
@@ -555,6 +582,9 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 	root := gjson.ParseBytes(data)
 	if !root.IsObject() {
 		return "", false, nil
+	}
+	if err := chatShape.ambiguity(root); err != nil {
+		return "", false, fmt.Errorf("chat stream: %w", err)
 	}
 	s.edits = s.edits[:0]
 	if s.inCont {
@@ -630,6 +660,12 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (keep bool, err error) {
 	st := s.choice(ci)
 	delta := ch.Get("delta")
+	if fc := delta.Get("function_call"); fc.Exists() {
+		if err := legacyCall(fc, st.legacy, s.h); err != nil {
+			return false, fmt.Errorf("chat stream: choice %d: %w", ci, err)
+		}
+		st.legacy += fc.Get("name").Str
+	}
 	c := delta.Get("content")
 	if c.Type == gjson.String {
 		st.content = append(st.content, c.Str...)
@@ -760,7 +796,11 @@ func (s *chatStream) toolDeltas(st *chatChoice, ci int, delta gjson.Result) (rem
 			if c != nil {
 				typ = c.typ
 			}
-			typ, fn := callBody(tc, typ)
+			typ, fn, e := callBody(tc, typ, s.h)
+			if e != nil {
+				err = fmt.Errorf("chat stream: choice %d: %w", ci, e)
+				return false
+			}
 			name := fn.Get("name")
 			switch {
 			case c == nil && name.Type != gjson.String:
@@ -928,15 +968,15 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		}
 		c.dense = st.passed
 		st.passed++
-		ev := append(s.out[:0], "data: {"...)
+		ev := append(s.out[:0], '{')
 		ev = s.envelope(ev, root)
 		ev = append(ev, `"choices":[{"index":`...)
 		ev = strconv.AppendInt(ev, int64(st.index), 10)
 		ev = append(ev, `,"delta":{"tool_calls":[`...)
 		ev = c.appendDelta(ev)
-		ev = append(ev, "]},\"logprobs\":null,\"finish_reason\":null}]}\n\n"...)
+		ev = append(ev, `]},"logprobs":null,"finish_reason":null}]}`...)
 		s.out = ev
-		s.write(ev)
+		s.writeNew("", ev)
 	}
 }
 
@@ -963,7 +1003,7 @@ func (s *chatStream) envelope(dst []byte, root gjson.Result) []byte {
 // writeText writes one content chunk for choice ci, in the envelope env,
 // or else that of the chunk root.
 func (s *chatStream) writeText(root gjson.Result, env []byte, ci int, text string) {
-	ev := append(s.out[:0], "data: {"...)
+	ev := append(s.out[:0], '{')
 	if env != nil {
 		ev = append(ev, env...)
 	} else {
@@ -973,9 +1013,9 @@ func (s *chatStream) writeText(root gjson.Result, env []byte, ci int, text strin
 	ev = strconv.AppendInt(ev, int64(ci), 10)
 	ev = append(ev, `,"delta":{"content":`...)
 	ev = gjson.AppendJSONString(ev, text)
-	ev = append(ev, "},\"logprobs\":null,\"finish_reason\":null}]}\n\n"...)
+	ev = append(ev, `},"logprobs":null,"finish_reason":null}]}`...)
 	s.out = ev
-	s.write(ev)
+	s.writeNew("", ev)
 }
 
 // writeCarry writes the usage still carried from withheld responses as
@@ -984,14 +1024,14 @@ func (s *chatStream) writeCarry() {
 	if s.t == nil || s.t.carry == "" {
 		return
 	}
-	ev := append(s.out[:0], "data: {"...)
+	ev := append(s.out[:0], '{')
 	ev = append(ev, s.t.endEnv...)
 	ev = append(ev, `"choices":[],"usage":`...)
 	ev = append(ev, s.t.carry...)
-	ev = append(ev, "}\n\n"...)
+	ev = append(ev, '}')
 	s.t.carry = ""
 	s.out = ev
-	s.write(ev)
+	s.writeNew("", ev)
 }
 
 // writeEnd writes the end of the turn that a continuation withheld: text
@@ -1010,13 +1050,13 @@ func (s *chatStream) writeEnd(text string) {
 	if reason == "" {
 		reason = "stop"
 	}
-	ev := append(s.out[:0], "data: {"...)
+	ev := append(s.out[:0], '{')
 	ev = append(ev, s.t.endEnv...)
 	ev = append(ev, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
 	ev = strconv.AppendQuote(ev, reason)
-	ev = append(ev, "}]}\n\n"...)
+	ev = append(ev, "}]}"...)
 	s.out = ev
-	s.write(ev)
+	s.writeNew("", ev)
 	s.writeCarry()
 	if s.t.doneSeen {
 		s.write([]byte("data: [DONE]\n\n"))
@@ -1058,35 +1098,20 @@ func (c *chatCall) appendDelta(b []byte) []byte {
 	return slices.Insert(b, start+1, append(index, ',')...)
 }
 
-// writeEvent writes ev with its data replaced by one "data: " line holding
-// data; its other lines are kept, in order. With no data and no other line
-// nothing is written.
+// chatStopEvent is an error chunk: openai-go ends the stream with an error
+// for an event whose data has "error" (ssestream.go), the Node SDK throws
+// an APIError for one whose data.error is set (core/streaming.ts).
+func chatStopEvent(message string) []byte {
+	b := append([]byte(`data: {"error":{"message":`), gjson.AppendJSONString(nil, message)...)
+	return append(b, `,"type":"toolgate_error","param":null,"code":"response_refused"}}`+"\n\n"...)
+}
+
+func (s *chatStream) stopEvent(message string) []byte { return chatStopEvent(message) }
+
+// writeEvent writes ev with its data replaced by data (several data
+// lines when it holds line ends); its other lines (id:, comments) are
+// kept, in order. With no data ("") its data lines are dropped, and an
+// event left with nothing is not written.
 func (s *chatStream) writeEvent(ev []byte, data string) {
-	out := s.out[:0]
-	wrote := data == ""
-	other := false
-	for b := ev; len(b) > 0; {
-		full := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			full, b = b[:i+1], b[i+1:]
-		} else {
-			b = nil
-		}
-		line, _ := nextLine(full)
-		if name, _ := field(line); string(name) != "data" || len(line) == 0 {
-			out = append(out, full...)
-			other = other || len(line) > 0
-			continue
-		}
-		if !wrote {
-			out = append(out, "data: "...)
-			out = append(out, data...)
-			out = append(out, '\n')
-			wrote = true
-		}
-	}
-	s.out = out
-	if data != "" || other {
-		s.write(out)
-	}
+	s.writeReplaced(ev, []byte(data), data == "")
 }

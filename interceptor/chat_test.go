@@ -19,6 +19,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/interceptor/sse"
 )
 
 const (
@@ -648,7 +650,7 @@ func TestChatStreamFailsClosed(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if string(out) != tc.want {
+			if want := tc.want + string(chatStopEvent(stopMessage(err))); string(out) != want {
 				t.Errorf("output = %q, want %q", out, tc.want)
 			}
 		})
@@ -657,10 +659,12 @@ func TestChatStreamFailsClosed(t *testing.T) {
 	t.Run("later writes fail", func(t *testing.T) {
 		var buf bytes.Buffer
 		s := Chat{}.NewStream(context.Background(), &buf, nil, newHolder())
-		if _, err := s.Write([]byte("data: {\"tool_calls\":\n\n")); err == nil {
+		_, err := s.Write([]byte("data: {\"tool_calls\":\n\n"))
+		if err == nil {
 			t.Fatal("no error")
 		}
-		if _, err := s.Write([]byte("data: {}\n\n")); err == nil || buf.Len() != 0 {
+		stop := string(chatStopEvent(stopMessage(err)))
+		if _, err := s.Write([]byte("data: {}\n\n")); err == nil || buf.String() != stop {
 			t.Errorf("write after failure: err %v, output %q", err, buf.Bytes())
 		}
 		if s.Close() == nil {
@@ -680,9 +684,9 @@ func TestChatStreamFailsClosed(t *testing.T) {
 			_, err = s.Write(piece)
 		}
 		if err == nil {
-			t.Error("no error for a 9 MiB event")
+			t.Fatal("no error for a 9 MiB event")
 		}
-		if buf.Len() != 0 {
+		if buf.String() != string(chatStopEvent(stopMessage(err))) {
 			t.Errorf("wrote %d bytes", buf.Len())
 		}
 	})
@@ -914,6 +918,19 @@ func TestChatJSONInvalid(t *testing.T) {
 
 // blocks reports whether h keeps calls of this tool from the app (held or
 // refused).
+// callNames returns every name a tool call entry carries, in any of its
+// bodies: an SDK may read any of them.
+func callNames(tc gjson.Result) []string {
+	var names []string
+	tc.ForEach(func(_, b gjson.Result) bool {
+		if n := b.Get("name"); b.IsObject() && n.Type == gjson.String {
+			names = append(names, n.Str)
+		}
+		return true
+	})
+	return names
+}
+
 func (h *fakeHolder) blocks(name string) bool { return h.gated[name] && !h.pass[name] }
 
 // fuzzHolder holds GetWeatherArgs and delete_post, passes get_weather after
@@ -926,16 +943,16 @@ func fuzzHolder() *fakeHolder {
 // stream is one h blocks.
 func blockedInStream(h *fakeHolder, out []byte) bool {
 	found := false
-	for line := range strings.SplitSeq(string(out), "\n") {
-		_, data, ok := strings.Cut(strings.TrimSuffix(line, "\r"), "data:")
-		if !ok || !gjson.Valid(data) {
+	for _, ev := range sse.Parse(out) {
+		if !gjson.Valid(ev.Data) {
 			continue
 		}
-		gjson.Get(data, "choices").ForEach(func(_, ch gjson.Result) bool {
+		gjson.Get(ev.Data, "choices").ForEach(func(_, ch gjson.Result) bool {
 			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				found = found || h.blocks(tc.Get("function.name").Str) || h.blocks(tc.Get("custom.name").Str)
+				found = found || slices.ContainsFunc(callNames(tc), h.blocks)
 				return true
 			})
+			found = found || h.blocks(ch.Get("delta.function_call.name").Str)
 			return true
 		})
 	}
@@ -946,6 +963,9 @@ func FuzzChatStream(f *testing.F) {
 	for _, name := range sseFixtures {
 		f.Add(fixture(f, name), []byte{0})
 		f.Add(fixture(f, name), []byte{3, 200, 17})
+		for _, v := range crVariants(fixture(f, name)) {
+			f.Add(v, []byte{7})
+		}
 	}
 	f.Fuzz(func(t *testing.T, in []byte, splits []byte) {
 		sizes := make([]int, len(splits))
@@ -958,7 +978,7 @@ func FuzzChatStream(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if !bytes.Contains(in, toolCallsKey) && !bytes.Equal(whole, in) {
+		if !hasToolCalls(in) && !passedAsRead(in, whole) {
 			t.Fatalf("a stream without tool calls changed:\n%q\n%q", in, whole)
 		}
 		if blockedInStream(h, whole) {
@@ -978,7 +998,7 @@ func FuzzChatJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !bytes.Contains(body, toolCallsKey) && !bytes.Equal(out, body) {
+		if !hasToolCalls(body) && !bytes.Equal(out, body) {
 			t.Fatal("a body without tool calls changed")
 		}
 		if bytes.Equal(out, body) {
@@ -989,8 +1009,7 @@ func FuzzChatJSON(f *testing.F) {
 		}
 		gjson.GetBytes(out, "choices.#.message.tool_calls").ForEach(func(_, tcs gjson.Result) bool {
 			tcs.ForEach(func(_, tc gjson.Result) bool {
-				_, fn := callBody(tc, "")
-				if tc.IsObject() && h.blocks(fn.Get("name").Str) {
+				if slices.ContainsFunc(callNames(tc), h.blocks) {
 					t.Fatalf("a held or refused call got through: %s", out)
 				}
 				return true
@@ -1101,7 +1120,7 @@ func checkJSONContinuation(t *testing.T, body []byte) {
 		t.Fatalf("the refused call got through: %s", out)
 	}
 	gjson.GetBytes(out, "choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		if _, fn := callBody(tc, ""); tc.IsObject() && h.blocks(fn.Get("name").Str) {
+		if slices.ContainsFunc(callNames(tc), h.blocks) {
 			t.Fatalf("a held or refused call got through: %s", out)
 		}
 		return true
@@ -1125,10 +1144,7 @@ func textStream(n int) []byte {
 func events(b []byte) [][]byte {
 	var evs [][]byte
 	for len(b) > 0 {
-		e := eventEnd(b)
-		if e < 0 {
-			e = len(b)
-		}
+		e := sse.EventLen(b)
 		evs = append(evs, b[:e])
 		b = b[e:]
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -24,14 +25,19 @@ const stepIDLen = 26
 //
 // Every assistant message whose content (a string, or the "text" parts of an
 // array) holds linkPrefix followed by a step id is looked up with
-// r.Restore; the last such link in a message counts, as the waiting text is
-// appended after the model's own words, which may quote an older link. Each
-// step is restored once. When Restore reports ok, the message is replaced by
-// Restored.Message (with any tool_calls entry of the app's message that it
-// lacks appended), and one {"role":"tool"} message per Result is inserted after
-// the tool messages already following it, except for call ids that already
-// have one there. Nothing else in the body changes: it is spliced, not
-// re-encoded. The result is a new slice when anything was restored, else body.
+// r.Restore, link by link in the order they appear: one answer can carry
+// several steps (a held call, a refused one sent back to the model, then a
+// held call in its follow-up), and each goes back. Each step is restored
+// once per request (an older link quoted again is already restored where
+// it first appears). The steps Restore reports ok for take the message's
+// place, in order: each stored message (the last one with any tool_calls
+// entry of the app's message that none of them holds appended), followed
+// by the tool messages that answer its calls: first the app's own (moved
+// from after the app's message; they answer calls that passed), then one
+// {"role":"tool"} message per Result, except for call ids already answered.
+// The app's tool messages that answer no restored call stay after the
+// last. Nothing else in the body changes: it is spliced, not re-encoded.
+// The result is a new slice when anything was restored, else body.
 func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r Restorer) ([]byte, error) {
 	if !hasLink(body, linkPrefix) {
 		return body, nil
@@ -54,61 +60,95 @@ func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, 
 	})
 
 	var edits []edit
-	var done map[string]bool
+	done := make(map[string]bool)
 	for i, m := range list {
 		if m.Get("role").Str != "assistant" {
 			continue
 		}
-		step := lastStep(m.Get("content"), linkPrefix)
-		if step == "" || done[step] {
+		var steps []Restored
+		var ids []string
+		for _, step := range allSteps(m.Get("content"), linkPrefix) {
+			if done[step] {
+				continue
+			}
+			done[step] = true
+			if restored, ok := r.Restore(ctx, step, lastUser > i); ok {
+				steps, ids = append(steps, restored), append(ids, step)
+			}
+		}
+		if len(steps) == 0 {
 			continue
 		}
-		if done == nil {
-			done = make(map[string]bool)
+		// The app's message and the tool messages right after it.
+		end := i + 1
+		for end < len(list) && list[end].Get("role").Str == "tool" {
+			end++
 		}
-		done[step] = true
-		restored, ok := r.Restore(ctx, step, lastUser > i)
-		if !ok {
-			continue
-		}
-		msg, err := mergeCalls(restored.Message, m)
-		if err != nil {
-			return nil, fmt.Errorf("chat request: step %s: %w", step, err)
-		}
-		e, err := editOf(body, m, msg)
+		repl, err := restoreChatSteps(steps, ids, m, list[i+1:end])
 		if err != nil {
 			return nil, fmt.Errorf("chat request: %w", err)
 		}
-		edits = append(edits, e)
-
-		// The tool messages that already answer this message's calls.
-		last := m
-		answered := make(map[string]bool)
-		for j := i + 1; j < len(list) && list[j].Get("role").Str == "tool"; j++ {
-			last = list[j]
-			answered[list[j].Get("tool_call_id").Str] = true
-		}
-		var ins []byte
-		for _, res := range restored.Results {
-			if answered[res.CallID] {
-				continue
-			}
-			answered[res.CallID] = true
-			ins = append(ins, `,{"role":"tool","tool_call_id":`...)
-			ins = gjson.AppendJSONString(ins, res.CallID)
-			ins = append(ins, `,"content":`...)
-			ins = gjson.AppendJSONString(ins, res.Content)
-			ins = append(ins, '}')
-		}
-		if len(ins) > 0 {
-			at := last.Index + len(last.Raw)
-			edits = append(edits, edit{start: at, end: at, repl: string(ins)})
-		}
+		last := list[end-1]
+		edits = append(edits, edit{start: m.Index, end: last.Index + len(last.Raw), repl: repl})
 	}
 	if len(edits) == 0 {
 		return body, nil
 	}
 	return applyEdits(body, edits), nil
+}
+
+// restoreChatSteps returns the messages that take the place of the app's
+// message app and its tool messages tools: each step's stored message and
+// the tool messages answering its calls (see RewriteRequest).
+func restoreChatSteps(steps []Restored, ids []string, app gjson.Result, tools []gjson.Result) (string, error) {
+	stored := make([]gjson.Result, len(steps))
+	held := make(map[string]bool) // call ids the stored messages hold
+	for k, st := range steps {
+		if !gjson.ValidBytes(st.Message) {
+			return "", fmt.Errorf("step %s: stored message is not valid JSON", ids[k])
+		}
+		if stored[k] = gjson.ParseBytes(st.Message); !stored[k].IsObject() {
+			return "", fmt.Errorf("step %s: stored message is not a JSON object", ids[k])
+		}
+		forEachCall(stored[k], func(tc gjson.Result) { held[tc.Get("id").Str] = true })
+	}
+	answered := make(map[string]bool)
+	used := make([]bool, len(tools))
+	var out []string
+	for k, st := range steps {
+		msg := strings.TrimSpace(stored[k].Raw)
+		if k == len(steps)-1 {
+			var err error
+			if msg, err = mergeCalls(stored[k], app, held); err != nil {
+				return "", fmt.Errorf("step %s: %w", ids[k], err)
+			}
+		}
+		out = append(out, msg)
+		calls := make(map[string]bool)
+		forEachCall(gjson.Parse(msg), func(tc gjson.Result) { calls[tc.Get("id").Str] = true })
+		for j, tm := range tools {
+			if id := tm.Get("tool_call_id").Str; !used[j] && calls[id] {
+				used[j], answered[id] = true, true
+				out = append(out, tm.Raw)
+			}
+		}
+		for _, res := range st.Results {
+			if answered[res.CallID] {
+				continue
+			}
+			answered[res.CallID] = true
+			b := append([]byte(`{"role":"tool","tool_call_id":`), gjson.AppendJSONString(nil, res.CallID)...)
+			b = append(b, `,"content":`...)
+			b = gjson.AppendJSONString(b, res.Content)
+			out = append(out, string(append(b, '}')))
+		}
+	}
+	for j, tm := range tools {
+		if !used[j] {
+			out = append(out, tm.Raw)
+		}
+	}
+	return strings.Join(out, ","), nil
 }
 
 // hasLink reports whether body holds prefix, plainly or JSON-escaped with
@@ -126,39 +166,45 @@ func hasLink(body []byte, prefix string) bool {
 	return bytes.Contains(body, []byte(strings.ReplaceAll(prefix, "/", `\/`)))
 }
 
-// lastStep returns the step id of the last link in a message's content, or
-// "". content is a string or an array of parts, of which "text" parts are
-// read.
-func lastStep(content gjson.Result, prefix string) string {
+// allSteps returns the step ids of the links in a message's content, in
+// the order they appear, each once. content is a string or an array of
+// parts, of which "text" parts are read.
+func allSteps(content gjson.Result, prefix string) []string {
+	var steps []string
+	add := func(s string) {
+		for _, id := range stepsIn(s, prefix) {
+			if !slices.Contains(steps, id) {
+				steps = append(steps, id)
+			}
+		}
+	}
 	switch {
 	case content.Type == gjson.String:
-		return lastStepIn(content.Str, prefix)
+		add(content.Str)
 	case content.IsArray():
-		step := ""
 		content.ForEach(func(_, part gjson.Result) bool {
 			if part.Get("type").Str == "text" {
-				if s := lastStepIn(part.Get("text").Str, prefix); s != "" {
-					step = s
-				}
+				add(part.Get("text").Str)
 			}
 			return true
 		})
-		return step
 	}
-	return ""
+	return steps
 }
 
-func lastStepIn(s, prefix string) string {
+// stepsIn returns the step ids of the links in s, in order: prefix
+// followed by exactly stepIDLen step characters.
+func stepsIn(s, prefix string) []string {
+	var steps []string
 	for {
-		i := strings.LastIndex(s, prefix)
+		i := strings.Index(s, prefix)
 		if i < 0 {
-			return ""
+			return steps
 		}
-		id := s[i+len(prefix):]
-		if len(id) >= stepIDLen && isStepID(id[:stepIDLen]) && (len(id) == stepIDLen || !isStepChar(id[stepIDLen])) {
-			return id[:stepIDLen]
+		s = s[i+len(prefix):]
+		if len(s) >= stepIDLen && isStepID(s[:stepIDLen]) && (len(s) == stepIDLen || !isStepChar(s[stepIDLen])) {
+			steps = append(steps, s[:stepIDLen])
 		}
-		s = s[:i]
 	}
 }
 
@@ -174,26 +220,16 @@ func isStepID(s string) bool {
 func isStepChar(c byte) bool { return ('a' <= c && c <= 'z') || ('2' <= c && c <= '7') }
 
 // mergeCalls returns the stored message with the tool_calls of the app's
-// message that it lacks (by id) appended. The stored message holds every
-// call of the step, so normally it comes back as it is.
-func mergeCalls(stored []byte, app gjson.Result) (string, error) {
-	if !gjson.ValidBytes(stored) {
-		return "", errors.New("stored message is not valid JSON")
-	}
-	sm := gjson.ParseBytes(stored)
-	if !sm.IsObject() {
-		return "", errors.New("stored message is not a JSON object")
-	}
-	have := make(map[string]bool)
+// message that no restored message holds (held, by id) appended. The
+// stored messages hold every call of their steps, so normally it comes
+// back as it is.
+func mergeCalls(sm, app gjson.Result, held map[string]bool) (string, error) {
 	var calls []string
-	forEachCall(sm, func(tc gjson.Result) {
-		have[tc.Get("id").Str] = true
-		calls = append(calls, tc.Raw)
-	})
+	forEachCall(sm, func(tc gjson.Result) { calls = append(calls, tc.Raw) })
 	extra := false
 	forEachCall(app, func(tc gjson.Result) {
-		if id := tc.Get("id").Str; !have[id] {
-			have[id] = true
+		if id := tc.Get("id").Str; !held[id] {
+			held[id] = true
 			calls = append(calls, tc.Raw)
 			extra = true
 		}

@@ -171,7 +171,7 @@ func TestChatRequestFindsLinks(t *testing.T) {
 	}{
 		{"parts array", `[{"type":"text","text":"I'll delete it."},{"type":"text","text":"` + waitText + `"}]`, true},
 		{"escaped slashes", `"` + strings.ReplaceAll(waitText, "/", `\/`) + `"`, true},
-		{"last link wins", `"old: ` + testLink + `twoaaaaaaaaaaaaaaaaaaaaaaa, new: ` + testLink + testStep + `."`, true},
+		{"an unknown link beside it", `"old: ` + testLink + `zzzzzzzzzzzzzzzzzzzzzzzzzz, new: ` + testLink + testStep + `."`, true},
 		{"27 characters are not a step id", `"` + waitText + `a"`, false},
 		{"25 characters are not a step id", `"` + waitText[:len(waitText)-1] + `"`, false},
 		{"uppercase is not a step id", `"` + testLink + strings.ToUpper(testStep) + `"`, false},
@@ -192,10 +192,51 @@ func TestChatRequestFindsLinks(t *testing.T) {
 			if restored != tc.restored {
 				t.Errorf("restored = %v, asked %v\n%s", restored, r.asked, out)
 			}
-			if restored && len(r.asked) != 1 {
-				t.Errorf("asked %v, want only the last link", r.asked)
+			if restored && len(r.asked) != max(1, strings.Count(tc.content, testLink)) {
+				t.Errorf("asked %v, want every link", r.asked)
 			}
 		})
+	}
+}
+
+// One answer can hold calls in two rounds: a held call and a refused one,
+// then a held call in the model's follow-up. The app's message then
+// carries two links; each step goes back in order, with its own results
+// and the app's results for the calls of that step that passed.
+func TestChatRequestRestoresEveryStep(t *testing.T) {
+	const (
+		step1 = "firstaaaaaaaaaaaaaaaaaaaaa"
+		step2 = "secondaaaaaaaaaaaaaaaaaaaa"
+	)
+	first := `{"role":"assistant","content":"Deleting.","tool_calls":[` +
+		`{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}},` +
+		`{"id":"call_wipe","type":"function","function":{"name":"wipe_all","arguments":"{}"}},` +
+		`{"id":"call_get","type":"function","function":{"name":"get_post","arguments":"{\"post\":7}"}}]}`
+	second := `{"role":"assistant","content":"Archiving instead.","tool_calls":[{"id":"call_arch","type":"function","function":{"name":"archive_post","arguments":"{\"post\":7}"}}]}`
+	r := &fakeRestorer{steps: map[string]Restored{
+		step1: {Message: []byte(first), Results: []Result{{CallID: "call_del", Content: "The person confirmed. Removed."}, {CallID: "call_wipe", Content: "Toolgate refused wipe_all."}}},
+		step2: {Message: []byte(second), Results: []Result{{CallID: "call_arch", Content: "The person declined; nothing ran."}}},
+	}}
+	content := `Deleting.\n\nWaiting: ` + testLink + step1 + `\n\nArchiving instead.\n\nWaiting: ` + testLink + step2
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"Clean up post 7."},` +
+		`{"role":"assistant","content":"` + content + `","tool_calls":[{"id":"call_get","type":"function","function":{"name":"get_post","arguments":"{\"post\":7}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_get","content":"Post 7: hello"},` +
+		`{"role":"user","content":"Thanks."}]}`)
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_get tool:call_del tool:call_wipe assistant tool:call_arch user" {
+		t.Fatalf("roles = %s\n%s", got, out)
+	}
+	if m := gjson.GetBytes(out, "messages.1").Raw; m != first {
+		t.Errorf("first step's message = %s", m)
+	}
+	if m := gjson.GetBytes(out, "messages.5").Raw; m != second {
+		t.Errorf("second step's message = %s", m)
+	}
+	if len(r.asked) != 2 || r.asked[0].step != step1 || r.asked[1].step != step2 || !r.asked[0].userFollows || !r.asked[1].userFollows {
+		t.Errorf("asked %v", r.asked)
 	}
 }
 

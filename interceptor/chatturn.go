@@ -100,6 +100,7 @@ func (t *chatTurn) allowed() bool {
 func (t *chatTurn) Stream(dst io.Writer, flush func() error) Stream {
 	t.streaming = true
 	t.s.attach(dst, flush, "chat stream")
+	t.s.stop = &t.s
 	return &t.s
 }
 
@@ -163,7 +164,6 @@ func (s *chatStream) continueResponse() {
 	s.waiting = 0
 	s.inCont, s.slowAll = true, true
 	s.ending, s.finished = false, false
-	s.lineStart = 0
 }
 
 // appendStep returns the follow-up request body: req with the step's

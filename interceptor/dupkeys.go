@@ -1,6 +1,8 @@
 package interceptor
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -30,31 +32,12 @@ func dupIn(v gjson.Result, depth int) bool {
 	}
 	switch {
 	case v.IsObject():
-		var seen []string
-		var set map[string]struct{}
+		var seen keySeen
 		dup := false
 		v.ForEach(func(k, val gjson.Result) bool {
-			key := fold(k.String())
-			if set != nil {
-				if _, ok := set[key]; ok {
-					dup = true
-					return false
-				}
-				set[key] = struct{}{}
-			} else {
-				for _, s := range seen {
-					if s == key {
-						dup = true
-						return false
-					}
-				}
-				seen = append(seen, key)
-				if len(seen) > 16 {
-					set = make(map[string]struct{}, 32)
-					for _, s := range seen {
-						set[s] = struct{}{}
-					}
-				}
+			if seen.add(fold(k.String())) {
+				dup = true
+				return false
 			}
 			if dupIn(val, depth+1) {
 				dup = true
@@ -108,4 +91,92 @@ func topLevel(v gjson.Result, names ...string) (vals []gjson.Result, ok bool) {
 		return true
 	})
 	return vals, ok
+}
+
+// A response is read by the gate with gjson and by the app's SDK with its
+// own decoder, so the two must not be able to read different calls out of
+// one body. The SDKs take the last of two equal keys (openai-go and
+// anthropic-sdk-go through gjson's Map in internal/apijson/decoder.go,
+// the Node SDKs through JSON.parse), gjson the first; Go's encoding/json,
+// which an app may decode with, also takes a key in another case. So the
+// gate does not guess: wherever it reads a body or event that may hold a
+// call, an object it reads that names a key twice, or names a key the
+// gate reads in another case, is refused (the response fails closed)
+// rather than read either way. Escaped keys need nothing: gjson decodes
+// them as every decoder does.
+
+// shape is the part of a response the gate reads: the keys of an object
+// that it reads, and the keys whose value it reads into (an object, or
+// each object of an array). Only these objects are checked, so free-form
+// parts (a tool's arguments, the request's tools echoed back) may hold
+// any keys.
+type shape struct {
+	read []string
+	into map[string]*shape
+}
+
+// ambiguity returns an error naming the first key, in the objects of v
+// that sh reads, that a reader could take otherwise than gjson: one given
+// twice (after unescaping, case folded), or one sh reads written in
+// another case; nil when there is none.
+func (sh *shape) ambiguity(v gjson.Result) error {
+	switch {
+	case v.IsArray():
+		var err error
+		v.ForEach(func(_, e gjson.Result) bool {
+			err = sh.ambiguity(e)
+			return err == nil
+		})
+		return err
+	case !v.IsObject():
+		return nil
+	}
+	var seen keySeen
+	var err error
+	v.ForEach(func(k, val gjson.Result) bool {
+		key := k.String()
+		f := fold(key)
+		if seen.add(f) {
+			err = fmt.Errorf("key %q given twice", key)
+			return false
+		}
+		if f != key && slices.Contains(sh.read, f) {
+			err = fmt.Errorf("key %q written as %q", f, key)
+			return false
+		}
+		if sub := sh.into[key]; sub != nil {
+			err = sub.ambiguity(val)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// keySeen is the keys of one object seen so far: a slice while they are
+// few, a set past that (an object may name thousands).
+type keySeen struct {
+	list []string
+	set  map[string]struct{}
+}
+
+// add records key and reports whether it was seen before.
+func (s *keySeen) add(key string) bool {
+	if s.set != nil {
+		if _, ok := s.set[key]; ok {
+			return true
+		}
+		s.set[key] = struct{}{}
+		return false
+	}
+	if slices.Contains(s.list, key) {
+		return true
+	}
+	s.list = append(s.list, key)
+	if len(s.list) > 16 {
+		s.set = make(map[string]struct{}, 32)
+		for _, k := range s.list {
+			s.set[k] = struct{}{}
+		}
+	}
+	return false
 }

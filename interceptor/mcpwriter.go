@@ -102,16 +102,14 @@ func (w *MCPResultWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter
 
 // Close finishes the answer: a JSON body is rewritten and written now. A
 // JSON body that could not be held (over the cap) fails with an error
-// and nothing written, so the caller can answer 502.
+// and nothing written, so the caller can answer 502. An event stream's
+// last event, left without its blank line, is read like any other (the
+// go-sdk client dispatches it at the end of the body).
 func (w *MCPResultWriter) Close() error {
 	defer func() {
 		if w.buf != nil {
 			putBuf(w.buf)
 			w.buf = nil
-		}
-		if w.pend != nil {
-			putBuf(w.pend)
-			w.pend = nil
 		}
 	}()
 	w.closed = true
@@ -126,9 +124,7 @@ func (w *MCPResultWriter) Close() error {
 		_, err := w.ResponseWriter.Write(body)
 		return err
 	case sseBody:
-		if w.pend != nil && w.pend.Len() > 0 {
-			w.write(w.pend.Bytes()) // an unterminated last event goes out as it came
-		}
+		w.frameClose(w)
 		return w.err
 	}
 	return nil
@@ -172,25 +168,6 @@ func (w *MCPResultWriter) slow(ev []byte) {
 		w.write(ev)
 		return
 	}
-	// The event again with its other fields (id, event, retry) in place
-	// and one data line.
-	var out []byte
-	wroteData := false
-	for b := ev; len(b) > 0; {
-		var line []byte
-		line, b = nextLine(b)
-		name, _ := field(line)
-		if string(name) == "data" {
-			if !wroteData {
-				out = append(append(append(out, "data: "...), nd...), '\n')
-				wroteData = true
-			}
-			continue
-		}
-		if len(line) == 0 {
-			continue // the blank line that ends the event
-		}
-		out = append(append(out, line...), '\n')
-	}
-	w.write(append(out, '\n'))
+	// The event again with its other fields (id, event, retry) in place.
+	w.writeReplaced(ev, nd, false)
 }

@@ -1,11 +1,11 @@
 package interceptor
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,9 +40,10 @@ import (
 // followed by the step id of the last link in the text (random when there
 // is none), so a reference to it can be traced back to its step.
 //
-// The byte searches that let traffic without calls through untouched assume
-// the provider writes "function_call" and "custom_tool_call" plainly, as
-// every JSON encoder does.
+// The byte searches that let traffic without calls through untouched look
+// for "function_call" and "custom_tool_call", and for "arguments" and
+// "input", which an item of another type that carries a call would need,
+// in any case or spelling a decoder reads as them (see mayHold).
 type Responses struct{}
 
 // SyntheticPrefix starts the id of every item this adapter makes up: the
@@ -51,26 +52,39 @@ type Responses struct{}
 // be refused by it.
 const SyntheticPrefix = "msg_toolgate_"
 
-var (
-	fnCallKey     = []byte("function_call")
-	customCallKey = []byte("custom_tool_call")
-	synthPrefix   = []byte(SyntheticPrefix)
+var synthPrefix = []byte(SyntheticPrefix)
+
+// respKeys are the bytes a Responses call needs: the type names
+// "function_call" (also in function_call_arguments) and
+// "custom_tool_call", and "arguments" and "input". The anchors are rare in
+// the keys of a text or reasoning delta ("type", "sequence_number",
+// "item_id", "output_index", "content_index", "delta", "logprobs",
+// "obfuscation"): 'f' does not occur, the 'l' of "tool" and the 'g' of
+// "arguments" only in "logprobs", the 'i' of "input" in four of them.
+var respKeys = newKeySet(
+	newScanKey("function_call", 'f'),
+	newScanKey("custom_tool_call", 'l'),
+	newScanKey(`"arguments"`, 'g'),
+	newScanKey(`"input"`, 'i'),
 )
 
-// The rare bytes of the call keys in Responses events: 'f' does not occur
-// in the keys of a text or reasoning delta ("type", "sequence_number",
-// "item_id", "output_index", "content_index", "delta", "logprobs",
-// "obfuscation"); the 'l' of "tool" occurs only in "logprobs".
-var (
-	fnCallRare     = bytes.IndexByte(fnCallKey, 'f')
-	customCallRare = bytes.IndexByte(customCallKey, 'l')
-)
+// respShape is what the gate reads of a Responses body or event (see
+// shape.ambiguity): the output items of a response, the response of an
+// event, an event's item.
+var respShape = func() *shape {
+	item := &shape{read: []string{"type", "id", "call_id", "name", "namespace", "arguments", "input", "status"}}
+	resp := &shape{read: []string{"id", "status", "output", "usage"}, into: map[string]*shape{"output": item}}
+	return &shape{
+		read: []string{"id", "status", "output", "usage", "type", "response", "item", "item_id", "output_index", "sequence_number", "delta", "arguments", "input"},
+		into: map[string]*shape{"output": item, "response": resp, "item": item},
+	}
+}()
 
 // hasCallBytes reports whether b may carry a call item or its fragments:
-// "function_call" (also in function_call_arguments) or "custom_tool_call".
-func hasCallBytes(b []byte) bool {
-	return hasKey(b, fnCallKey, fnCallRare) || hasKey(b, customCallKey, customCallRare)
-}
+// "function_call" (also in function_call_arguments), "custom_tool_call",
+// or "arguments" or "input" (an item of an unknown type), however a
+// reader may read them.
+func hasCallBytes(b []byte) bool { return respKeys.mayHold(b) }
 
 // respWaitingOutput is the tool result a held call gets in a follow-up
 // request that sends refusals back while it waits (the app's next request
@@ -145,6 +159,9 @@ func rewriteResponsesJSON(ctx context.Context, body []byte, h Holder, t *respTur
 		return nil, nil, errors.New("responses response: invalid JSON around calls")
 	}
 	root := gjson.ParseBytes(body)
+	if err := respShape.ambiguity(root); err != nil {
+		return nil, nil, fmt.Errorf("responses response: %w", err)
+	}
 	output := root.Get("output")
 	if !output.IsArray() {
 		return body, nil, nil
@@ -152,6 +169,9 @@ func rewriteResponsesJSON(ctx context.Context, body []byte, h Holder, t *respTur
 	items := output.Array()
 	var calls []*respCall
 	for i, it := range items {
+		if key, stray := respStrayCall(h, it); stray {
+			return nil, nil, fmt.Errorf("responses response: %w", errRespStray(it, key))
+		}
 		if c := inspectItem(h, it); c != nil {
 			c.index, c.pos, c.raw = i, i, it.Raw
 			c.head = true
@@ -244,6 +264,30 @@ func isClientCall(typ string) bool {
 		return true
 	}
 	return false
+}
+
+// respStrayCall returns the policy key a gated tool's output item names
+// when it is no call this adapter inspects: an item of an unknown type (or
+// a message, a reasoning item) carrying a name. openai-go decodes name and
+// arguments whatever the type (ResponseOutputItemUnion), so an app reading
+// the name would run it; such a response is refused. mcp_call and
+// mcp_approval_request items name tools that run on the provider's side
+// and pass unread.
+func respStrayCall(h Holder, it gjson.Result) (string, bool) {
+	switch it.Get("type").Str {
+	case "function_call", "custom_tool_call", "mcp_call", "mcp_approval_request":
+		return "", false
+	}
+	n := it.Get("name")
+	if n.Type != gjson.String {
+		return "", false
+	}
+	return gatedKey(h, it.Get("namespace").Str, n.Str)
+}
+
+// errRespStray is the error for an item that respStrayCall reports.
+func errRespStray(it gjson.Result, key string) error {
+	return fmt.Errorf("an output item of type %q names the gated tool %q, which the gate cannot place", it.Get("type").Str, key)
 }
 
 // gatedKey returns the policy key a call matches: namespace/name first,

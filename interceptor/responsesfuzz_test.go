@@ -98,6 +98,9 @@ func FuzzResponsesStream(f *testing.F) {
 	}
 	for _, s := range respFuzzSeeds() {
 		f.Add([]byte(s), []byte{40, 1})
+		for _, v := range crVariants([]byte(s)) {
+			f.Add(v, []byte{7})
+		}
 	}
 	f.Fuzz(func(t *testing.T, in []byte, splits []byte) {
 		h := respFuzzHolder()
@@ -106,7 +109,7 @@ func FuzzResponsesStream(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if !hasCallBytes(in) && !bytes.Equal(whole, in) {
+		if !hasCallBytes(in) && !passedAsRead(in, whole) {
 			t.Fatalf("a stream without calls changed:\n%q\n%q", in, whole)
 		}
 		if respLeaks(h, in, whole) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -44,9 +45,11 @@ var (
 // conversation. Otherwise it must be valid JSON, or it is an error.
 //
 // A step is found in an item of "input" whose id is a synthetic one (the
-// message, or an item_reference to it), or in an assistant message whose
-// text holds linkPrefix followed by a step id (the last such link counts).
-// Each step is looked up with r.Restore once. When it reports ok:
+// message, or an item_reference to it), and in an assistant message whose
+// text holds linkPrefix followed by a step id: every link counts, in the
+// order they appear, as one message can carry several steps (an app that
+// joins an answer's text into one message). Each step is looked up with
+// r.Restore once. For each it reports ok, in order:
 //
 //   - With a full input list (no previous_response_id, no conversation):
 //     the items of Restored.Message (the response's output items up to the
@@ -123,42 +126,47 @@ func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 		it := q.items[i].res
 		id := it.Get("id").Str
 		synth := strings.HasPrefix(id, SyntheticPrefix)
-		step := synthStep(id)
-		if step == "" && linked && isAssistantMessage(it) {
-			step = lastStepOfItem(it, linkPrefix)
+		var steps []string
+		if step := synthStep(id); step != "" {
+			steps = append(steps, step)
 		}
-		if step == "" {
-			if synth {
-				q.sanitize(i)
+		if linked && isAssistantMessage(it) {
+			for _, step := range stepsOfItem(it, linkPrefix) {
+				if !slices.Contains(steps, step) {
+					steps = append(steps, step)
+				}
 			}
-			continue
 		}
-		if restored, seen := done[step]; seen {
-			if restored {
-				q.drop(i) // another copy of a message already restored
-			} else if synth {
-				q.sanitize(i)
+		restoredAny, seenAll := false, len(steps) > 0
+		for _, step := range steps {
+			if restored, seen := done[step]; seen {
+				restoredAny = restoredAny || restored
+				continue
 			}
-			continue
-		}
-		res, ok := r.Restore(ctx, step, q.userAfter(i))
-		done[step] = ok
-		if !ok {
-			if synth {
-				q.sanitize(i)
+			seenAll = false
+			res, ok := r.Restore(ctx, step, q.userAfter(i))
+			done[step] = ok
+			if !ok {
+				continue
 			}
-			continue
+			stored, err := storedItems(res.Message)
+			if err != nil {
+				return nil, fmt.Errorf("responses request: step %s: %w", step, err)
+			}
+			restoredAny = true
+			q.drop(i)
+			if inState {
+				q.head = append(q.head, q.outputs(res.Results, stored, false)...)
+				continue
+			}
+			q.restore(i, stored, res.Results, storeFalse)
 		}
-		stored, err := storedItems(res.Message)
-		if err != nil {
-			return nil, fmt.Errorf("responses request: step %s: %w", step, err)
+		switch {
+		case restoredAny && seenAll:
+			q.drop(i) // another copy of a message already restored
+		case !restoredAny && synth:
+			q.sanitize(i)
 		}
-		q.drop(i)
-		if inState {
-			q.head = append(q.head, q.outputs(res.Results, stored, false)...)
-			continue
-		}
-		q.restore(i, stored, res.Results, storeFalse)
 	}
 	if stateful && inState {
 		key := prevID
@@ -342,23 +350,25 @@ func itemText(it gjson.Result) string {
 	return b.String()
 }
 
-// lastStepOfItem returns the step id of the last link in a message item's
-// text, or "".
-func lastStepOfItem(it gjson.Result, prefix string) string {
+// stepsOfItem returns the step ids of the links in a message item's text,
+// in order, each once.
+func stepsOfItem(it gjson.Result, prefix string) []string {
 	c := it.Get("content")
 	if c.Type == gjson.String {
-		return lastStepIn(c.Str, prefix)
+		return allSteps(c, prefix)
 	}
-	step := ""
+	var steps []string
 	c.ForEach(func(_, part gjson.Result) bool {
 		if t := part.Get("text"); t.Type == gjson.String {
-			if s := lastStepIn(t.Str, prefix); s != "" {
-				step = s
+			for _, s := range stepsIn(t.Str, prefix) {
+				if !slices.Contains(steps, s) {
+					steps = append(steps, s)
+				}
 			}
 		}
 		return true
 	})
-	return step
+	return steps
 }
 
 // storedItems reads a step's stored message: the JSON array of output items

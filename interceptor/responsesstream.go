@@ -90,19 +90,13 @@ func (s *respStream) Close() error {
 		return s.err
 	}
 	s.closed = true
-	if s.err == nil && s.pend != nil && s.pend.Len() > 0 {
-		ev := s.pend.Bytes()
-		s.handle(s, ev)
-		if s.err == nil && ev[len(ev)-1] != '\n' {
-			s.err = errRespMidLine
-		}
+	if s.frameCloseKeep(s) && s.err == nil {
+		s.err = errRespMidLine
 	}
 	if s.err == nil && !s.r.ended && s.r.buffering {
 		s.release(nil)
 	}
 	s.flushNow()
-	putBuf(s.pend)
-	s.pend = nil
 	return s.err
 }
 
@@ -192,6 +186,10 @@ func (s *respStream) slow(ev []byte) {
 		s.other(ev)
 		return
 	}
+	if err := respShape.ambiguity(root); err != nil {
+		s.fail(fmt.Errorf("responses stream: %w", err))
+		return
+	}
 	index := -1
 	if oi := root.Get("output_index"); oi.Exists() {
 		if oi.Type != gjson.Number || oi.Int() < 0 || oi.Int() > 1<<24 || oi.Raw != strconv.FormatInt(oi.Int(), 10) {
@@ -250,6 +248,9 @@ func (s *respStream) pass(ev, data []byte, root gjson.Result, index int) {
 
 func (s *respStream) itemAdded(ev, data []byte, root gjson.Result, index int) {
 	item := root.Get("item")
+	if s.stray(item) {
+		return
+	}
 	if !isCallType(item.Get("type").Str) {
 		s.pass(ev, data, root, index)
 		return
@@ -293,6 +294,9 @@ func (s *respStream) begin(c *respCall, item gjson.Result, index int) {
 
 func (s *respStream) itemDone(ev, data []byte, root gjson.Result, index int) {
 	item := root.Get("item")
+	if s.stray(item) {
+		return
+	}
 	if index >= 0 {
 		if s.r.items == nil {
 			s.r.items = make(map[int]string)
@@ -379,7 +383,8 @@ func (s *respStream) fragment(ev, data []byte, root gjson.Result, typ string, in
 func (s *respStream) snapshotCalls(root gjson.Result) bool {
 	found := false
 	check := func(it gjson.Result) {
-		found = found || inspectItem(s.t.h, it) != nil
+		_, stray := respStrayCall(s.t.h, it)
+		found = found || stray || inspectItem(s.t.h, it) != nil
 	}
 	if it := root.Get("item"); it.IsObject() {
 		check(it)
@@ -392,6 +397,16 @@ func (s *respStream) snapshotCalls(root gjson.Result) bool {
 		s.fail(errors.New("responses stream: an event shows a call before the response ended"))
 	}
 	return found
+}
+
+// stray fails the stream when item is no call this adapter inspects but
+// names a gated tool (respStrayCall).
+func (s *respStream) stray(item gjson.Result) bool {
+	key, ok := respStrayCall(s.t.h, item)
+	if ok {
+		s.fail(fmt.Errorf("responses stream: %w", errRespStray(item, key)))
+	}
+	return ok
 }
 
 // callFor returns the inspected call an event belongs to: by item id when
@@ -438,6 +453,9 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 		items = r.recorded()
 	}
 	for i, it := range items {
+		if s.stray(it) {
+			return
+		}
 		if !isCallType(it.Get("type").Str) {
 			continue
 		}
@@ -732,36 +750,36 @@ func (s *respStream) writeMessage(d int, id, text string) {
 	b = append(b, `,"item":{"id":`...)
 	b = append(b, idq...)
 	b = append(b, `,"type":"message","status":"in_progress","content":[],"role":"assistant"}}`...)
-	s.writeNew("response.output_item.added", b)
+	s.writeMade("response.output_item.added", b)
 
 	b = head("response.content_part.added", false)
 	b = append(b, `,"part":`...)
 	b = append(part(b, false), '}')
-	s.writeNew("response.content_part.added", b)
+	s.writeMade("response.content_part.added", b)
 
 	b = head("response.output_text.delta", false)
 	b = append(b, `,"delta":`...)
 	b = append(b, tq...)
 	b = append(b, `,"logprobs":[]}`...)
-	s.writeNew("response.output_text.delta", b)
+	s.writeMade("response.output_text.delta", b)
 
 	b = head("response.output_text.done", false)
 	b = append(b, `,"text":`...)
 	b = append(b, tq...)
 	b = append(b, `,"logprobs":[]}`...)
-	s.writeNew("response.output_text.done", b)
+	s.writeMade("response.output_text.done", b)
 
 	b = head("response.content_part.done", false)
 	b = append(b, `,"part":`...)
 	b = append(part(b, true), '}')
-	s.writeNew("response.content_part.done", b)
+	s.writeMade("response.content_part.done", b)
 
 	b = head("response.output_item.done", true)
 	b = append(b, `,"item":`...)
 	item := messageItem(id, text)
 	b = append(b, item...)
 	b = append(b, '}')
-	s.writeNew("response.output_item.done", b)
+	s.writeMade("response.output_item.done", b)
 
 	if s.inCont {
 		s.r.added = max(s.r.added, d+1)
@@ -769,48 +787,35 @@ func (s *respStream) writeMessage(d int, id, text string) {
 	}
 }
 
-// writeNew writes an event the gate made: an "event:" line (unless the
-// upstream sends none) and one data line. data may be s.out.
-func (s *respStream) writeNew(typ string, data []byte) {
+// writeMade writes an event the gate made: an "event:" line (unless the
+// upstream sends none) and its data. data may be s.out.
+func (s *respStream) writeMade(typ string, data []byte) {
 	s.out = data
-	var b []byte
-	if s.evLines >= 0 {
-		b = append(b, "event: "...)
-		b = append(b, typ...)
-		b = append(b, '\n')
+	if s.evLines < 0 {
+		typ = ""
 	}
-	b = append(b, "data: "...)
-	b = append(b, data...)
-	b = append(b, "\n\n"...)
-	s.write(b)
+	s.writeNew(typ, data)
 }
 
-// writeEvent writes ev with its data replaced by one "data: " line holding
-// data; its other lines (event:, id:, comments) are kept, in order.
+// stopEvent is an error event: the Node SDK throws an APIError for an
+// event named "error" (core/streaming.ts); openai-go ends the stream with
+// an error only for data holding "error" (ssestream.go), which the API's
+// own error event lacks, so the gate's has both forms.
+func (s *respStream) stopEvent(message string) []byte {
+	m := gjson.AppendJSONString(nil, message)
+	b := append([]byte("event: error\ndata: {\"type\":\"error\",\"sequence_number\":"), strconv.FormatInt(s.lastSeq+1, 10)...)
+	b = append(b, `,"code":"response_refused","message":`...)
+	b = append(b, m...)
+	b = append(b, `,"param":null,"error":{"type":"toolgate_error","code":"response_refused","message":`...)
+	b = append(b, m...)
+	return append(b, "}}\n\n"...)
+}
+
+// writeEvent writes ev with its data replaced by data (several data lines
+// when it holds line ends); its other lines (event:, id:, comments) are
+// kept, in order.
 func (s *respStream) writeEvent(ev, data []byte) {
-	out := s.out[:0]
-	wrote := false
-	for b := ev; len(b) > 0; {
-		full := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			full, b = b[:i+1], b[i+1:]
-		} else {
-			b = nil
-		}
-		line, _ := nextLine(full)
-		if name, _ := field(line); string(name) != "data" || len(line) == 0 {
-			out = append(out, full...)
-			continue
-		}
-		if !wrote {
-			out = append(out, "data: "...)
-			out = append(out, data...)
-			out = append(out, '\n')
-			wrote = true
-		}
-	}
-	s.out = out
-	s.write(out)
+	s.writeReplaced(ev, data, false)
 }
 
 // writeEnd writes the end that a continuation withheld: text (if any) as a
@@ -861,7 +866,7 @@ func (s *respStream) writeEnd(text string) {
 		}
 	}
 	s.carry = ""
-	s.writeNew(s.endType, applyEdits(data, s.edits))
+	s.writeMade(s.endType, applyEdits(data, s.edits))
 	s.endData = nil
 	if s.doneSeen {
 		s.doneSeen, s.owesDone = false, true
@@ -889,5 +894,4 @@ func (s *respStream) continueResponse() {
 	s.r = respResponse{base: len(s.outItems), slow: true, first: -1}
 	s.inCont = true
 	s.ending = false
-	s.lineStart = 0
 }

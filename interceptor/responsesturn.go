@@ -295,6 +295,7 @@ func (t *respTurn) followUp(step *respStep) ([]byte, error) {
 func (t *respTurn) Stream(dst io.Writer, flush func() error) Stream {
 	t.streaming = true
 	t.s.attach(dst, flush, "responses stream")
+	t.s.stop = &t.s
 	return &t.s
 }
 

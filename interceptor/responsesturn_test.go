@@ -164,7 +164,7 @@ func checkNoRefused(t *testing.T, out []byte) {
 func TestResponsesTurnStreamContinues(t *testing.T) {
 	first := refusingResp()
 	follow := newSynID("resp_U").text("msg_2", "Who should receive it?")
-	rec, reqs, err := respRunTurn(t, refusingHolder(), respRequest, sse(first.completed()+"data: [DONE]\n\n"), sse(follow.completed()))
+	rec, reqs, err := respRunTurn(t, refusingHolder(), respRequest, sseUp(first.completed()+"data: [DONE]\n\n"), sseUp(follow.completed()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,9 +263,9 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 			api.learn("resp_0", `[]`)
 			api.learn("resp_syn", "["+strings.Join(tc.first.items, ",")+"]")
 			api.learn("conv_1", "["+strings.Join(tc.first.items, ",")+"]")
-			responses := []upstream{sse(tc.first.completed())}
+			responses := []upstream{sseUp(tc.first.completed())}
 			if tc.cont {
-				responses = append(responses, sse(newSynID("resp_U").text("msg_2", "Who should receive it?").completed()))
+				responses = append(responses, sseUp(newSynID("resp_U").text("msg_2", "Who should receive it?").completed()))
 			}
 			rec, reqs, err := respRunTurn(t, tc.h, tc.request, responses...)
 			if err != nil {
@@ -324,7 +324,7 @@ func TestResponsesTurnStreamFollowUpHolds(t *testing.T) {
 	// the app already read, at the next index.
 	h := newHolder("delete_post").refusing("send_email", refusal)
 	follow := newSynID("resp_U").text("msg_2", "Then I delete it.").fn("held", "delete_post", `{"post":7}`)
-	rec, reqs, err := respRunTurn(t, h, respRequest, sse(refusingResp().completed()), sse(follow.completed()))
+	rec, reqs, err := respRunTurn(t, h, respRequest, sseUp(refusingResp().completed()), sseUp(follow.completed()))
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("err %v, requests %q", err, reqs)
 	}
@@ -342,9 +342,9 @@ func TestResponsesTurnStreamFollowUpHolds(t *testing.T) {
 
 func TestResponsesTurnRefusedUpToTheLimit(t *testing.T) {
 	h := refusingHolder()
-	responses := []upstream{sse(refusingResp().completed())}
+	responses := []upstream{sseUp(refusingResp().completed())}
 	for i := range MaxContinuations {
-		responses = append(responses, sse(newSynID(fmt.Sprint("resp_", i)).fn(fmt.Sprint("ref", i), "send_email", respRefusedArgs).completed()))
+		responses = append(responses, sseUp(newSynID(fmt.Sprint("resp_", i)).fn(fmt.Sprint("ref", i), "send_email", respRefusedArgs).completed()))
 	}
 	rec, reqs, err := respRunTurn(t, h, respRequest, responses...)
 	if err != nil {
@@ -375,10 +375,10 @@ func TestResponsesTurnStreamFollowUpFails(t *testing.T) {
 	}{
 		{"http 500", upstream{500, "application/json", `{"error":{"message":"boom"}}`}, "Toolgate could not continue: the provider answered HTTP 500."},
 		{"no answer", upstream{}, "Toolgate could not continue: the provider did not answer."},
-		{"ends early", sse(newSynID("resp_U").text("msg_2", "Who").b.String()), "Toolgate could not continue: the provider's answer ended early."},
+		{"ends early", sseUp(newSynID("resp_U").text("msg_2", "Who").b.String()), "Toolgate could not continue: the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, _, err := respRunTurn(t, refusingHolder(), respRequest, sse(refusingResp().completed()+"data: [DONE]\n\n"), tc.up)
+			rec, _, err := respRunTurn(t, refusingHolder(), respRequest, sseUp(refusingResp().completed()+"data: [DONE]\n\n"), tc.up)
 			if err != nil {
 				t.Fatal(err)
 			}

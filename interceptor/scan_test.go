@@ -2,43 +2,126 @@ package interceptor
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"testing"
 )
 
-func TestHasKeyMatchesBytesContains(t *testing.T) {
-	cases := []string{
-		``, `"`, `"tool_calls"`, `x"tool_calls"`, `"tool_calls`, `tool_calls"`, `"tool__calls"`,
-		`{"a_b":1,"tool_calls":[]}`, `{"finish_reason":null}`, `_"tool_calls"_`, `"content"`, `"contentx"`, `"conten"`,
-		`{"delta":{"content":"x"}}`, `"content" "tool_calls"`,
-	}
-	for _, c := range cases {
-		b := []byte(c)
-		if got, want := hasToolCalls(b), bytes.Contains(b, toolCallsKey); got != want {
-			t.Errorf("hasToolCalls(%q) = %v, want %v", c, got, want)
+func TestMayHoldSeesEveryReadersKey(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{``, false},
+		{`{"choices":[{"delta":{"content":"x"}}]}`, false},
+		{`{"finish_reason":null,"system_fingerprint":"fp"}`, false},
+		{`{"tool_calls":[]}`, true},
+		{`{"function_call":{}}`, true},
+		{`{"Tool_Calls":[]}`, true},
+		{`{"TOOL_CALLS":[]}`, true},
+		{`{"\u0074ool_calls":[]}`, true},
+		{`{"tool\u005Fcalls":[]}`, true},
+		{`{"tool_callſ":[]}`, true},
+		{`{"tool_call\u017f":[]}`, true},
+		{`{"content":"a \"quoted\" word, \u00e9, \u003c, \n and \\u0074"}`, false},
+		{`{"content":"\\"}`, false},
+		{`{"content":"\u2028"}`, false},
+		{`{"content":"\\\u0074"}`, true},
+		{`{"tool_calls"`, true},
+		{`tool_calls`, false},
+	} {
+		if got := hasToolCalls([]byte(tc.in)); got != tc.want {
+			t.Errorf("hasToolCalls(%s) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }
 
-func FuzzHasKey(f *testing.F) {
-	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[]}}]}`))
-	f.Add([]byte(`{"delta":{"content":"x"}}`))
+func TestMayHoldFoldsKeysNotValues(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		may  func([]byte) bool
+		want bool
+	}{
+		{`{"tool_callſ":[]}`, hasToolCalls, true},
+		{`{"ToOl_CaLlS":[]}`, hasToolCalls, true},
+		{`{"FUNCTION_CALL":{}}`, hasToolCalls, true},
+		{`{"content":"ſ, K and _"}`, hasToolCalls, false},
+		// Type names are values: every reader compares them exactly.
+		{`{"type":"function_call"}`, hasCallBytes, true},
+		{`{"type":"FUNCTION_CALL"}`, hasCallBytes, false},
+		{`{"type":"custom_tool_caLL"}`, hasCallBytes, false},
+		{`{"type":"Tool_Use"}`, hasToolUse, false},
+		{`{"arguments":"{}"}`, hasCallBytes, true},
+		{`{"Arguments":"{}"}`, hasCallBytes, false}, // no SDK reads an item of an unknown type, and none folds
+	} {
+		if got := tc.may([]byte(tc.in)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// keyRead reports whether a reader of the JSON text b meets key, a bare
+// key or type name, as an object key or a string: decoded from its
+// escapes, and, with folded, with case folded as encoding/json folds it.
+func keyRead(b []byte, key string, folded bool) bool {
+	d := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false // the end, or text no reader takes for JSON from here
+		}
+		if s, ok := tok.(string); ok && (s == key || folded && fold(s) == key) {
+			return true
+		}
+	}
+}
+
+// FuzzMayHold checks the fast path's byte search against a decoder: any
+// key or string of a JSON text that a reader takes for a call's key, in
+// any case or spelling, sends the text to the slow path.
+func FuzzMayHold(f *testing.F) {
+	for _, s := range []string{
+		`{"tool_calls":[]}`, `{"Tool_Calls":1}`, `{"\u0074ool_calls":1}`, `{"type":"tool\u005fuse"}`,
+		`{"a":"tool_callſ"}`, `{"choices":[{"delta":{"content":"x\u00e9"}}]}`, `{"input":{}}`, `["function_call"]`,
+	} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if hasToolCalls(b) != bytes.Contains(b, toolCallsKey) {
-			t.Fatalf("hasKey differs from bytes.Contains on %q", b)
+		for _, c := range []struct {
+			name   string
+			keys   []string
+			folded bool
+			may    func([]byte) bool
+		}{
+			{"chat", []string{"tool_calls", "function_call"}, true, hasToolCalls},
+			{"anthropic", []string{"tool_use", "input"}, false, hasToolUse},
+			{"responses", []string{"function_call", "custom_tool_call", "arguments", "input"}, false, hasCallBytes},
+		} {
+			for _, k := range c.keys {
+				if keyRead(b, k, c.folded) && !c.may(b) {
+					t.Fatalf("%s: a reader meets %q in %q, the fast path does not", c.name, k, b)
+				}
+			}
 		}
 	})
 }
 
 func BenchmarkHasToolCalls(b *testing.B) {
 	ev := []byte(`data: {"id":"chatcmpl-ABfwAwrNePHUgBBezonVC6MX3zd63","object":"chat.completion.chunk","created":1727346178,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_5050236cbd","choices":[{"index":0,"delta":{"content":" weather"},"logprobs":null,"finish_reason":null}]}` + "\n\n")
-	b.Run("hasKey", func(b *testing.B) {
+	b.Run("mayHold", func(b *testing.B) {
 		for b.Loop() {
 			hasToolCalls(ev)
 		}
 	})
 	b.Run("bytes.Contains", func(b *testing.B) {
 		for b.Loop() {
-			bytes.Contains(ev, toolCallsKey)
+			bytes.Contains(ev, []byte(`"tool_calls"`))
+		}
+	})
+	text := []byte(strings.Repeat(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a useful word"}}`, 1))
+	b.Run("anthropic", func(b *testing.B) {
+		for b.Loop() {
+			hasToolUse(text)
 		}
 	})
 }

@@ -1,33 +1,52 @@
 package interceptor
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"io"
+
+	"github.com/toolgate/toolgate/interceptor/sse"
 )
 
-// sseFrame cuts an upstream SSE body, arriving in any split, into whole
-// events for a stream rewriter. It holds the event begun in an earlier
-// Write and not yet complete (in a pooled buffer). Every adapter's stream
-// embeds it: the framing is the same for all wire protocols, only what is
-// done with an event differs (sseSink).
+// sseFrame is what every stream rewriter shares: it cuts the upstream
+// body, arriving in any split, into whole events (sse.Splitter, the
+// event-stream rules in one place), routes each through the rewriter's
+// fast or slow path, and writes and flushes what goes out. Every adapter's
+// stream embeds it: the framing is the same for all wire protocols, only
+// what is done with an event differs (sseSink).
+//
+// Every event a sink sees is one every reader reads alike: its lines end
+// with LF or CRLF and none starts with a BOM (the Splitter rewrites any
+// other into that form). So what the gate reads is what the app's client
+// reads, and an event passed as it came is read by the client as the gate
+// read it.
 type sseFrame struct {
-	pend      *bytes.Buffer // the event begun in an earlier Write, not yet complete (pooled)
-	lineStart int           // where the current, unfinished line starts in pend
-	joined    []byte        // scratch: an event's data lines joined
-	err       error         // sticky: once set, nothing more is written
-	closed    bool          // Close ran: a later Write is an error
+	split  sse.Splitter
+	joined []byte // scratch: an event's data lines joined
+	evbuf  []byte // scratch: an event being written
+	err    error  // sticky: once set, nothing more is written
+	closed bool   // Close ran: a later Write is an error
 
-	dst   io.Writer    // where the events go
-	flush func() error // flushes dst; nil when it cannot
-	dirty bool         // written since the last flush
-	name  string       // the stream in its errors ("chat stream")
+	dst    io.Writer    // where the events go
+	flush  func() error // flushes dst; nil when it cannot
+	dirty  bool         // written since the last flush
+	broken bool         // dst or flush failed: nothing more can reach the client
+	name   string       // the stream in its errors ("chat stream")
+
+	// stop, when set, makes the event that ends a stream the gate stops,
+	// in the stream's protocol, so that the client's SDK reports an error
+	// instead of taking what came before for a whole answer.
+	stop interface{ stopEvent(message string) []byte }
 }
+
+// stopMessage is what the app's SDK reports when the gate stops a stream.
+func stopMessage(err error) string { return "Toolgate stopped this response: " + err.Error() }
 
 // attach points the stream at dst for a response (again, for a follow-up
 // written on the same stream).
 func (f *sseFrame) attach(dst io.Writer, flush func() error, name string) {
 	f.dst, f.flush, f.name = dst, flush, name
+	f.split.Max = maxEvent
 	f.closed = false
 }
 
@@ -37,6 +56,7 @@ func (f *sseFrame) write(b []byte) {
 		return
 	}
 	if _, err := f.dst.Write(b); err != nil {
+		f.broken = true
 		f.fail(fmt.Errorf("%s: writing: %w", f.name, err))
 		return
 	}
@@ -53,16 +73,27 @@ func (f *sseFrame) flushNow() {
 		return
 	}
 	if err := f.flush(); err != nil {
+		f.broken = true
 		f.fail(fmt.Errorf("%s: flushing: %w", f.name, err))
 	}
 }
 
-// fail records the stream's first error and returns it.
+// fail records the stream's first error and returns it. The first error
+// also ends what the client reads with the stop event, unless the client
+// can no longer be reached.
 func (f *sseFrame) fail(err error) error {
-	if f.err == nil {
-		f.err = err
+	if f.err != nil {
+		return f.err
 	}
-	return f.err
+	f.err = err
+	if f.broken || f.stop == nil || f.dst == nil {
+		return err
+	}
+	if _, werr := f.dst.Write(f.stop.stopEvent(stopMessage(err))); werr == nil && f.flush != nil {
+		f.flush() // the stream is over either way
+	}
+	f.dirty = false
+	return err
 }
 
 // failed returns the stream's first error.
@@ -93,8 +124,8 @@ type sseSink interface {
 
 // frameWrite is the Write of a stream rewriter s: complete events in p are
 // handled in place, a run of events that pass goes out in one write, and
-// the unfinished rest waits in the frame. An event over maxEvent fails the
-// stream with tooLarge; a Write after Close is the error closed.
+// the unfinished rest waits in the Splitter. An event over maxEvent fails
+// the stream with tooLarge; a Write after Close is the error closed.
 func (f *sseFrame) frameWrite(s sseSink, p []byte, tooLarge, closed error) (int, error) {
 	if f.err != nil {
 		return 0, f.err
@@ -102,118 +133,89 @@ func (f *sseFrame) frameWrite(s sseSink, p []byte, tooLarge, closed error) (int,
 	if f.closed {
 		return 0, closed
 	}
-	n := len(p)
-	if f.pend != nil && f.pend.Len() > 0 {
-		end := f.pendingEnd(p)
-		if end < 0 {
-			if f.pend.Len()+len(p) > maxEvent {
-				return 0, s.fail(tooLarge)
+	// run, end: events of p that pass and lie in p as they came, one after
+	// the other, not yet written.
+	run, end := 0, 0
+	err := f.split.Split(p, func(ev []byte, at int) bool {
+		pass := s.passes(ev)
+		if pass && at >= 0 {
+			if at != end {
+				s.write(p[run:end])
+				run = at
 			}
-			if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
-				f.lineStart = f.pend.Len() + i + 1
-			}
-			f.pend.Write(p)
-			return n, nil
+			end = at + len(ev)
+			return true
 		}
-		if f.pend.Len()+end > maxEvent {
-			return 0, s.fail(tooLarge)
-		}
-		f.pend.Write(p[:end])
-		f.handle(s, f.pend.Bytes())
-		f.pend.Reset()
-		f.lineStart = 0
-		p = p[end:]
-	}
-
-	// Complete events inside p are handled in place; a run of events that
-	// pass goes out in one Write.
-	run, off := 0, 0
-	for off < len(p) && s.failed() == nil {
-		e := eventEnd(p[off:])
-		if e < 0 {
-			break
-		}
-		if e > maxEvent {
-			s.write(p[run:off])
-			s.fail(tooLarge)
-			break
-		}
-		ev := p[off : off+e]
-		if !s.passes(ev) {
-			s.write(p[run:off])
-			s.slow(ev)
-			run = off + e
-		}
-		off += e
-	}
-	s.write(p[run:off])
-	if s.failed() == nil && off < len(p) {
-		rest := p[off:]
-		if len(rest) > maxEvent {
-			s.fail(tooLarge)
+		s.write(p[run:end])
+		run, end = 0, 0
+		if pass {
+			s.write(ev)
 		} else {
-			if f.pend == nil {
-				f.pend = getBuf()
-			}
-			f.lineStart = 0
-			if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
-				f.lineStart = i + 1
-			}
-			f.pend.Write(rest)
+			s.slow(ev)
 		}
+		return s.failed() == nil
+	})
+	s.write(p[run:end])
+	if errors.Is(err, sse.ErrTooLarge) {
+		s.fail(tooLarge)
 	}
 	s.flushNow()
 	if err := s.failed(); err != nil {
 		return 0, err
 	}
-	return n, nil
+	return len(p), nil
 }
 
-// pendingEnd returns how many bytes of p complete the event begun in pend,
-// or -1. Only the line begun in pend needs both halves; the rest is in p.
-func (f *sseFrame) pendingEnd(p []byte) int {
-	j := bytes.IndexByte(p, '\n')
-	if j < 0 {
-		return -1
-	}
-	a := f.pend.Bytes()[f.lineStart:]
-	switch len(a) + j {
-	case 0:
-		return j + 1
-	case 1:
-		if (len(a) == 1 && a[0] == '\r') || (j == 1 && p[0] == '\r') {
-			return j + 1
-		}
-	}
-	e := eventEnd(p[j+1:])
-	if e < 0 {
-		return -1
-	}
-	return j + 1 + e
+// frameClose handles the event the body ended in, without its closing
+// blank line, if any (as a client never dispatches it, it is passed on as
+// it came when it can pass), flushes, and reports whether the body ended
+// inside a line.
+func (f *sseFrame) frameClose(s sseSink) (midLine bool) {
+	midLine = f.frameCloseKeep(s)
+	f.flushNow()
+	return midLine
 }
 
-// data returns the event's data: its data lines' values joined by "\n" (the
-// SSE rule). A single data line, the usual case, is returned in place; more
-// are joined in f.joined. ok is false when the event has no data line.
+// frameCloseKeep is frameClose without the flush.
+func (f *sseFrame) frameCloseKeep(s sseSink) (midLine bool) {
+	ev := f.split.Rest()
+	if f.err != nil || len(ev) == 0 {
+		return false
+	}
+	f.handle(s, ev)
+	return ev[len(ev)-1] != '\n'
+}
+
+// writeNew writes an event the gate made: an event line naming typ (none
+// when typ is ""), data as data lines, and the blank line. data may be a
+// scratch buffer of the stream's.
+func (f *sseFrame) writeNew(typ string, data []byte) {
+	b := f.evbuf[:0]
+	if typ != "" {
+		b = append(b, "event: "...)
+		b = append(b, typ...)
+		b = append(b, '\n')
+	}
+	b = sse.AppendData(b, data)
+	f.evbuf = append(b, '\n')
+	f.write(f.evbuf)
+}
+
+// writeReplaced writes ev with its data replaced (sse.AppendReplaced):
+// its other lines kept, data as data lines where its first data line was;
+// with drop, no data line. An event left with nothing is not written.
+func (f *sseFrame) writeReplaced(ev, data []byte, drop bool) {
+	b, meaningful := sse.AppendReplaced(f.evbuf[:0], ev, data, drop)
+	f.evbuf = b
+	if meaningful {
+		f.write(b)
+	}
+}
+
+// data returns the event's data: its data lines' values joined by "\n"
+// (the SSE rule). A single data line, the usual case, is returned in place;
+// more are joined in f.joined. ok is false when the event has no data line.
 func (f *sseFrame) data(ev []byte) (data []byte, ok bool) {
-	lines := 0
-	for b := ev; len(b) > 0; {
-		var line []byte
-		line, b = nextLine(b)
-		name, value := field(line)
-		if string(name) != "data" {
-			continue
-		}
-		switch lines++; lines {
-		case 1:
-			data = value
-		case 2:
-			f.joined = append(append(append(f.joined[:0], data...), '\n'), value...)
-			data = f.joined
-		default:
-			f.joined = append(append(f.joined, '\n'), value...)
-			data = f.joined
-		}
-	}
-	return data, lines > 0
+	data, f.joined, ok = sse.Data(ev, f.joined)
+	return data, ok
 }

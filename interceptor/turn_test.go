@@ -73,7 +73,7 @@ type upstream struct {
 	body        string
 }
 
-func sse(body string) upstream    { return upstream{200, "text/event-stream", body} }
+func sseUp(body string) upstream  { return upstream{200, "text/event-stream", body} }
 func jsonUp(body string) upstream { return upstream{200, "application/json", body} }
 
 func runTurn(t *testing.T, h Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
@@ -145,8 +145,8 @@ func checkNoRefusedCall(t *testing.T, out []byte) {
 func TestTurnStreamContinues(t *testing.T) {
 	h := newHolder().refusing("send_email", refusal)
 	rec, reqs, err := runTurn(t, h, testRequest,
-		sse(refusingStream()),
-		sse(followUp("Who should receive it?", "stop")))
+		sseUp(refusingStream()),
+		sseUp(followUp("Who should receive it?", "stop")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestTurnStreamHeldBesideRefused(t *testing.T) {
 	first := refusingStream(
 		chunk(deltaChoice(0, toolDelta(toolHeader(2, "call_del", "delete_post")))),
 		chunk(deltaChoice(0, toolDelta(toolArgs(2, `{"post":7}`)))))
-	rec, reqs, err := runTurn(t, h, testRequest, sse(first), sse(followUp("Who should receive it?", "stop")))
+	rec, reqs, err := runTurn(t, h, testRequest, sseUp(first), sseUp(followUp("Who should receive it?", "stop")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestTurnStreamFollowUpHoldsAndPasses(t *testing.T) {
 		chunkU(deltaChoice(0, toolDelta(toolHeader(2, "call_upd", "update_post")))),
 		chunkU(deltaChoice(0, toolDelta(toolArgs(2, `{"post":9,"title":"x"}`)))),
 	)
-	rec, _, err := runTurn(t, h, testRequest, sse(refusingStream()), sse(second))
+	rec, _, err := runTurn(t, h, testRequest, sseUp(refusingStream()), sseUp(second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,9 +318,9 @@ func TestTurnStreamRefusedUpToTheLimit(t *testing.T) {
 			chunkU(deltaChoice(0, toolDelta(toolHeader(0, refusedID+strconv.Itoa(n), "send_email")))),
 			chunkU(deltaChoice(0, toolDelta(toolArgs(0, refusedArgs)))))
 	}
-	responses := []upstream{sse(refusingStream())}
+	responses := []upstream{sseUp(refusingStream())}
 	for n := 1; n <= MaxContinuations; n++ {
-		responses = append(responses, sse(again(n)))
+		responses = append(responses, sseUp(again(n)))
 	}
 	rec, reqs, err := runTurn(t, h, testRequest, responses...)
 	if err != nil {
@@ -362,11 +362,11 @@ func TestTurnStreamFollowUpFails(t *testing.T) {
 		{"HTTP 500", upstream{500, "application/json", `{"error":{"message":"boom"}}`}, "Toolgate could not continue: the provider answered HTTP 500."},
 		{"no answer", upstream{}, "Toolgate could not continue: the provider did not answer."},
 		{"another type", jsonUp(`{"choices":[]}`), "Toolgate could not continue: the provider's answer could not be read."},
-		{"cut short", sse(chunkU(deltaChoice(0, `{"content":"Who"}`))), "Who\n\nToolgate could not continue: the provider's answer ended early."},
+		{"cut short", sseUp(chunkU(deltaChoice(0, `{"content":"Who"}`))), "Who\n\nToolgate could not continue: the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHolder().refusing("send_email", refusal)
-			rec, _, err := runTurn(t, h, testRequest, sse(refusingStream()), tc.up)
+			rec, _, err := runTurn(t, h, testRequest, sseUp(refusingStream()), tc.up)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
 )
 
 var (
@@ -34,20 +35,25 @@ const DefaultMaxJSON = 8 << 20
 // The decision is taken at WriteHeader, on the final status and headers:
 //
 //   - 1xx responses go through, and the decision waits for the final one.
-//   - Anything but a 2xx with a body, and any type but text/event-stream or
-//     application/json, goes through untouched.
-//   - A JSON or SSE body with a Content-Encoding other than identity is
-//     uninspectable: nothing of it is written and Close returns ErrEncoded.
-//   - text/event-stream: Content-Length is dropped, the header is written at
-//     once (caddyserver/caddy#6293), and the body goes through the adapter's
+//   - 4xx and 5xx responses, and those without a body (204, 205, 304), go
+//     through untouched: every SDK reads them as an error, never a call.
+//     Any other 2xx or 3xx is read: the Go SDKs decode every status under
+//     400 (openai-go and anthropic-sdk-go, internal/requestconfig), and Go's
+//     client hands over a redirect without a Location as it came.
+//   - A body with a Content-Encoding other than identity is uninspectable:
+//     nothing of it is written and Close returns ErrEncoded.
+//   - An event stream (see kindOf for how the kind is decided):
+//     Content-Length is dropped, the header is written at once
+//     (caddyserver/caddy#6293), and the body goes through the adapter's
 //     Turn as it comes.
-//   - application/json: the header and body are held (up to maxJSON bytes,
-//     else Close returns ErrTooLarge), and Close rewrites the body, sets
-//     Content-Length and writes both.
+//   - JSON: the header and body are held (up to maxJSON bytes, else Close
+//     returns ErrTooLarge), and Close rewrites the body, sets
+//     Content-Length and writes both. A body that is not JSON fails there
+//     when it may hold a call, however a client would read it.
 //
 // When Close returns an error the response has not been written, except in
 // stream mode, where the header and the events before the failure are out and
-// the stream simply stops. The header map still holds the upstream's
+// the stream stops with an error event in the provider's format. The header map still holds the upstream's
 // headers: a caller answering 502 should clear them first.
 //
 // Writes in the held modes never fail, even past the limit: reverse_proxy
@@ -132,10 +138,9 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 		return
 	}
 	h := rw.Header()
-	kind := bodyKind(h.Get("Content-Type"))
+	kind := rw.kindOf(h)
 	switch {
-	case status < 200 || status > 299 || status == http.StatusNoContent ||
-		status == http.StatusResetContent || kind == otherBody:
+	case !readStatus(status):
 		rw.mode = passing
 		rw.ResponseWriter.WriteHeader(status)
 	case encoded(h):
@@ -170,10 +175,10 @@ func (rw *ResponseWriter) followUpHeader(status int) {
 		return // informational: swallowed, the follow-up is still to come
 	}
 	h := rw.Header()
-	kind, enc := bodyKind(h.Get("Content-Type")), encoded(h)
+	kind, enc := rw.kindOf(h), encoded(h)
 	rw.restoreHeader()
 	switch {
-	case status < 200 || status > 299 || status == http.StatusNoContent || status == http.StatusResetContent:
+	case !readStatus(status):
 		rw.mode, rw.failure = discarding, "the provider answered HTTP "+strconv.Itoa(status)+"."
 	case enc || kind != rw.kind:
 		rw.mode, rw.failure = discarding, "the provider's answer could not be read."
@@ -444,16 +449,58 @@ func flusher(w http.ResponseWriter) func() error {
 	}
 }
 
-// bodyKind reads the media type of a Content-Type value, parameters ignored.
+// readStatus reports whether a client reads the body of a final response
+// with this status as an answer: 2xx and 3xx with a body. The Go SDKs
+// treat every status under 400 as success (requestconfig.go: an APIError
+// only from 400 on), and Go's client returns a 3xx without a Location as
+// it came.
+func readStatus(status int) bool {
+	switch status {
+	case http.StatusNoContent, http.StatusResetContent, http.StatusNotModified:
+		return false
+	}
+	return status >= 200 && status < 400
+}
+
+// kindOf decides how a response body is read: as an event stream or as
+// JSON. A label every client reads alike decides: one Content-Type naming
+// text/event-stream, or one the SDKs take for JSON (its media type holds
+// application/json or ends in +json: openai-go and anthropic-sdk-go,
+// internal/requestconfig/requestconfig.go; the Node SDKs,
+// src/internal/parse.ts, which do not fold case). Any other label — none,
+// text/plain, application/octet-stream, two Content-Type headers (Go reads
+// the first, fetch joins them), one that does not parse — does not stop a
+// client from reading the body: the SDKs read the answer to a streamed
+// request as an event stream whatever its label (ssestream.NewDecoder,
+// parse.ts with options.stream), and the Node SDKs hand any other back as
+// text. So it is read as the request asked: as an event stream when the
+// request said "stream": true, else as JSON, which refuses a body that may
+// hold a call and is no JSON.
+func (rw *ResponseWriter) kindOf(h http.Header) bodyType {
+	if v := h.Values("Content-Type"); len(v) == 1 {
+		if k := bodyKind(v[0]); k != otherBody {
+			return k
+		}
+	}
+	if rw.request != nil && gjson.GetBytes(rw.request, "stream").Type == gjson.True {
+		return sseBody
+	}
+	return jsonBody
+}
+
+// bodyKind reads the media type of a Content-Type value, parameters
+// ignored, case folded: sseBody for text/event-stream, jsonBody for one
+// the SDKs take for JSON (it holds application/json or ends in +json),
+// else otherBody.
 func bodyKind(ct string) bodyType {
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
-	ct = strings.TrimSpace(ct)
+	ct = strings.ToLower(strings.TrimSpace(ct))
 	switch {
-	case strings.EqualFold(ct, "text/event-stream"):
+	case ct == "text/event-stream":
 		return sseBody
-	case strings.EqualFold(ct, "application/json"):
+	case strings.Contains(ct, "application/json") || strings.HasSuffix(ct, "+json"):
 		return jsonBody
 	}
 	return otherBody

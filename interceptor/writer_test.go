@@ -194,8 +194,7 @@ func TestWriterPassesOtherResponses(t *testing.T) {
 		status            int
 	}{
 		{"error status", "application/json", http.StatusBadRequest},
-		{"other type", "text/plain", http.StatusOK},
-		{"no type", "", http.StatusOK},
+		{"server error", "text/event-stream", http.StatusBadGateway},
 		{"no content", "application/json", http.StatusNoContent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,6 +215,96 @@ func TestWriterPassesOtherResponses(t *testing.T) {
 			}
 			if err := rw.Close(); err != nil || len(h.holds) != 0 {
 				t.Errorf("Close = %v, holds %d", err, len(h.holds))
+			}
+		})
+	}
+}
+
+// Every 2xx and 3xx body is read, whatever its label: a label the SDKs
+// do not take for JSON or an event stream does not stop them from reading
+// the body (a streamed request's answer is read as an event stream
+// whatever it says; the Go SDKs decode any status under 400). A body is
+// read as the label says when every client reads it alike, else as the
+// request asked.
+func TestWriterReadsEveryLabel(t *testing.T) {
+	jsonBody := fixture(t, "json-one-tool.json")
+	sseBody := fixture(t, "stream-one-tool-1.sse")
+	for _, tc := range []struct {
+		name    string
+		types   []string // the Content-Type headers; none when empty
+		status  int
+		stream  bool // the request asked for a stream
+		wantSSE bool
+	}{
+		{"text/plain, JSON asked", []string{"text/plain"}, 200, false, false},
+		{"text/plain, stream asked", []string{"text/plain; charset=utf-8"}, 200, true, true},
+		{"no type, JSON asked", nil, 200, false, false},
+		{"no type, stream asked", nil, 200, true, true},
+		{"octet-stream", []string{"application/octet-stream"}, 200, true, true},
+		{"+json", []string{"application/vnd.openai+json"}, 200, false, false},
+		{"case", []string{"Application/JSON"}, 200, false, false},
+		{"json-seq", []string{"application/json-seq"}, 200, false, false},
+		{"two headers", []string{"application/json", "text/event-stream"}, 200, true, true},
+		{"two types in one", []string{"text/plain, application/json"}, 200, false, false},
+		{"does not parse", []string{"text/event-stream;;;"}, 200, true, true},
+		{"event stream in capitals", []string{"Text/Event-Stream"}, 200, false, true},
+		{"203", []string{"application/json"}, 203, false, false},
+		{"300 without Location", []string{"application/json"}, 300, false, false},
+		{"307", []string{"text/event-stream"}, 307, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecorder()
+			h := newHolder("GetWeatherArgs")
+			rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+			rw.SetRequest([]byte(`{"model":"gpt-4o","stream":` + strconv.FormatBool(tc.stream) + `,"messages":[]}`))
+			for _, ct := range tc.types {
+				rw.Header().Add("Content-Type", ct)
+			}
+			rw.WriteHeader(tc.status)
+			body := jsonBody
+			if tc.wantSSE {
+				body = sseBody
+			}
+			if _, err := io.Copy(rw, onlyReader{bytes.NewReader(body)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := rw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(h.holds) != 1 {
+				t.Fatalf("not read: held %d, wrote %s", len(h.holds), rec.Body.Bytes())
+			}
+			if tc.wantSSE {
+				if c := accumulate(t, rec.Body.Bytes()).Choices[0]; len(c.Message.ToolCalls) != 0 {
+					t.Errorf("choice = %+v", c)
+				}
+			} else if c := decodeCompletion(t, rec.Body.Bytes()).Choices[0]; len(c.Message.ToolCalls) != 0 {
+				t.Errorf("choice = %+v", c)
+			}
+		})
+	}
+	// An event stream where JSON was expected, or JSON where a stream
+	// was: no client finds a call in either, but one may read it the
+	// other way, so a body that holds a call is refused.
+	for _, tc := range []struct {
+		name   string
+		ct     string
+		stream bool
+		body   []byte
+	}{
+		{"events labelled JSON", "application/json", true, sseBody},
+		{"events unlabelled, JSON asked", "", false, sseBody},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecorder()
+			rw := Wrap(rec, Chat{}, context.Background(), newHolder("GetWeatherArgs"), 0)
+			rw.SetRequest([]byte(`{"stream":` + strconv.FormatBool(tc.stream) + `}`))
+			if tc.ct != "" {
+				rw.Header().Set("Content-Type", tc.ct)
+			}
+			rw.Write(tc.body)
+			if err := rw.Close(); err == nil || rec.Body.Len() != 0 {
+				t.Errorf("Close = %v, wrote %s", err, rec.Body.Bytes())
 			}
 		})
 	}
@@ -261,8 +350,8 @@ func TestWriterUnwrap(t *testing.T) {
 		t.Error("Unwrap does not return the inner writer")
 	}
 	// http.ResponseController reaches the inner writer's Flush through
-	// FlushError.
-	rw.WriteHeader(http.StatusOK)
+	// FlushError (of a response that passes).
+	rw.WriteHeader(http.StatusBadRequest)
 	if err := http.NewResponseController(rw).Flush(); err != nil || len(rec.flushed) != 1 {
 		t.Errorf("flush: %v, %v", err, rec.flushed)
 	}

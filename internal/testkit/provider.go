@@ -30,7 +30,17 @@ type Reply struct {
 	Gate   chan struct{}
 	GateAt int
 	Header http.Header
+	// Raw, when set, sends the reply byte for byte: the header is Header
+	// exactly (several values are kept, and no Content-Type is added, not
+	// even the one net/http would sniff), and the body is Pieces, written
+	// in order with a flush after each. Body, Events and ContentType are
+	// ignored.
+	Raw    bool
+	Pieces [][]byte
 }
+
+// ReplyKeyHeader is the request header that picks a reply given to Serve.
+const ReplyKeyHeader = "X-Testkit-Reply"
 
 // Provider is a fake model provider: it replays scripted replies in order
 // and records every request body it got. Like OpenAI, it refuses a Chat
@@ -43,6 +53,7 @@ type Provider struct {
 	// served, by response id, to check previous_response_id requests.
 	calls    map[string][]string
 	replies  []Reply
+	keyed    map[string]Reply // Serve's replies, by ReplyKeyHeader value
 	requests [][]byte
 	headers  []http.Header
 }
@@ -60,6 +71,18 @@ func (p *Provider) Enqueue(r ...Reply) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.replies = append(p.replies, r...)
+}
+
+// Serve answers every request whose ReplyKeyHeader is key with r, as often
+// as one comes, ahead of the script: tests that send many requests at once
+// (or in any order) give each its own key.
+func (p *Provider) Serve(key string, r Reply) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.keyed == nil {
+		p.keyed = map[string]Reply{}
+	}
+	p.keyed[key] = r
 }
 
 // Requests returns the request bodies received so far.
@@ -81,10 +104,9 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.requests = append(p.requests, body)
 	p.headers = append(p.headers, r.Header.Clone())
-	var rep Reply
-	ok := len(p.replies) > 0
-	if ok {
-		rep, p.replies = p.replies[0], p.replies[1:]
+	rep, ok := p.keyed[r.Header.Get(ReplyKeyHeader)]
+	if !ok && len(p.replies) > 0 {
+		rep, p.replies, ok = p.replies[0], p.replies[1:], true
 	}
 	p.mu.Unlock()
 	if !ok {
@@ -108,6 +130,10 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasSuffix(r.URL.Path, "/responses") {
 		p.remember(rep)
+	}
+	if rep.Raw {
+		writeRaw(w, rep)
+		return
 	}
 	for k, v := range rep.Header {
 		w.Header()[k] = v
@@ -142,6 +168,32 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Write(ev)
 		fl.Flush()
+	}
+}
+
+// writeRaw sends a Raw reply: its header as given, its pieces flushed one
+// by one.
+func writeRaw(w http.ResponseWriter, rep Reply) {
+	h := w.Header()
+	for k, v := range rep.Header {
+		h[k] = v
+	}
+	if _, ok := rep.Header["Content-Type"]; !ok {
+		h["Content-Type"] = nil // present but empty: net/http sniffs no type
+	}
+	status := rep.Status
+	if status == 0 {
+		status = 200
+	}
+	w.WriteHeader(status)
+	rc := http.NewResponseController(w)
+	for _, p := range rep.Pieces {
+		if _, err := w.Write(p); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
 	}
 }
 

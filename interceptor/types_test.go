@@ -1,0 +1,144 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthssestream "github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// A call the gate cannot place — of an unknown type, or naming a gated
+// tool in a body its type does not point at, or the legacy Chat
+// function_call — that still names a gated tool is refused: the SDKs
+// decode every field whatever the type (openai-go's tool call and output
+// item unions, its stream accumulator, anthropic-sdk-go's
+// Message.Accumulate), so an app reading the name would run it.
+func TestUnplaceableCallsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	const chatEnv = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":`
+	chatJSON := map[string]string{
+		"unknown type":           `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function_v2","function":{"name":"delete_post","arguments":"{}"}}]}`,
+		"unknown type, own body": `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"op","op":{"name":"delete_post","arguments":"{}"}}]}`,
+		"name in another body":   `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"read_post","arguments":"{}"},"custom":{"name":"delete_post","input":"7"}}]}`,
+		"legacy function_call":   `{"role":"assistant","content":null,"function_call":{"name":"delete_post","arguments":"{\"post\":7}"}}`,
+	}
+	for name, msg := range chatJSON {
+		body := chatEnv + msg + `,"logprobs":null,"finish_reason":"stop"}]}`
+		out, err := Chat{}.RewriteJSON(ctx, []byte(body), newHolder("delete_post").passing("read_post"))
+		if err == nil {
+			t.Errorf("chat json, %s: not refused; the app reads %s", name, out)
+		}
+	}
+	chatStreams := map[string]string{
+		"unknown type":         chunk(deltaChoice(0, toolDelta(`{"index":0,"id":"call_1","type":"op","op":{"name":"read_post"},"function":{"name":"delete_post","arguments":"{}"}}`))),
+		"name in another body": chunk(deltaChoice(0, toolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","arguments":"{}"},"custom":{"name":"delete_post"}}`))),
+		"legacy function_call": chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chunk(deltaChoice(0, `{"function_call":{"arguments":"{\"post\":7}"}}`)),
+		"legacy name in parts": chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete","arguments":""}}`)) + chunk(deltaChoice(0, `{"function_call":{"name":"_post"}}`)),
+	}
+	for name, evs := range chatStreams {
+		in := evs + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
+		out, _, err := rewriteStream([]byte(in), newHolder("delete_post").passing("read_post"))
+		if err == nil || nodeSees(out, "delete_post") {
+			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)
+		}
+	}
+
+	const anthEnv = `{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text","text":"Deleting."},`
+	anthJSON := map[string]string{
+		"unknown type": `{"type":"tool_call","id":"toolu_1","name":"delete_post","input":{"post":7}}`,
+		"text block":   `{"type":"text","text":"","id":"toolu_1","name":"delete_post","input":{"post":7}}`,
+	}
+	for name, block := range anthJSON {
+		body := anthEnv + block + `],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+		out, err := Anthropic{}.RewriteJSON(ctx, []byte(body), newHolder("delete_post"))
+		if err == nil {
+			t.Errorf("anthropic json, %s: not refused; the app reads %s", name, out)
+		}
+		in := anthStart("msg_1") + anthTextBlockEvs(0, "Deleting.") +
+			anthEv(`{"type":"content_block_start","index":1,"content_block":`+block+`}`) + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("end_turn", 3)
+		sout, _, err := anthRewrite([]byte(in), newHolder("delete_post"))
+		if err == nil || nodeSees(sout, "delete_post") {
+			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, sout)
+		}
+	}
+
+	respJSON := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"fc_1","type":"function_call_v2","status":"completed","arguments":"{\"post\":7}","call_id":"call_1","name":"delete_post"}],"usage":null}`
+	if out, err := (Responses{}).RewriteJSON(ctx, []byte(respJSON), newHolder("delete_post")); err == nil {
+		t.Errorf("responses json, unknown type: not refused; the app reads %s", out)
+	}
+	syn := newSyn().text("msg_1", "Deleting.")
+	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":1,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
+	syn.items = append(syn.items, `{"id":"fc_1","type":"tool_call","status":"completed","arguments":"{}","call_id":"call_1","name":"delete_post"}`)
+	in := syn.completed()
+	if out, err := respRewrite([]byte(in), newHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+		t.Errorf("responses stream, unknown type: not refused (%v); the app reads %s", err, out)
+	}
+}
+
+// Calls of the provider's own tools (they run on its side) keep passing
+// unread, whatever they are named.
+func TestProviderSideCallsPass(t *testing.T) {
+	body := `{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"mcp_tool_use","id":"mcptoolu_1","name":"delete_post","server_name":"blog","input":{"post":7}}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+	out, err := Anthropic{}.RewriteJSON(context.Background(), []byte(body), newHolder("delete_post"))
+	if err != nil || string(out) != body {
+		t.Errorf("mcp_tool_use: %v, %s", err, out)
+	}
+	resp := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"mcp_1","type":"mcp_call","status":"completed","arguments":"{}","name":"delete_post","server_label":"blog","output":"ok"}],"usage":null}`
+	rout, err := Responses{}.RewriteJSON(context.Background(), []byte(resp), newHolder("delete_post"))
+	if err != nil || string(rout) != resp {
+		t.Errorf("mcp_call: %v, %s", err, rout)
+	}
+}
+
+// A stream the gate stops ends with an error event every SDK reports as
+// an error, not with a clean end the app would take for a whole answer.
+func TestStoppedStreamsEndWithAnError(t *testing.T) {
+	legacy := chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chunk(finishChoice(0, "function_call")) + "data: [DONE]\n\n"
+	out, _, err := rewriteStream([]byte(legacy), newHolder("delete_post"))
+	if err == nil {
+		t.Fatal("chat: not stopped")
+	}
+	cs := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(sseResponse(out)), nil)
+	for cs.Next() {
+	}
+	if cs.Err() == nil || !strings.Contains(cs.Err().Error(), "Toolgate") {
+		t.Errorf("chat: openai-go reads no error (%v) from %s", cs.Err(), out)
+	}
+
+	anth := anthStart("msg_1") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_call","id":"toolu_1","name":"delete_post","input":{}}}`) + anthEnd("end_turn", 1)
+	aout, _, err := anthRewrite([]byte(anth), newHolder("delete_post"))
+	if err == nil {
+		t.Fatal("anthropic: not stopped")
+	}
+	as := anthssestream.NewStream[anthropic.MessageStreamEventUnion](anthssestream.NewDecoder(sseResponse(aout)), nil)
+	for as.Next() {
+	}
+	if as.Err() == nil || !strings.Contains(as.Err().Error(), "Toolgate") {
+		t.Errorf("anthropic: anthropic-sdk-go reads no error (%v) from %s", as.Err(), aout)
+	}
+
+	syn := newSyn()
+	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
+	rout, err := respRewrite([]byte(syn.completed()), newHolder("delete_post"))
+	if err == nil {
+		t.Fatal("responses: not stopped")
+	}
+	rs := ssestream.NewStream[responses.ResponseStreamEventUnion](ssestream.NewDecoder(sseResponse(rout)), nil)
+	for rs.Next() {
+	}
+	if rs.Err() == nil || !strings.Contains(rs.Err().Error(), "Toolgate") {
+		t.Errorf("responses: openai-go reads no error (%v) from %s", rs.Err(), rout)
+	}
+}
+
+func sseResponse(body []byte) *http.Response {
+	return &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
+}
