@@ -233,14 +233,16 @@ var claimHold = `WITH u AS (
 // Claim answers a waiting hold in one transaction, sent as one batch (one
 // round trip):
 //
-//  1. lock every hold of its step (SELECT … FOR UPDATE, in Position
+//  1. lock the step's waiting holds (SELECT … FOR UPDATE, in Position
 //     order), so claims on one step run one after the other, on any
-//     replica;
+//     replica: each claim locks its own hold and every other one still
+//     waiting, so two claims on one step always meet on a lock;
 //  2. UPDATE the hold WHERE state = 'waiting' AND it has not expired on
 //     the database's clock, RETURNING it, with the rest of its step as
 //     this claim's lock lets it see them: Complete is then true for
 //     exactly the claim that answered the step's last waiting hold;
-//  3. read the step's message.
+//  3. read the step's message, and the hold as the claim left it (why
+//     it lost, if it did).
 //
 // Of any number of racing claims exactly one updates the row; the others
 // wait for its lock, find it answered and get ErrAnswered. A hold that is
@@ -257,10 +259,19 @@ func (p *Postgres) Claim(ctx context.Context, id string, a Answer) (Claimed, err
 	err := p.run(ctx, "claiming hold", false, func(ctx context.Context) (err error) {
 		now := p.nowParam()
 		b := &pgx.Batch{}
-		b.Queue(`SELECT h.id, h.state, h.expires > `+fmt.Sprintf(dbNow, 2)+` FROM holds h
-			WHERE h.step_id = (SELECT step_id FROM holds WHERE id = $1) ORDER BY h.position FOR UPDATE`, id, now)
+		// Only waiting rows are locked, and only while the hold is: a
+		// claim that lost (or comes late) locks nothing, so its
+		// transaction writes nothing and commits without a disk flush,
+		// and a crowd of answers to one hold does not queue flushes behind
+		// its row lock. A row answered while this claim waited for it is
+		// skipped (re-checked after the wait), not locked.
+		b.Queue(`SELECT h.id FROM holds h
+			WHERE h.step_id = (SELECT step_id FROM holds WHERE id = $1 AND state = 'waiting') AND h.state = 'waiting'
+			ORDER BY h.position FOR UPDATE`, id)
 		b.Queue(claimHold, id, []byte(a.Choice), append([]byte{}, a.By...), nilIfEmpty(a.Values), a.AllowExpired, now)
 		b.Queue(`SELECT message FROM steps WHERE id = (SELECT step_id FROM holds WHERE id = $1)`, id)
+		// Why a claim did not take the hold, as it is once the claim ran.
+		b.Queue(`SELECT state, expires > `+fmt.Sprintf(dbNow, 2)+` FROM holds WHERE id = $1`, id, now)
 		// No BEGIN: a batch is one implicit transaction, committed
 		// when the last statement has run, so the claim is one round
 		// trip. Close reads the commit's outcome: nil only once it is
@@ -272,27 +283,10 @@ func (p *Postgres) Claim(ctx context.Context, id string, a Answer) (Claimed, err
 			}
 		}()
 
-		var (
-			found, live bool
-			state       string
-		)
+		if _, err := br.Exec(); err != nil {
+			return db(err)
+		}
 		rows, err := br.Query()
-		if err != nil {
-			return db(err)
-		}
-		var rowID, rowState string
-		var rowLive bool
-		_, err = pgx.ForEachRow(rows, []any{&rowID, &rowState, &rowLive}, func() error {
-			if rowID == id {
-				found, state, live = true, rowState, rowLive
-			}
-			return nil
-		})
-		if err != nil {
-			return db(err)
-		}
-
-		rows, err = br.Query()
 		if err != nil {
 			return db(err)
 		}
@@ -319,11 +313,17 @@ func (p *Postgres) Claim(ctx context.Context, id string, a Answer) (Claimed, err
 		if err != nil {
 			return err
 		}
-
+		var (
+			state string
+			live  bool
+		)
+		err = br.QueryRow().Scan(&state, &live)
 		switch {
-		case claimed >= 0:
-		case !found:
+		case err == pgx.ErrNoRows:
 			return ErrNotFound
+		case err != nil:
+			return db(err)
+		case claimed >= 0:
 		case state == string(Waiting) && !live:
 			return ErrExpired
 		default:
