@@ -212,3 +212,30 @@ func TestViewSpeaksThePersonsLanguage(t *testing.T) {
 		t.Errorf("after the reason changed: %+v", l)
 	}
 }
+
+// FuzzReadOutcome: any outcome text reads as some result without
+// panicking; a text whose person's part is followed by a failure clause
+// never reads as done, and one that starts with no person's part never
+// reads as run.
+func FuzzReadOutcome(f *testing.F) {
+	for _, s := range []string{
+		"The person confirmed. Removed.",
+		"The person filled in: title, body. Drafted.",
+		"The person filled in: a. b, but the app failed (HTTP 500); it may or may not have made changes; nothing was retried.",
+		outcomeUnchecked(uncheckedDown), ranLost.After(personAnswered), OutcomeChanged, "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := readOutcome(s)
+		if r.Kind == "" {
+			t.Fatalf("readOutcome(%q) has no kind", s)
+		}
+		if failed := readOutcome(PersonConfirmed + ", but " + s); failed.Kind == ResultDone {
+			t.Errorf("a failure clause %q reads as done", s)
+		}
+		if !strings.HasPrefix(s, "The person ") && (r.Kind == ResultDone || r.Kind == ResultDoneUnread) {
+			t.Errorf("%q reads as %s without a person's part", s, r.Kind)
+		}
+	})
+}

@@ -103,3 +103,20 @@ func TestRuleWords(t *testing.T) {
 		t.Errorf("unknown rule on an English page: %+v", got)
 	}
 }
+
+// FuzzRule: any rule text is said as a sentence, and a rule the pages do
+// not know is shown as written (in English), never dropped.
+func FuzzRule(f *testing.F) {
+	for _, s := range []string{"required", "at most 120 characters", "minimum -1.5e3", "must be a valid date-time", "must match the pattern ^a$", ""} {
+		f.Add(s, "de")
+	}
+	f.Fuzz(func(t *testing.T, rule, accept string) {
+		got := speak(accept).rule(rule)
+		if strings.TrimSpace(rule) != "" && (got.Text == "" || !strings.HasSuffix(got.Text, ".")) {
+			t.Errorf("rule %q said as %q", rule, got.Text)
+		}
+		if got.Lang != "" && got.Text != sentence(rule) {
+			t.Errorf("an unknown rule %q is not shown as written: %q", rule, got.Text)
+		}
+	})
+}
