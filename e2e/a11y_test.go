@@ -284,6 +284,22 @@ func TestPagesAreAccessible(t *testing.T) {
 	}
 	audit(t, b, dir, "not-accepted")
 
+	// Two questions behind one link: the second waits below the first's
+	// answer, which runs once both are answered.
+	e.app.SetRecord("/posts/8", `{"title":"Autumn fair","status":"draft"}`)
+	two, _ := e.hold(t, "ana", call{"call_del8", "delete_post", `{"post":8}`, false}, call{"call_form2", "draft_post", `{"title":"Fair notes"}`, false})
+	visit(two, `button.confirm`)
+	if got := text(t, b, `section.card p.muted`); got != "Question 1 of 2" {
+		t.Errorf("the first of two reads %q", got)
+	}
+	if err := chromedp.Do(b, chromedp.Click(chromedp.CSS(`button.confirm`)), chromedp.WaitVisible(chromedp.CSS(`form.answer`))); err != nil {
+		t.Fatal(err)
+	}
+	if got := squash(text(t, b, `section.done`)); !strings.HasPrefix(got, "Confirmed. It runs once you have answered the other questions here. Your assistant asked to: Delete this post?") {
+		t.Errorf("the answered first of two reads %q", got)
+	}
+	audit(t, b, dir, "two-questions")
+
 	time.Sleep(time.Until(expiresBy))
 	visit(archived, `h1.status`)
 	if got := text(t, b, `h1.status`); got != "Expired. Nothing ran." {
