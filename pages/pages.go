@@ -3,6 +3,12 @@
 // it. It trusts nothing the model wrote: everything shown comes from the
 // gate's view of the step, built from the policy and the record, and is
 // escaped by html/template.
+//
+// The page speaks the person's language (Accept-Language, matched with
+// golang.org/x/text/language): its own words in English, German, French
+// or Spanish (words.go), the policy's reason, reply and field titles in
+// whichever languages the policy gives. After an answer it says first
+// what happened (status.go), read from the hold's state and outcome.
 package pages
 
 import (
