@@ -101,7 +101,7 @@ func startDemo(t *testing.T, bin string, overMCP bool) *demo {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // a hang guard
 	args := []string{
 		"-api", fmt.Sprintf("http://localhost:%d/v1", api),
 		"-mcp-url", fmt.Sprintf("http://localhost:%d/mcp", mcpRoute),
@@ -162,7 +162,8 @@ func startDemo(t *testing.T, bin string, overMCP bool) *demo {
 	return d
 }
 
-// next is the next line the demo prints (20s at most).
+// next is the next line the demo prints (60s at most: a loaded machine
+// starts Caddy slowly).
 func (d *demo) next(t *testing.T) string {
 	t.Helper()
 	select {
@@ -172,8 +173,8 @@ func (d *demo) next(t *testing.T) string {
 		}
 		d.out.WriteString(l + "\n")
 		return l
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the demo said nothing for 20s:\n%s", d.out.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the demo said nothing for 60s:\n%s", d.out.String())
 	}
 	return ""
 }
@@ -209,7 +210,7 @@ func (d *demo) wait(t *testing.T) string {
 			}
 			d.out.WriteString(l + "\n")
 			rest.WriteString(l + "\n")
-		case <-time.After(30 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Fatalf("the demo did not finish:\n%s", d.out.String())
 		}
 	}
