@@ -253,7 +253,7 @@ func corpus(t testing.TB) []modelCase {
 					t.Fatalf("corpus: %s on %s/%s: %v", a.name, b.provider, b.name, err)
 				}
 				c := newCase(b, a.name, body)
-				c.MayRefuse = !b.gated && a.ambiguous
+				c.MayRefuse = !b.gated && a.mayRefuse
 				add(c)
 			}
 		}
