@@ -3,10 +3,14 @@ package interceptor
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 )
 
@@ -384,4 +388,158 @@ func TestResumeResponsesStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The app's next request carries the whole answer: the model's text, the
+// waiting text with the link, and the model's reply after the person
+// answered. It restores to what the provider accepts: the original call,
+// its result, then the reply as the model's own words.
+
+func TestResumeNextRequestChat(t *testing.T) {
+	h := newHolder("delete_post")
+	r := runResume(t, Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
+	acc := accumulate(t, r.out)
+	params := openai.ChatCompletionNewParams{
+		Model:    "gpt-4o",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Delete post 7"), acc.Choices[0].Message.ToParam(), openai.UserMessage("Thanks.")},
+	}
+	body, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &heldRestorer{h: h}
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_del assistant user" {
+		t.Fatalf("roles = %s\n%s", got, out)
+	}
+	msgs := gjson.GetBytes(out, "messages").Array()
+	if msgs[1].Get("tool_calls.0.id").Str != "call_del" || msgs[2].Get("content").Str != resumeResult || msgs[3].Get("content").Str != resumeText ||
+		msgs[3].Get("tool_calls").Exists() {
+		t.Errorf("history = %s", out)
+	}
+	if bytes.Contains(out, []byte("Waiting for")) || bytes.Contains(out, []byte(testStep)) {
+		t.Errorf("the waiting text reached the model: %s", out)
+	}
+}
+
+func TestResumeNextRequestChatFollowUpCalls(t *testing.T) {
+	// The reply goes on with a call of the app's own, which the app ran:
+	// the reply and its call come after the restored step, then the app's
+	// result.
+	body := []byte(`{"messages":[{"role":"user","content":"go"},` +
+		`{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, "I'll delete it.\n\n"+waitText+"\n\nNow the list:")) + `,"refusal":null,` +
+		`"tool_calls":[{"id":"call_list","type":"function","function":{"name":"list_posts","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_list","content":"[]"},{"role":"user","content":"ok"}]}`)
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_del assistant tool:call_list user" {
+		t.Fatalf("roles = %s\n%s", got, out)
+	}
+	follow := gjson.GetBytes(out, "messages.3")
+	if follow.Get("content").Str != "Now the list:" || follow.Get("tool_calls.#").Int() != 1 || follow.Get("tool_calls.0.id").Str != "call_list" ||
+		!follow.Get("refusal").Exists() {
+		t.Errorf("follow-up message = %s", follow.Raw)
+	}
+	if gjson.GetBytes(out, "messages.1").Raw != storedOne {
+		t.Errorf("the stored message took the app's call: %s", gjson.GetBytes(out, "messages.1").Raw)
+	}
+}
+
+func TestResumeNextRequestAnthropic(t *testing.T) {
+	h := newHolder("get_weather")
+	req := string(anthFixture(t, "request-1.json"))
+	r := runResume(t, Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, string(anthFixture(t, "stream-2.sse")))
+	m := anthAccumulate(t, r.out)
+	for _, more := range [][]anthropic.MessageParam{nil, {anthropic.NewUserMessage(anthropic.NewTextBlock("Thanks."))}} {
+		body := anthAppRequest(t, "Weather in SF in fahrenheit?", m, more...)
+		out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := anthHistoryError(out); err != nil {
+			t.Errorf("the API would refuse it: %v\n%s", err, out)
+		}
+		var shape []string
+		for _, msg := range gjson.GetBytes(out, "messages").Array() {
+			s := msg.Get("role").Str
+			for _, b := range msg.Get("content").Array() {
+				s += " " + b.Get("type").Str
+			}
+			shape = append(shape, s)
+		}
+		want := "user text | assistant text tool_use | user tool_result | assistant text"
+		if more != nil {
+			want += " | user text"
+		}
+		if got := strings.Join(shape, " | "); got != want {
+			t.Errorf("history %s\nwant    %s\n%s", got, want, out)
+		}
+		if got := gjson.GetBytes(out, "messages.3.content.0.text").Str; got != "The current weather in San Francisco is 68 degrees Fahrenheit." {
+			t.Errorf("the reply = %q", got)
+		}
+		if bytes.Contains(out, []byte(testStep)) {
+			t.Errorf("the waiting text reached the model")
+		}
+	}
+}
+
+func TestResumeNextRequestResponses(t *testing.T) {
+	h := newHolder("delete_post")
+	first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
+	r := runResume(t, Responses{}, h, respRequest, first.completed(), true, newSynID("resp_U").text("msg_2", resumeText).completed())
+	d := respDecode(t, r.out)
+	joined := ""
+	for _, it := range d.final.Output {
+		joined += messageText(it) + "\n\n"
+	}
+	for _, tc := range []struct {
+		name, items string
+		want        string
+	}{
+		// The app sends the output items back as they came.
+		{"items", outputItems(d.final.Output), "user message function_call function_call_output message user"},
+		// The app joins the answer's text into one message.
+		{"joined text", `{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, joined)) + `}`, "user message function_call function_call_output assistant user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(`{"model":"gpt-5.1","input":[{"role":"user","content":"Delete post 7"},` + tc.items + `,{"role":"user","content":"Thanks."}]}`)
+			out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			gjson.GetBytes(out, "input").ForEach(func(_, it gjson.Result) bool {
+				k := it.Get("type").Str
+				if k == "" {
+					k = it.Get("role").Str
+				}
+				kinds = append(kinds, k)
+				return true
+			})
+			if got := strings.Join(kinds, " "); got != tc.want {
+				t.Errorf("input %s\nwant  %s\n%s", got, tc.want, out)
+			}
+			api := &respAPI{}
+			if err := api.check(out); err != nil {
+				t.Errorf("the API would refuse it: %v\n%s", err, out)
+			}
+			if !strings.Contains(gjson.GetBytes(out, "input.4").Raw, resumeText) || bytes.Contains(out, []byte(testStep)) {
+				t.Errorf("input = %s", out)
+			}
+		})
+	}
+}
+
+// outputItems is the output items of a response, raw, comma-separated.
+func outputItems(items []responses.ResponseOutputItemUnion) string {
+	raw := make([]string, len(items))
+	for i, it := range items {
+		raw[i] = it.RawJSON()
+	}
+	return strings.Join(raw, ",")
 }
