@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -119,11 +121,51 @@ type Handler struct {
 	// checking, in bytes; a larger one is refused with 502. Default 32 MiB.
 	MaxResponseBody int64 `json:"max_response_body,omitempty"`
 
+	// ResumeWait lets a streamed answer whose calls were held wait for the
+	// person, up to this long, and go on in the same response. The app
+	// reads the model's text and the waiting text with the link at once,
+	// as without it; the stream then stays open, kept alive with SSE
+	// comments (which every SDK skips). When the person has answered
+	// every question of the link within the wait, the gate runs what was
+	// confirmed (exactly once, as always), asks the provider again with the
+	// history restored, and streams the model's reply into the same
+	// answer, which then ends as usual. If the wait passes (or the link's
+	// TTL, whichever comes first), the stream ends as it would have
+	// without waiting, and the app's next request restores the history.
+	// Only streams wait, and only an answer of which no call reached the
+	// app (the app would have to answer that first) and whose held calls
+	// are all new (a repeat of a call still waiting shows its old link and
+	// does not wait). Default 0: off.
+	ResumeWait caddy.Duration `json:"resume_wait,omitempty"`
+
+	// ResumeKeepalive is how often a waiting stream gets an SSE comment
+	// (": toolgate: waiting for the person's answer"), so that proxies and
+	// clients do not take it for idle. Default 15s.
+	ResumeKeepalive caddy.Duration `json:"resume_keepalive,omitempty"`
+
+	// ResumeMaxStreams caps the streams of this route waiting at once
+	// (each holds its connection and about 30 KB); a stream beyond it
+	// ends at once, as without ResumeWait. Default 1000.
+	ResumeMaxStreams int `json:"resume_max_streams,omitempty"`
+
+	// ResumePoll is how often a waiting stream reads its step from the
+	// store, to learn of answers another replica sharing the store took
+	// (answers this process takes wake it at once). One read by id per
+	// waiting stream per interval. Default 2s.
+	ResumePoll caddy.Duration `json:"resume_poll,omitempty"`
+
 	app       *App
 	policy    *policies.Policy
 	policyKey string
 	logger    *zap.Logger
+	waiting   *atomic.Int64 // streams of this route waiting for the person (ResumeWait)
 }
+
+// Defaults of the resume options.
+const (
+	DefaultResumeKeepalive  = 15 * time.Second
+	DefaultResumeMaxStreams = 1000
+)
 
 // CaddyModule returns the Caddy module information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
@@ -149,6 +191,19 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.MaxResponseBody <= 0 {
 		h.MaxResponseBody = 32 << 20
 	}
+	if h.ResumeWait < 0 || h.ResumeKeepalive < 0 || h.ResumeMaxStreams < 0 || h.ResumePoll < 0 {
+		return errors.New("resume_wait, resume_keepalive, resume_max_streams and resume_poll must not be negative")
+	}
+	if h.ResumeKeepalive == 0 {
+		h.ResumeKeepalive = caddy.Duration(DefaultResumeKeepalive)
+	}
+	if h.ResumeMaxStreams == 0 {
+		h.ResumeMaxStreams = DefaultResumeMaxStreams
+	}
+	if h.ResumePoll == 0 {
+		h.ResumePoll = caddy.Duration(gate.DefaultPoll)
+	}
+	h.waiting = new(atomic.Int64)
 	h.logger.Info("policy loaded", zap.String("policy", h.policyKey), zap.Int("actions", len(h.policy.Actions)))
 	return nil
 }
@@ -225,12 +280,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 	rw := interceptor.Wrap(w, adapter, r.Context(), front, h.MaxResponseBody)
 	rw.SetRequest(body)
+	if h.ResumeWait > 0 {
+		rw.AllowResume()
+	}
 	nextErr := next.ServeHTTP(rw, r)
 	// A refused call goes back to the provider at once, with a tool result
-	// naming the fields, and the model's answer continues the same message
-	// (bounded by interceptor.MaxContinuations).
+	// naming the fields, and the model's answer continues the same message;
+	// with ResumeWait, so does the model's reply once the person answered
+	// held calls (bounded by interceptor.MaxContinuations together).
 	for round := 1; nextErr == nil; round++ {
 		follow, ok := rw.Continuation()
+		if !ok {
+			follow, ok = h.resume(r, rw, adapter, front)
+		}
 		if !ok {
 			break
 		}
@@ -248,6 +310,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if nextErr != nil {
 		return nextErr
 	}
+	if closeErr != nil && r.Context().Err() != nil {
+		// The app closed the connection (while the stream waited, say):
+		// there is nobody left to answer.
+		h.logger.Debug("client left", zap.Error(closeErr))
+		return nil
+	}
 	if closeErr != nil {
 		// Fail closed: the response could not be checked, so none of it
 		// (or nothing more of it, for a stream) reaches the app.
@@ -258,6 +326,43 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
 	return nil
+}
+
+// resume waits, when the streamed answer's calls were held, for the
+// person's answers (see ResumeWait), keeping the stream alive, and returns
+// the follow-up request with the history restored as the app's next
+// request would have it. ok is false when the answer does not wait or the
+// wait ended unanswered; the stream then ends as without waiting.
+func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapter interceptor.Adapter, front *gate.Front) ([]byte, bool) {
+	if h.ResumeWait <= 0 {
+		return nil, false
+	}
+	step := rw.Held()
+	if step == "" {
+		return nil, false
+	}
+	if h.waiting.Add(1) > int64(h.ResumeMaxStreams) {
+		h.waiting.Add(-1)
+		h.logger.Warn("stream not kept waiting: resume_max_streams reached", zap.String("step_id", step), zap.Int("resume_max_streams", h.ResumeMaxStreams))
+		return nil, false
+	}
+	defer h.waiting.Add(-1)
+	ctx := r.Context()
+	answered, err := front.Await(ctx, step, gate.AwaitOptions{
+		Wait:  time.Duration(h.ResumeWait),
+		Poll:  time.Duration(h.ResumePoll),
+		Every: time.Duration(h.ResumeKeepalive),
+		Tick:  rw.KeepAlive,
+	})
+	if !answered {
+		if err != nil && ctx.Err() == nil {
+			h.logger.Warn("waiting for the person's answer", zap.String("step_id", step), zap.Error(err))
+		}
+		return nil, false
+	}
+	return rw.Resume(func(b []byte) ([]byte, error) {
+		return adapter.RewriteRequest(ctx, b, h.app.gate.LinkPrefix(), front)
+	})
 }
 
 // refusal is a request the gate answers itself, before anything goes on:

@@ -21,6 +21,9 @@ type page struct {
 	Number  int       // its position, 1-based
 	Total   int
 	Done    []holdPage // the holds already answered or expired
+	// Resumes: the app's answer is waiting for this step and goes on once
+	// the person has answered (gate.StepView.AssistantWaiting).
+	Resumes bool
 }
 
 type holdPage struct {
@@ -47,7 +50,7 @@ type option struct {
 }
 
 func newPage(v gate.StepView, tokens map[string]string, notice string, refused *refusedAnswer, nonce string) page {
-	pg := page{App: v.App, Notice: notice, Total: len(v.Holds), Nonce: nonce}
+	pg := page{App: v.App, Notice: notice, Total: len(v.Holds), Nonce: nonce, Resumes: v.AssistantWaiting}
 	for i, h := range v.Holds {
 		hp := holdPage{HoldView: h, Token: tokens[h.ID], Status: personStatus(h)}
 		if pg.Current == nil && h.State == store.Waiting {
@@ -207,6 +210,7 @@ h1{font-size:1.4rem;margin:.2rem 0 .8rem}.field{margin:0 0 1rem}.field label.nam
 <body>
 {{with .App}}<p class="muted">Asked by {{.}}</p>{{end}}
 {{with .Notice}}<p role="status" class="notice">{{.}}</p>{{end}}
+{{if and .Current .Resumes}}<p role="status" class="resumes">The assistant is waiting for your answer and will continue as soon as you have answered.</p>{{end}}
 {{with .Current}}
 <section class="card" id="hold-{{.ID}}">
 {{if gt $.Total 1}}<p class="muted">{{$.Number}} of {{$.Total}}</p>{{end}}
