@@ -236,32 +236,50 @@ func joinApp(ctx caddy.Context, policy string) (*App, string, *policies.Policy, 
 
 // ServeHTTP gates one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	adapter, front, body, buf, err := h.prepare(w, r, next)
+	if buf == nil {
+		return err // refused, passed on, or not a model request
+	}
+	defer putBody(buf)
+	return h.answer(w, r, next, adapter, front, body)
+}
+
+// prepare reads and rewrites a model request: the history restored, the
+// tools offered as the policy says. A request it refuses, or that is not
+// gated, it answers (or passes on) itself: buf is nil then and err is the
+// outcome. Otherwise buf holds the body until the answer is written. It
+// is a function of its own so that its frame is not on the stack of a
+// stream that waits for the person (see answer).
+func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) (interceptor.Adapter, *gate.Front, []byte, *bytes.Buffer, error) {
 	path := canonicalPath(r.URL.Path)
 	around := endpointFor(r.Method, path)
 	if around != nil && h.allows(around.allow) {
-		return next.ServeHTTP(w, r)
+		return nil, nil, nil, nil, next.ServeHTTP(w, r)
 	}
 	protocol := h.providerFor(path)
 	if protocol != "" && (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) {
 		// The Responses API's WebSocket mode (and any other upgrade) would
 		// carry tool calls around the gate.
-		return h.refuse(w, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
+		return nil, nil, nil, nil, h.refuse(w, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
 	}
 	if around != nil {
-		return h.refuse(w, around.refusal(r.Method, r.URL.Path))
+		return nil, nil, nil, nil, h.refuse(w, around.refusal(r.Method, r.URL.Path))
 	}
 	if protocol == "" || r.Method != http.MethodPost {
-		return next.ServeHTTP(w, r) // only POSTs to gated endpoints carry tool calls
+		return nil, nil, nil, nil, next.ServeHTTP(w, r) // only POSTs to gated endpoints carry tool calls
 	}
 	adapter := adapters[protocol]
 	buf := bodyPool.Get().(*bytes.Buffer)
-	defer putBody(buf)
+	fail := func(err error) (interceptor.Adapter, *gate.Front, []byte, *bytes.Buffer, error) {
+		putBody(buf)
+		return nil, nil, nil, nil, err
+	}
 	body, ref := readBody(r, buf, h.MaxRequestBody)
 	if ref != nil {
-		return h.refuse(w, ref)
+		return fail(h.refuse(w, ref))
 	}
 	if a := paramFor(protocol, body); a != nil && !h.allows(a.allow) {
-		return h.refuse(w, a.refusal(r.Method, r.URL.Path))
+		return fail(h.refuse(w, a.refusal(r.Method, r.URL.Path)))
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
@@ -270,14 +288,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 	body, err := adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
-		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err))
+		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
 	if body, err = adapter.RewriteTools(body, h.rewriteTool); err != nil {
-		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err))
+		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
 	setBody(r, body)
 	r.Header.Set("Accept-Encoding", "identity") // the response must be readable
+	return adapter, front, body, buf, nil
+}
 
+// answer sends the model request upstream and writes the answer through
+// the adapter, with its follow-ups. A stream waiting for the person (see
+// ResumeWait) waits in it: its frame, and those it calls while waiting,
+// are kept small, as they stay on the stack of every waiting stream.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, adapter interceptor.Adapter, front *gate.Front, body []byte) error {
 	rw := interceptor.Wrap(w, adapter, r.Context(), front, h.MaxResponseBody)
 	rw.SetRequest(body)
 	if h.ResumeWait > 0 {
@@ -293,19 +318,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if !ok {
 			follow, ok = h.resume(r, rw, adapter, front)
 		}
-		if !ok {
-			break
-		}
-		rw.Continue()
-		r2 := r.Clone(r.Context())
-		setBody(r2, follow)
-		if err := next.ServeHTTP(rw, r2); err != nil {
-			// The app already has the start of the answer: end it with
-			// the failure said in words, not a second status.
-			h.logger.Error("continuation failed", zap.Int("round", round), zap.Error(err))
+		if !ok || !h.followUp(r, rw, next, follow, round) {
 			break
 		}
 	}
+	return h.closed(w, r, rw, nextErr)
+}
+
+// followUp sends one follow-up request (a continuation, or a resume) and
+// reports whether it was answered.
+func (h *Handler) followUp(r *http.Request, rw *interceptor.ResponseWriter, next caddyhttp.Handler, follow []byte, round int) bool {
+	rw.Continue()
+	r2 := r.Clone(r.Context())
+	setBody(r2, follow)
+	if err := next.ServeHTTP(rw, r2); err != nil {
+		// The app already has the start of the answer: end it with the
+		// failure said in words, not a second status.
+		h.logger.Error("continuation failed", zap.Int("round", round), zap.Error(err))
+		return false
+	}
+	return true
+}
+
+// closed ends the answer (rw.Close) and returns the handler's outcome.
+func (h *Handler) closed(w http.ResponseWriter, r *http.Request, rw *interceptor.ResponseWriter, nextErr error) error {
 	closeErr := rw.Close()
 	if nextErr != nil {
 		return nextErr
@@ -338,31 +374,46 @@ func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapte
 		return nil, false
 	}
 	step := rw.Held()
-	if step == "" {
-		return nil, false
-	}
-	if h.waiting.Add(1) > int64(h.ResumeMaxStreams) {
-		h.waiting.Add(-1)
-		h.logger.Warn("stream not kept waiting: resume_max_streams reached", zap.String("step_id", step), zap.Int("resume_max_streams", h.ResumeMaxStreams))
+	if step == "" || !h.enterWait(step) {
 		return nil, false
 	}
 	defer h.waiting.Add(-1)
-	ctx := r.Context()
-	answered, err := front.Await(ctx, step, gate.AwaitOptions{
+	answered, err := front.Await(r.Context(), step, h.awaitOptions(rw))
+	if !answered {
+		h.unanswered(r, step, err)
+		return nil, false
+	}
+	return rw.Resume(func(b []byte) ([]byte, error) {
+		return adapter.RewriteRequest(r.Context(), b, h.app.gate.LinkPrefix(), front)
+	})
+}
+
+// enterWait counts a stream that waits, unless ResumeMaxStreams of the
+// route already do.
+func (h *Handler) enterWait(step string) bool {
+	if h.waiting.Add(1) <= int64(h.ResumeMaxStreams) {
+		return true
+	}
+	h.waiting.Add(-1)
+	h.logger.Warn("stream not kept waiting: resume_max_streams reached", zap.String("step_id", step), zap.Int("resume_max_streams", h.ResumeMaxStreams))
+	return false
+}
+
+func (h *Handler) awaitOptions(rw *interceptor.ResponseWriter) gate.AwaitOptions {
+	return gate.AwaitOptions{
 		Wait:  time.Duration(h.ResumeWait),
 		Poll:  time.Duration(h.ResumePoll),
 		Every: time.Duration(h.ResumeKeepalive),
 		Tick:  rw.KeepAlive,
-	})
-	if !answered {
-		if err != nil && ctx.Err() == nil {
-			h.logger.Warn("waiting for the person's answer", zap.String("step_id", step), zap.Error(err))
-		}
-		return nil, false
 	}
-	return rw.Resume(func(b []byte) ([]byte, error) {
-		return adapter.RewriteRequest(ctx, b, h.app.gate.LinkPrefix(), front)
-	})
+}
+
+// unanswered logs why a wait ended without the answers, unless the app
+// left or the time was up.
+func (h *Handler) unanswered(r *http.Request, step string, err error) {
+	if err != nil && r.Context().Err() == nil {
+		h.logger.Warn("waiting for the person's answer", zap.String("step_id", step), zap.Error(err))
+	}
 }
 
 // refusal is a request the gate answers itself, before anything goes on:

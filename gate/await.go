@@ -58,74 +58,114 @@ var ErrNotWaiting = errors.New("no such step to wait for")
 // was, for the app's next request. While it waits, the person's page says
 // that the assistant is waiting (StepView.AssistantWaiting).
 func (f *Front) Await(ctx context.Context, stepID string, o AwaitOptions) (answered bool, err error) {
+	w, answered, err := f.startWait(ctx, stepID, o)
+	if w == nil {
+		return answered, err
+	}
+	defer w.end(ctx)
+	return w.wait(ctx)
+}
+
+// stepWait is one stream's wait for a step. It lives on the heap, and its
+// loop (wait) has a small frame: it stays on the stack of every waiting
+// stream, and a goroutine's stack shrinks only to four times what it uses.
+type stepWait struct {
+	g      *Gate
+	stepID string
+	o      AwaitOptions
+	wake   chan struct{}
+	until  time.Time
+	timer  *time.Timer
+	poll   *time.Ticker
+	tick   *time.Ticker // nil without Tick
+}
+
+// startWait reads the step and, when it is this person's and still open,
+// starts the wait: w is nil when the wait is over before it began
+// (answered and err say how).
+func (f *Front) startWait(ctx context.Context, stepID string, o AwaitOptions) (w *stepWait, answered bool, err error) {
 	g := f.g
 	f.Person()
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
 	}
-	wake := g.wake.add(stepID)
-	defer g.wake.remove(stepID, wake)
+	w = &stepWait{g: g, stepID: stepID, o: o, wake: g.wake.add(stepID)}
+	stop := func(answered bool, err error) (*stepWait, bool, error) {
+		g.wake.remove(stepID, w.wake)
+		return nil, answered, err
+	}
 	holds, err := g.cfg.Store.Step(ctx, stepID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return false, ErrNotWaiting
+			err = ErrNotWaiting
 		}
-		return false, err
+		return stop(false, err)
 	}
 	if !f.person.owns(holds[0]) {
-		return false, ErrNotWaiting
+		return stop(false, ErrNotWaiting)
 	}
 	now := g.cfg.Now()
 	settled, expires := stepEnd(holds, now)
-	if settled {
-		return true, nil
-	}
 	wait := min(o.Wait, expires.Sub(now))
-	if wait <= 0 {
-		return false, nil
+	if settled || wait <= 0 {
+		return stop(settled, nil)
 	}
-	until := now.Add(wait)
-	g.markWaiting(ctx, stepID, until, expires)
-	defer g.unmarkWaiting(ctx, stepID, until)
-
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	poll := time.NewTicker(o.Poll)
-	defer poll.Stop()
-	var tick <-chan time.Time
+	w.until = now.Add(wait)
+	g.markWaiting(ctx, stepID, w.until, expires)
+	w.timer = time.NewTimer(wait)
+	w.poll = time.NewTicker(o.Poll)
 	if o.Tick != nil && o.Every > 0 {
-		t := time.NewTicker(o.Every)
-		defer t.Stop()
-		tick = t.C
+		w.tick = time.NewTicker(o.Every)
 	}
-	check := func() (bool, error) {
-		holds, err := g.cfg.Store.Step(ctx, stepID)
-		if err != nil {
-			return false, err
-		}
-		done, _ := stepEnd(holds, g.cfg.Now())
-		return done, nil
+	return w, false, nil
+}
+
+// wait waits for the step's end (see Await).
+func (w *stepWait) wait(ctx context.Context) (answered bool, err error) {
+	var tick <-chan time.Time
+	if w.tick != nil {
+		tick = w.tick.C
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
-		case <-timer.C:
+		case <-w.timer.C:
 			// An answer settled just now still counts.
-			done, err := check()
-			return done, err
-		case <-wake:
-		case <-poll.C:
+			return w.check(ctx)
+		case <-w.wake:
+		case <-w.poll.C:
 		case <-tick:
-			if err := o.Tick(); err != nil {
+			if err := w.o.Tick(); err != nil {
 				return false, err
 			}
 			continue
 		}
-		if done, err := check(); done || err != nil {
+		if done, err := w.check(ctx); done || err != nil {
 			return done, err
 		}
 	}
+}
+
+// check reads the step: whether every hold of it is settled.
+func (w *stepWait) check(ctx context.Context) (bool, error) {
+	holds, err := w.g.cfg.Store.Step(ctx, w.stepID)
+	if err != nil {
+		return false, err
+	}
+	done, _ := stepEnd(holds, w.g.cfg.Now())
+	return done, nil
+}
+
+// end stops the wait's timers and takes the page's mark off.
+func (w *stepWait) end(ctx context.Context) {
+	w.g.wake.remove(w.stepID, w.wake)
+	w.timer.Stop()
+	w.poll.Stop()
+	if w.tick != nil {
+		w.tick.Stop()
+	}
+	w.g.unmarkWaiting(ctx, w.stepID, w.until)
 }
 
 // stepEnd reports whether every hold of a step is settled, and when its
