@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -542,4 +543,47 @@ func outputItems(items []responses.ResponseOutputItemUnion) string {
 		raw[i] = it.RawJSON()
 	}
 	return strings.Join(raw, ",")
+}
+
+// discardWriter is a ResponseWriter that keeps nothing.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) Flush()                      {}
+
+// BenchmarkWriterStreamText200Resume: a 200-chunk answer without calls
+// through the writer, as the handler drives it, with resume allowed and
+// not: allowing it costs nothing when nothing is held.
+func BenchmarkWriterStreamText200Resume(b *testing.B) {
+	stream := textStream(200)
+	req := []byte(testRequest)
+	for _, allow := range []bool{false, true} {
+		b.Run(fmt.Sprintf("allowed=%v", allow), func(b *testing.B) {
+			h := newHolder("delete_post")
+			w := &discardWriter{h: http.Header{}}
+			b.SetBytes(int64(len(stream)))
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				rw := Wrap(w, Chat{}, context.Background(), h, 0)
+				rw.SetRequest(req)
+				if allow {
+					rw.AllowResume()
+				}
+				rw.Header().Set("Content-Type", "text/event-stream")
+				rw.WriteHeader(200)
+				if _, err := rw.Write(stream); err != nil {
+					b.Fatal(err)
+				}
+				if _, ok := rw.Continuation(); ok || rw.Held() != "" {
+					b.Fatal("a follow-up for an answer without calls")
+				}
+				if err := rw.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
