@@ -33,7 +33,7 @@ func init() {
 // parseGlobal sets up the toolgate app from the global options:
 //
 //	toolgate {
-//		store          [badger] <path>
+//		store          [badger] <path> | postgres <dsn>
 //		secret         <secret>
 //		pages          <base url>
 //		ttl            <duration>
@@ -50,13 +50,16 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 		switch key {
 		case "store":
 			args := d.RemainingArgs()
-			if len(args) == 2 && args[0] == "badger" {
-				args = args[1:]
+			switch {
+			case len(args) == 2 && args[0] == "postgres":
+				a.Postgres = args[1]
+			case len(args) == 2 && args[0] == "badger":
+				a.Store = args[1]
+			case len(args) == 1 && args[0] != "postgres" && args[0] != "badger":
+				a.Store = args[0]
+			default:
+				return d.Errf("store: want [badger] <path>, or postgres <dsn>")
 			}
-			if len(args) != 1 {
-				return d.Errf("store: want [badger] <path>")
-			}
-			a.Store = args[0]
 		case "secret":
 			return oneArg(d, &a.Secret)
 		case "pages":

@@ -234,7 +234,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	persist_config off
 	grace_period 1ns
 	toolgate {
-		store badger %s
+		%s
 		secret %s
 		pages %s
 		ttl %s
@@ -260,7 +260,7 @@ http://%s {
 		toolgate_pages
 	}
 }
-`, e.storeDir, secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
+`, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
 	testkit.Run(t, e.caddy)
 	return e
 }

@@ -210,7 +210,7 @@ func confirmInBrowser(t *testing.T, link string) {
 	if err := chromedp.Do(b, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`button.confirm`))); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(t, b, `.resumes`); !strings.Contains(got, "The assistant is waiting for your answer and will continue") {
+	if got := text(t, b, `.resumes`); !strings.Contains(got, "Your assistant is waiting for your answer and continues as soon as you have answered.") {
 		t.Errorf("the page says %q", got)
 	}
 	if err := chromedp.Do(b, chromedp.Click(chromedp.CSS(`button.confirm`)), chromedp.WaitVisible(chromedp.CSS(`.status`))); err != nil {

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"html/template"
 	"strings"
 	"testing"
 
@@ -10,27 +11,31 @@ import (
 )
 
 // TestPageSaysTheAssistantWaits: while the app's answer waits for the
-// step, the card says the assistant goes on once the person answers; not
-// when nothing waits, nor once nothing is left to answer.
+// step, the card says the assistant goes on once the person answers, in
+// their language; not when nothing waits, nor once nothing is left to
+// answer.
 func TestPageSaysTheAssistantWaits(t *testing.T) {
-	const line = "The assistant is waiting for your answer and will continue as soon as you have answered."
 	card := &cards.Card{Sentence: "Delete this post?"}
 	for _, tc := range []struct {
 		name    string
+		lang    string
 		state   store.State
 		waiting bool
 		want    bool
 	}{
-		{"a stream waits", store.Waiting, true, true},
-		{"no stream waits", store.Waiting, false, false},
-		{"answered", store.Settled, true, false},
+		{"a stream waits", "en", store.Waiting, true, true},
+		{"a stream waits, in German", "de", store.Waiting, true, true},
+		{"no stream waits", "en", store.Waiting, false, false},
+		{"answered", "en", store.Settled, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			sp := speak(tc.lang)
 			v := gate.StepView{StepID: "s", AssistantWaiting: tc.waiting, Holds: []gate.HoldView{{ID: "h1", Kind: store.KindCard, Card: card, State: tc.state}}}
 			var b strings.Builder
-			if err := pageTemplate.Execute(&b, newPage(v, map[string]string{"h1": "t"}, "", nil, "n")); err != nil {
+			if err := pageTemplate.Execute(&b, newPage(sp, v, map[string]string{"h1": "t"}, "", nil, "n")); err != nil {
 				t.Fatal(err)
 			}
+			line := template.HTMLEscapeString(sp.W.Resumes)
 			if got := strings.Contains(b.String(), line); got != tc.want {
 				t.Errorf("the line shown: %v, want %v\n%s", got, tc.want, b.String())
 			}
