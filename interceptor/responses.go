@@ -340,6 +340,7 @@ func (c *respCall) call() Call {
 
 // respVerdict is what becomes of one response's inspected calls.
 type respVerdict struct {
+	held  Verdict   // the Holder's verdict
 	text  string    // the message's text ("": no message)
 	slot  *respCall // the call whose place the message takes
 	msgID string
@@ -395,7 +396,7 @@ func judge(ctx context.Context, h Holder, t *respTurn, items []gjson.Result, cal
 	for i, c := range calls {
 		c.fate = fates[i]
 	}
-	var out respVerdict
+	out := respVerdict{held: v}
 	if completed && anyRefused && ids && t != nil && t.allowed() {
 		out.step = t.stepFor(items, calls, contents, responseID)
 	}
