@@ -132,6 +132,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			CallID: c.ID, Call: c.Raw, Message: message, Position: c.Position,
 			State: store.Waiting, Created: now,
 		}
+		stampVersions(&h, f.policy)
 		if h.ID, err = store.NewID(); err != nil {
 			return f.refuseAll(calls, "store", "the gate could not make a link")
 		}
