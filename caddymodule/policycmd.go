@@ -17,7 +17,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "policy",
-		Usage: "check <file>... | explain <file> <tool> <arguments-json>",
+		Usage: "check <file>... | explain <file> <tool> <arguments-json> | schema",
 		Short: "Checks Toolgate policy files and explains what the gate does with a call",
 		Long: `
 check loads each policy file with the same checks as caddy validate and
@@ -27,7 +27,10 @@ file, the action and the key. It exits 1 when any file has a mistake.
 explain says what the gate would do with one call of a tool on a model
 route: pass it to the app, hold it for a card (which rows, read from which
 record) or a form (which fields), or refuse it and why, from the policy and
-the arguments alone. Nothing is read, stored or run.`,
+the arguments alone. Nothing is read, stored or run.
+
+schema prints the policy file's JSON Schema, for editors that read a
+"# yaml-language-server: $schema=" line.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.AddCommand(&cobra.Command{
 				Use:   "check <file>...",
@@ -35,6 +38,15 @@ the arguments alone. Nothing is read, stored or run.`,
 				Args:  cobra.MinimumNArgs(1),
 				RunE: func(cmd *cobra.Command, args []string) error {
 					return quiet(cmd, policyCheck(cmd.OutOrStdout(), cmd.ErrOrStderr(), args))
+				},
+			})
+			cmd.AddCommand(&cobra.Command{
+				Use:   "schema",
+				Short: "Prints the policy file's JSON Schema, for editors",
+				Args:  cobra.NoArgs,
+				RunE: func(cmd *cobra.Command, _ []string) error {
+					_, err := cmd.OutOrStdout().Write(policies.FileSchema())
+					return quiet(cmd, err)
 				},
 			})
 			cmd.AddCommand(&cobra.Command{

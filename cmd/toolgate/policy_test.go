@@ -152,6 +152,17 @@ func TestPolicyCommand(t *testing.T) {
 		})
 	}
 
+	t.Run("schema is the committed one", func(t *testing.T) {
+		out, errOut, status := run(t, bin, "policy", "schema")
+		committed, err := os.ReadFile(filepath.Join("..", "..", "policies", "policy.schema.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != 0 || out != string(committed) {
+			t.Fatalf("exit %d, stdout is not policies/policy.schema.json (%d bytes, want %d)\n%s", status, len(out), len(committed), errOut)
+		}
+	})
+
 	t.Run("explain with a broken policy says its mistake", func(t *testing.T) {
 		bad := write("bad.yaml", "actions:\n  delete_post:\n    effect: destructive\n")
 		out, errOut, status := run(t, bin, "policy", "explain", bad, "delete_post", `{}`)
