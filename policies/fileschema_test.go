@@ -2,10 +2,12 @@ package policies
 
 import (
 	"bytes"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,6 +157,75 @@ func TestBrokenPoliciesFailSchema(t *testing.T) {
 			}
 			if err := validateYAML(t, schema, []byte(tc.yaml)); err == nil {
 				t.Fatalf("the schema takes it")
+			}
+		})
+	}
+}
+
+// TestLoaderKnowsTheSchemaKeys: in every mapping with fixed keys, the keys
+// the loader names as known are the schema's, in the same order. It reads
+// the loader's own message, so a key list written out by hand again (not
+// taken from filespec.go) fails here, not in an editor.
+func TestLoaderKnowsTheSchemaKeys(t *testing.T) {
+	const base = "actions:\n  delete_post:\n    effect: destructive\n    card:\n      reason: Delete it\n      record: {url: http://app/x}\n    run: {url: http://app/x}\n    mcp: {confirm: true}\n  draft:\n    effect: write\n    ask_for_missing: true\n    ask: {message: Hi}\n"
+	var schema map[string]any
+	if err := json.Unmarshal(FileSchema(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	// walk follows a path of keys, a number picking from a list.
+	walk := func(path ...any) map[string]any {
+		var v any = schema
+		for _, p := range path {
+			switch p := p.(type) {
+			case string:
+				v = v.(map[string]any)[p]
+			case int:
+				v = v.([]any)[p]
+			}
+		}
+		return v.(map[string]any)
+	}
+	action := []any{"properties", "actions", "additionalProperties"}
+	in := func(path ...any) []any { return append(append([]any{}, action...), path...) }
+	for _, tc := range []struct {
+		mapping string
+		after   string // the line the unknown key follows, with its indent
+		keys    []string
+		schema  []any // the path of the mapping's schema in FileSchema
+	}{
+		{"file", "actions:\n", fileKeys, nil},
+		{"action", "    effect: destructive\n", actionKeys, action},
+		{"card", "      reason: Delete it\n", cardKeys, in("properties", "card")},
+		{"card.record", "{url: http://app/x", recordMappingKeys, in("properties", "card", "properties", "record", "anyOf", 1)},
+		{"run", "run: {url: http://app/x", runKeys, in("properties", "run")},
+		{"mcp", "{confirm: true", mcpKeys, in("properties", "mcp")},
+		{"ask", "{message: Hi", askKeyNames, in("properties", "ask")},
+	} {
+		t.Run(tc.mapping, func(t *testing.T) {
+			var src string
+			switch {
+			case tc.mapping == "file":
+				src = "zz_unknown: 1\n" + base
+			case strings.HasSuffix(tc.after, "\n"):
+				indent := tc.after[:len(tc.after)-len(strings.TrimLeft(tc.after, " "))]
+				src = strings.Replace(base, tc.after, tc.after+indent+"zz_unknown: 1\n", 1)
+			default:
+				src = strings.Replace(base, tc.after, tc.after+", zz_unknown: 1", 1)
+			}
+			_, err := Parse("keys.yaml", []byte(src))
+			want := "zz_unknown: unknown key; known keys are " + strings.Join(tc.keys, ", ")
+			if err == nil || !strings.HasSuffix(err.Error(), want) {
+				t.Fatalf("error %v\nwant it to end %q", err, want)
+			}
+			props := walk(append(tc.schema, "properties")...)
+			var inSchema []string
+			for k := range props {
+				inSchema = append(inSchema, k)
+			}
+			slices.Sort(inSchema)
+			sorted := slices.Sorted(slices.Values(tc.keys))
+			if len(sorted) == 0 || !slices.Equal(inSchema, sorted) {
+				t.Fatalf("the schema's keys %v, the loader's %v", inSchema, sorted)
 			}
 		})
 	}
