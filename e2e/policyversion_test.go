@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/testkit"
 )
@@ -16,7 +20,14 @@ import (
 // reload after changing the file does.
 func (e *env) reloadPolicy(t *testing.T, from, to string) {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^\s*policy (\S+)$`).FindStringSubmatch(e.caddy)
+	reloadPolicy(t, e.caddy, e.app.URL, from, to)
+}
+
+// reloadPolicy edits the policy file the Caddyfile caddyfile names and
+// reloads it.
+func reloadPolicy(t *testing.T, caddyfile, appURL, from, to string) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^\s*policy (\S+)$`).FindStringSubmatch(caddyfile)
 	if m == nil {
 		t.Fatal("the Caddyfile names no policy")
 	}
@@ -24,7 +35,7 @@ func (e *env) reloadPolicy(t *testing.T, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, to = strings.ReplaceAll(from, "APP", e.app.URL), strings.ReplaceAll(to, "APP", e.app.URL)
+	from, to = strings.ReplaceAll(from, "APP", appURL), strings.ReplaceAll(to, "APP", appURL)
 	edited := strings.Replace(string(old), from, to, 1)
 	if edited == string(old) {
 		t.Fatalf("%q is not in the policy", from)
@@ -32,7 +43,7 @@ func (e *env) reloadPolicy(t *testing.T, from, to string) {
 	if err := os.WriteFile(m[1], []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := testkit.Load(t, e.caddy); err != nil {
+	if err := testkit.Load(t, caddyfile); err != nil {
 		t.Fatalf("reloading: %v", err)
 	}
 }
@@ -94,4 +105,40 @@ func TestPolicyReloadedBeforeConfirm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMCPPolicyReloadedBeforeConfirm: on an MCP route, the card a client
+// opened is confirmed after the policy changed the action's card: the
+// client's retry gets a tool error saying the policy changed, and the MCP
+// server never gets the call.
+func TestMCPPolicyReloadedBeforeConfirm(t *testing.T) {
+	e := newMCPEnv(t, mcpEnvOptions{stateless: true, confirmWait: "0"})
+	e.app.SetRecord("/posts/7", postRecord)
+	cs := e.connect(t, "ana", &mcp.ClientOptions{
+		Capabilities: urlCaps,
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, fmt.Errorf("not by hand")
+		},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	}, "")
+	args := map[string]any{"post": 7}
+	first := callTool(t, cs, &mcp.CallToolParams{Name: "delete_post", Arguments: args})
+	var key, url string
+	for k, ir := range first.InputRequests {
+		if p, _ := ir.(*mcp.ElicitParams); p != nil && p.Mode == "url" {
+			key, url = k, p.URL
+		}
+	}
+	if url == "" {
+		t.Fatalf("no URL-mode request: %+v", first.InputRequests)
+	}
+	reloadPolicy(t, e.caddy, e.app.URL, "rows:\n        Post: title\n", "rows:\n        Post: title\n        Author: author\n")
+	pg := &env{t: t}
+	if st := pg.answerOnly(ana, url, "confirm"); st != http.StatusSeeOther {
+		t.Fatalf("confirming: %d", st)
+	}
+	consent := mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept"}}
+	wantToolError(t, callTool(t, cs, &mcp.CallToolParams{Name: "delete_post", Arguments: args, RequestState: first.RequestState, InputResponses: consent}),
+		"policy for this action was changed after the person was asked", "nothing ran")
+	e.wantNoCalls(t, "delete_post")
 }
