@@ -114,30 +114,30 @@ var testMessage = json.RawMessage("{\n  \"role\": \"assistant\",\n  \"content\":
 // newHold returns a waiting hold with every field a Put sets. The raw fields
 // carry spaces, newlines and HTML characters too.
 func newHold(id, stepID string, position int, created time.Time) store.Hold {
-	return store.Hold{
-		ID:     id,
-		StepID: stepID,
-		Owner:  "person-1",
-		Tenant: "tenant-a",
-		Policy: "blog",
-		Action: "delete_post",
-		// The versions are the policy's (policies.Policy.Version).
-		PolicyVersion: "3f2a9c01b7de",
-		ActionVersion: "a81c44d09e5f",
-		Kind:          store.KindCard,
-		Protocol:      "openai-chat",
-		Shown:         json.RawMessage(`[ {"label": "Post", "value": "<b>Hello</b> & bye"} ]`),
-		Fingerprint:   "sha256:9f86d081",
-		CallID:        "call_" + strconv.Itoa(position),
-		Call:          json.RawMessage(`{"id": "call_1", "type": "function",  "function": {"name": "delete_post", "arguments": "{\"post\": 7}"}}`),
-		Arguments:     json.RawMessage(`{"post": 7}`),
-		Message:       testMessage,
-		Position:      position,
-		Text:          "Waiting for your confirmation: Delete this post?",
-		State:         store.Waiting,
-		Created:       created,
-		Expires:       created.Add(30 * time.Minute),
+	h := store.Hold{
+		ID:          id,
+		StepID:      stepID,
+		Owner:       "person-1",
+		Tenant:      "tenant-a",
+		Policy:      "blog",
+		Action:      "delete_post",
+		Kind:        store.KindCard,
+		Protocol:    "openai-chat",
+		Shown:       json.RawMessage(`[ {"label": "Post", "value": "<b>Hello</b> & bye"} ]`),
+		Fingerprint: "sha256:9f86d081",
+		CallID:      "call_" + strconv.Itoa(position),
+		Call:        json.RawMessage(`{"id": "call_1", "type": "function",  "function": {"name": "delete_post", "arguments": "{\"post\": 7}"}}`),
+		Arguments:   json.RawMessage(`{"post": 7}`),
+		Message:     testMessage,
+		Position:    position,
+		Text:        "Waiting for your confirmation: Delete this post?",
+		State:       store.Waiting,
+		Created:     created,
+		Expires:     created.Add(30 * time.Minute),
 	}
+	// The versions of its policy and action (policies.Policy.Version).
+	h.PolicyVersion, h.ActionVersion = "3f2a9c01b7de", "a81c44d09e5f"
+	return h
 }
 
 // putStep puts a step of n waiting holds and returns them.

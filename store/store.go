@@ -91,16 +91,17 @@ type Hold struct {
 	Owner  string `json:"owner"`   // the person the conversation belongs to
 	Tenant string `json:"tenant,omitempty"`
 
-	Policy string `json:"policy"` // key of the policy that declared the action
+	Policy   string `json:"policy"`   // key of the policy that declared the action
+	Action   string `json:"action"`   // tool name
+	Kind     Kind   `json:"kind"`     // card or form
+	Protocol string `json:"protocol"` // wire adapter that held it ("openai-chat", ...)
+
 	// PolicyVersion and ActionVersion are the versions of that policy and
 	// of its action the hold was made under (policies.Policy.Version,
 	// policies.Action.Version); "" for holds made before versions were
 	// recorded. The gate re-checks a hold whose policy has changed since.
 	PolicyVersion string `json:"policy_version,omitempty"`
 	ActionVersion string `json:"action_version,omitempty"`
-	Action        string `json:"action"`   // tool name
-	Kind          Kind   `json:"kind"`     // card or form
-	Protocol      string `json:"protocol"` // wire adapter that held it ("openai-chat", ...)
 
 	// Shown is what the person was shown (card rows or form fields), as the
 	// part that built it encoded it; opaque to the store.
