@@ -13,7 +13,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/actions"
+	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/pages"
 )
 
 var del7 = call{"call_del7", "delete_post", `{"post":7}`, false}
@@ -200,9 +202,16 @@ func TestAnotherPersonCannotAnswer(t *testing.T) {
 	}
 	_, _, s := e.view(ana, l)
 	id := s.Holds[0].ID
-	// bo with ana's token, and bo with a token made for himself: both 409.
+	// bo with ana's token, and bo with a token made for himself (valid for
+	// him: only the owner check refuses it): both 409.
 	if st, _ := e.answer(bo, l, id, s.Tokens[id], "confirm", nil); st != http.StatusConflict {
 		t.Errorf("bo confirming with ana's token: %d", st)
+	}
+	bos := (&pages.Pages{Secret: []byte(secret)}).Token(id, gate.Person{Owner: "bo"})
+	for _, choice := range []string{"confirm", "decline"} {
+		if st, _ := e.answer(bo, l, id, bos, choice, nil); st != http.StatusConflict {
+			t.Errorf("bo answering %s with his own token: %d", choice, st)
+		}
 	}
 	if n := len(e.app.Calls()); n != 0 {
 		t.Fatal("another person's answer ran the call")
