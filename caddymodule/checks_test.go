@@ -272,6 +272,23 @@ func TestModelRequestBodyIsDecodedOrRefused(t *testing.T) {
 	}
 }
 
+// TestCompressedResponseIsRefused: a compressed answer on a gated
+// endpoint cannot be checked (a byte search finds no call in it, the
+// app's SDK decodes it): it is refused with 502 and none of it reaches the
+// app.
+func TestCompressedResponseIsRefused(t *testing.T) {
+	s := newGateSite(t)
+	s.app.SetRecord("/posts/7", `{"title":"Spring meetup"}`)
+	s.provider.Enqueue(testkit.Reply{Raw: true, Header: http.Header{"Content-Type": {"application/json"}, "Content-Encoding": {"gzip"}}, Pieces: [][]byte{gzipped(t, completion(7))}})
+	r := send(t, "POST", s.api+"/v1/chat/completions", map[string]string{"X-User-Id": "ana", "Content-Type": "application/json", "Accept-Encoding": "gzip"}, []byte(userAsks))
+	if r.status != http.StatusBadGateway || r.header.Get("Content-Encoding") != "" || bytes.Contains(r.body, []byte{0x1f, 0x8b}) {
+		t.Errorf("%d %v %q, want 502 and nothing of the answer", r.status, r.header, r.body)
+	}
+	if got := s.provider.Headers(); len(got) != 1 || got[0].Get("Accept-Encoding") != "identity" {
+		t.Errorf("the provider was not asked for an identity body: %v", got)
+	}
+}
+
 // TestOwnerComesFromTheBodyOnlyWhereConfigured: on a route whose owner is
 // a header, a request without it is nobody's, whatever the body says: the
 // gated call is refused and the model reads why. Where no owner is

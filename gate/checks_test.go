@@ -345,3 +345,57 @@ func TestMCPStateIsBoundToTheCall(t *testing.T) {
 		t.Errorf("the right retry after the wrong ones: %s", v.Result)
 	}
 }
+
+// TestCallWithoutAnOwnerIsRefused: a gated call in a conversation nobody
+// can be told to own is refused at once (the model reads why), not held
+// for an answer no one could give.
+func TestCallWithoutAnOwnerIsRefused(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	step, v := r.hold(Person{Tenant: "acme"}, call(0, 1), call(1, 0))
+	if step != "" || len(v.Refusals) != 2 {
+		t.Fatalf("held as step %q: %+v", step, v)
+	}
+	for _, ref := range v.Refusals {
+		if !strings.Contains(ref.Content, "could not tell whose conversation") {
+			t.Errorf("refusal %q", ref.Content)
+		}
+	}
+	if got := r.events.refusals("no_owner"); got != 2 {
+		t.Errorf("%d no_owner refusals counted, want 2", got)
+	}
+}
+
+// TestMCPConfirmedCardIsCheckedAgain: a card confirmed over MCP whose
+// record changed since runs nothing on the client's retry.
+func TestMCPConfirmedCardIsCheckedAgain(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.policy = mcpPolicy(t, r)
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	state, step := r.askMCPConfirm(ana)
+	r.confirm(step, r.step(step)[0].ID)
+	r.app.SetRecord("/posts/1", `{"title":"One, renamed"}`)
+	wantRefused(t, r.retryMCPConfirm(ana, state), OutcomeChanged)
+}
+
+// TestCallGivingAKeyTwiceIsRefused: a call whose arguments name a key twice
+// is refused: the card would read one value and the app act on the other.
+func TestCallGivingAKeyTwiceIsRefused(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	r.app.SetRecord("/posts/2", `{"title":"Two"}`)
+	c := call(0, 1)
+	c.Arguments = []byte(`{"post":1,"post":2}`)
+	step, v := r.hold(ana, c)
+	if step != "" || len(v.Refusals) != 1 || !strings.Contains(v.Refusals[0].Content, "give a key twice") {
+		t.Errorf("held as step %q: %+v", step, v)
+	}
+}
+
+// TestMCPCallerNobodyCanNameIsRefused: an MCP call without a caller is
+// refused, not asked for.
+func TestMCPCallerNobodyCanNameIsRefused(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	v := r.mcpFront(Person{}).MCP(context.Background(), MCPCall{Name: "draft_post", Arguments: []byte(`{"title":"Hi"}`), Modern: true, Elicit: modernForm})
+	wantRefused(t, v, "could not tell who is calling")
+}
