@@ -26,19 +26,40 @@ func init() {
 	caddy.RegisterModule(App{})
 }
 
-// stores keeps each open Badger store by its clean path, so a config
-// reload (which starts the new app before stopping the old one) reuses the
-// open database instead of hitting Badger's directory lock.
+// stores keeps each open store by its key (storeKey: a Badger directory's
+// clean path, or a PostgreSQL DSN), so a config reload (which starts the
+// new app before stopping the old one) reuses the open database instead
+// of hitting Badger's directory lock or opening a second pool.
 var stores = caddy.NewUsagePool()
 
 // App is the `toolgate` app: it owns the store of holds, opened once and
 // shared by every Toolgate handler, and kept across config reloads. It is
 // configured in the Caddyfile's global options (`toolgate { ... }`).
 type App struct {
-	// Store is the directory of the embedded Badger store of holds.
-	// Default: "toolgate" in Caddy's data directory. Placeholders such as
-	// {env.X} are resolved at load.
+	// Store is the directory of the embedded Badger store of holds, for a
+	// gate on one machine. Default: "toolgate" in Caddy's data directory.
+	// Placeholders such as {env.X} are resolved at load.
 	Store string `json:"store,omitempty"`
+
+	// Postgres, instead of Store, keeps the holds in a PostgreSQL database
+	// that several replicas share: any number of them with the same
+	// Postgres, Secret, Pages and policies behave as one gate (a hold made
+	// on one is viewed, answered and restored on any, and runs once). It
+	// is a DSN, postgres://user:password@host:port/database?sslmode=verify-full
+	// or key=value pairs; write it as a placeholder such as
+	// {env.TOOLGATE_DATABASE_URL} rather than into the config. Pool
+	// settings go in the DSN (pool_max_conns, default 16; connect_timeout,
+	// default 5s).
+	//
+	// The store's tables live in the schema "toolgate", created or
+	// upgraded at start under an advisory lock (replicas starting together
+	// wait for each other). The database is connected to at start, never
+	// by `caddy validate`; unreachable then, the start fails naming its
+	// host, port and database (never the password). Unreachable later,
+	// gated calls are refused and the person's pages answer 503 until it is
+	// back, which needs no restart. Expiry is decided by the database's
+	// clock.
+	Postgres string `json:"postgres,omitempty"`
 
 	// Secret keys the HMAC signature on every request the gate sends to
 	// an app, and the person's form tokens. Required, at least 16 bytes;
@@ -86,7 +107,8 @@ type App struct {
 	SweepInterval caddy.Duration `json:"sweep_interval,omitempty"`
 
 	secret  []byte
-	dir     string
+	dir     string // the Badger directory; "" when dsn is set
+	dsn     string // the PostgreSQL DSN, placeholders resolved
 	ctx     caddy.Context
 	gate    *gate.Gate
 	pages   *pages.Pages
@@ -103,7 +125,13 @@ type live struct {
 
 	stopLoop context.CancelFunc // ends the sweeper loop (set in Start)
 	loopDone chan struct{}      // closed when the loop has ended
+
+	started     chan struct{} // closed once Start has set db, or by Stop
+	startedOnce sync.Once
 }
+
+// markStarted wakes the operations waiting for Start (see appStore).
+func (l *live) markStarted() { l.startedOnce.Do(func() { close(l.started) }) }
 
 // DefaultMaxWaiting is MaxWaiting's default.
 const DefaultMaxWaiting = 100
@@ -120,15 +148,18 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // so `caddy validate` never takes the store's lock.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
-	a.live = new(live)
+	a.live = &live{started: make(chan struct{})}
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
 	a.Pages = repl.ReplaceAll(a.Pages, "")
-	a.dir = repl.ReplaceAll(a.Store, "")
-	if a.dir == "" {
-		a.dir = filepath.Join(caddy.AppDataDir(), "toolgate")
+	a.dsn = repl.ReplaceAll(a.Postgres, "")
+	if a.Postgres == "" {
+		a.dir = repl.ReplaceAll(a.Store, "")
+		if a.dir == "" {
+			a.dir = filepath.Join(caddy.AppDataDir(), "toolgate")
+		}
+		a.dir = filepath.Clean(a.dir)
 	}
-	a.dir = filepath.Clean(a.dir)
 	if a.TTL == 0 {
 		a.TTL = caddy.Duration(gate.DefaultTTL)
 	}
@@ -178,6 +209,14 @@ func (a *App) Validate() error {
 	if err := checkBaseURL(a.Pages); err != nil {
 		return fmt.Errorf("toolgate: pages: %w", err)
 	}
+	if a.Postgres != "" && a.Store != "" {
+		return errors.New("toolgate: store: give a Badger directory or a PostgreSQL DSN, not both")
+	}
+	if a.Postgres != "" && a.dsn == "" {
+		// The placeholder resolved to nothing: never fall back to a store
+		// of this machine's own, which the other replicas would not see.
+		return fmt.Errorf("toolgate: store postgres: the DSN %q is empty once resolved (is the environment variable set?)", a.Postgres)
+	}
 	if a.TTL < 0 || a.Retention < 0 || a.ActionTimeout < 0 || a.SweepInterval < 0 {
 		return errors.New("toolgate: durations must not be negative")
 	}
@@ -187,29 +226,66 @@ func (a *App) Validate() error {
 // Start opens the store, or shares the one a previous config opened, and
 // starts the sweeper (one pass now, then every SweepInterval) and the
 // store's size gauge.
+//
+// With PostgreSQL the sweeper runs on every replica, which is safe: it
+// ends a hold only through the store's single-winner operations (Claim,
+// Begin, Settle), so two replicas sweeping the same hold never run it
+// twice; and it never takes the store for its own (a release in flight
+// on another replica is left the time a release may take).
 func (a *App) Start() error {
-	v, loaded, err := stores.LoadOrNew(a.dir, func() (caddy.Destructor, error) {
-		db, err := store.OpenBadger(a.dir, store.BadgerOptions{
+	v, loaded, err := stores.LoadOrNew(a.storeKey(), a.openStore)
+	if err != nil {
+		a.live.markStarted() // what waits for the store fails closed now
+		return fmt.Errorf("toolgate: opening store: %w", err)
+	}
+	db := v.(pooledStore).Store
+	a.live.mu.Lock()
+	a.live.db = db
+	a.live.mu.Unlock()
+	a.live.markStarted()
+	if p, ok := db.(*store.Postgres); ok {
+		a.logger.Info("store ready", zap.String("postgres", p.Target()), zap.Bool("reused", loaded))
+	} else {
+		a.logger.Info("store ready", zap.String("path", a.dir), zap.Bool("reused", loaded))
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	a.live.stopLoop, a.live.loopDone = cancel, make(chan struct{})
+	// Only a Badger this app opened is nobody else's: a shared database
+	// may have releases in flight on other replicas.
+	go a.background(ctx, a.live.loopDone, !loaded && a.dsn == "")
+	return nil
+}
+
+// storeKey keys the app's store in the stores pool.
+func (a *App) storeKey() string {
+	if a.dsn != "" {
+		return "postgres\x00" + a.dsn
+	}
+	return "badger\x00" + a.dir
+}
+
+// openStore opens the store the config names.
+func (a *App) openStore() (caddy.Destructor, error) {
+	if a.dsn != "" {
+		db, err := store.OpenPostgres(a.dsn, store.PostgresOptions{
 			Retention:  time.Duration(a.Retention),
 			MaxWaiting: max(a.MaxWaiting, 0),
-			Logger:     a.logger.Named("badger"),
+			Logger:     a.logger.Named("postgres"),
 		})
 		if err != nil {
 			return nil, err
 		}
 		return pooledStore{db}, nil
+	}
+	db, err := store.OpenBadger(a.dir, store.BadgerOptions{
+		Retention:  time.Duration(a.Retention),
+		MaxWaiting: max(a.MaxWaiting, 0),
+		Logger:     a.logger.Named("badger"),
 	})
 	if err != nil {
-		return fmt.Errorf("toolgate: opening store: %w", err)
+		return nil, err
 	}
-	a.live.mu.Lock()
-	a.live.db = v.(pooledStore).Badger
-	a.live.mu.Unlock()
-	a.logger.Info("store ready", zap.String("path", a.dir), zap.Bool("reused", loaded))
-	ctx, cancel := context.WithCancel(a.ctx)
-	a.live.stopLoop, a.live.loopDone = cancel, make(chan struct{})
-	go a.background(ctx, a.live.loopDone, !loaded)
-	return nil
+	return pooledStore{db}, nil
 }
 
 // Stop ends the sweeper, waits for releases in flight (up to twice the
@@ -233,7 +309,8 @@ func (a *App) Stop() error {
 	a.live.mu.Lock()
 	a.live.db = nil
 	a.live.mu.Unlock()
-	_, err := stores.Delete(a.dir)
+	a.live.markStarted() // nothing waits for a Start that will not come
+	_, err := stores.Delete(a.storeKey())
 	return err
 }
 
@@ -290,7 +367,7 @@ func (a *App) policy(key string) *policies.Policy {
 	return nil
 }
 
-type pooledStore struct{ *store.Badger }
+type pooledStore struct{ store.Store }
 
 func (p pooledStore) Destruct() error { return p.Close() }
 

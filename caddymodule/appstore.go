@@ -9,11 +9,31 @@ import (
 )
 
 // appStore is the app's store as the gate sees it: the database opened in
-// Start. Before Start and after Stop every operation fails closed with
-// store.ErrUnavailable.
+// Start. Caddy starts its apps in no fixed order, so at a start or a
+// config reload the HTTP server may hand the gate a request before Start
+// has opened the store: an operation then waits for Start (up to
+// startWait, or its context). After Stop, or when Start never came,
+// every operation fails closed with store.ErrUnavailable.
 type appStore App
 
-func (s *appStore) get() (store.Store, error) {
+// startWait bounds how long an operation waits for the app's Start: more
+// than opening a store takes (PostgreSQL's open is bounded by its 10s
+// timeout), less than a client gives up after.
+const startWait = 15 * time.Second
+
+func (s *appStore) get(ctx context.Context) (store.Store, error) {
+	select {
+	case <-s.live.started:
+	default:
+		t := time.NewTimer(startWait)
+		defer t.Stop()
+		select {
+		case <-s.live.started:
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: the toolgate app has not started: %w", store.ErrUnavailable, ctx.Err())
+		}
+	}
 	s.live.mu.RLock()
 	defer s.live.mu.RUnlock()
 	if s.live.db == nil {
@@ -23,7 +43,7 @@ func (s *appStore) get() (store.Store, error) {
 }
 
 func (s *appStore) Put(ctx context.Context, holds []store.Hold) error {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return err
 	}
@@ -31,7 +51,7 @@ func (s *appStore) Put(ctx context.Context, holds []store.Hold) error {
 }
 
 func (s *appStore) Get(ctx context.Context, id string) (store.Hold, error) {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return store.Hold{}, err
 	}
@@ -39,7 +59,7 @@ func (s *appStore) Get(ctx context.Context, id string) (store.Hold, error) {
 }
 
 func (s *appStore) Step(ctx context.Context, stepID string) ([]store.Hold, error) {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +67,7 @@ func (s *appStore) Step(ctx context.Context, stepID string) ([]store.Hold, error
 }
 
 func (s *appStore) Claim(ctx context.Context, id string, a store.Answer) (store.Claimed, error) {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return store.Claimed{}, err
 	}
@@ -55,7 +75,7 @@ func (s *appStore) Claim(ctx context.Context, id string, a store.Answer) (store.
 }
 
 func (s *appStore) Begin(ctx context.Context, id string) (store.Hold, error) {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return store.Hold{}, err
 	}
@@ -63,7 +83,7 @@ func (s *appStore) Begin(ctx context.Context, id string) (store.Hold, error) {
 }
 
 func (s *appStore) Settle(ctx context.Context, id, outcome string) error {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return err
 	}
@@ -71,7 +91,7 @@ func (s *appStore) Settle(ctx context.Context, id, outcome string) error {
 }
 
 func (s *appStore) Unsettled(ctx context.Context, after string, limit int) ([]store.Hold, error) {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +99,7 @@ func (s *appStore) Unsettled(ctx context.Context, after string, limit int) ([]st
 }
 
 func (s *appStore) Stats(ctx context.Context) (store.Stats, error) {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return store.Stats{}, err
 	}
@@ -87,7 +107,7 @@ func (s *appStore) Stats(ctx context.Context) (store.Stats, error) {
 }
 
 func (s *appStore) Index(ctx context.Context, key, stepID string, expires time.Time) error {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return err
 	}
@@ -95,7 +115,7 @@ func (s *appStore) Index(ctx context.Context, key, stepID string, expires time.T
 }
 
 func (s *appStore) Indexed(ctx context.Context, key string) ([]string, error) {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +123,7 @@ func (s *appStore) Indexed(ctx context.Context, key string) ([]string, error) {
 }
 
 func (s *appStore) Unindex(ctx context.Context, key, stepID string) error {
-	db, err := s.get()
+	db, err := s.get(ctx)
 	if err != nil {
 		return err
 	}

@@ -384,7 +384,7 @@ func newMCPEnv(t *testing.T, o mcpEnvOptions) *mcpEnv {
 	persist_config off
 	grace_period 1ns
 	toolgate {
-		store badger %s
+		%s
 		secret %s
 		pages %s
 		action_timeout 5s
@@ -408,7 +408,7 @@ http://%s {
 		toolgate_pages
 	}
 }
-`, filepath.Join(dir, "store"), secret, e.pagesURL, gatePort, pol, extra, strings.TrimPrefix(e.server.URL, "http://"), pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw")))
+`, storeOption(t, filepath.Join(dir, "store")), secret, e.pagesURL, gatePort, pol, extra, strings.TrimPrefix(e.server.URL, "http://"), pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw")))
 	return e
 }
 

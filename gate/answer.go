@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/text/language"
 
 	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/forms"
@@ -26,6 +27,28 @@ type HoldView struct {
 	Answer  string      `json:"answer,omitempty"`
 	Outcome string      `json:"outcome,omitempty"`
 	Expires time.Time   `json:"expires"`
+	// Result is what became of the hold, for the person: read from its
+	// state, answer and outcome (see Result).
+	Result Result `json:"result"`
+	// Localized holds the policy's words in the person's language (View's
+	// lang); nil when there are none to show.
+	Localized *Localized `json:"localized,omitempty"`
+}
+
+// Localized is what the policy says of a hold in the person's language.
+// The card's own Sentence and the Outcome stay as the card was built and
+// as the model reads them (the policy's default texts).
+type Localized struct {
+	// Sentence is the card's reason in the person's language, when the
+	// policy gives it per language and the card was built from that
+	// reason's default text; for a form no longer shown, its message.
+	Sentence     string `json:"sentence,omitempty"`
+	SentenceLang string `json:"sentence_lang,omitempty"` // its BCP 47 tag; "" when the policy does not say
+	// Reply is the action's reply after a successful run (Result.Kind
+	// ResultDone), when the model read the policy's reply: in the
+	// person's language when the policy gives it per language.
+	Reply     string `json:"reply,omitempty"`
+	ReplyLang string `json:"reply_lang,omitempty"` // its BCP 47 tag; "" when the policy does not say
 }
 
 // StepView is a step's page: the holds one link leads to.
@@ -33,6 +56,10 @@ type StepView struct {
 	StepID string     `json:"step"`
 	App    string     `json:"app,omitempty"`
 	Holds  []HoldView `json:"holds"`
+	// AssistantWaiting says that the app's streamed answer is waiting for
+	// this step's answers: the assistant goes on in the conversation as
+	// soon as the person has answered every question (Front.Await).
+	AssistantWaiting bool `json:"assistant_waiting,omitempty"`
 }
 
 // View returns the step for the person answering it, forms built in their
@@ -57,11 +84,20 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 		v.App = p.App
 	}
 	now := g.cfg.Now()
+	if settled, _ := stepEnd(holds, now); !settled {
+		v.AssistantWaiting = g.awaited(ctx, stepID)
+	}
+	complete := true
+	for _, h := range holds {
+		if h.Answer != "refused" && h.StateAt(now) == store.Waiting {
+			complete = false
+		}
+	}
 	for _, h := range holds {
 		if h.Answer == "refused" {
 			continue // refused at hold time: nothing to answer
 		}
-		hv, err := g.holdView(ctx, h, now, lang)
+		hv, err := g.holdView(ctx, h, now, lang, complete)
 		if err != nil {
 			return StepView{}, err
 		}
@@ -71,18 +107,35 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 }
 
 // holdView is one hold for the page. A waiting form is built now; one that
-// cannot be built shows no form (and cannot be submitted).
-func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang string) (HoldView, error) {
+// cannot be built shows no form (and cannot be submitted). complete says no
+// hold of the step still waits.
+func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang string, complete bool) (HoldView, error) {
 	hv := HoldView{ID: h.ID, Action: h.Action, Kind: h.Kind, State: h.StateAt(now), Answer: h.Answer, Outcome: h.Outcome, Expires: h.Expires}
+	hv.Result = resultOf(h, hv.State, complete)
+	prefs, _, _ := language.ParseAcceptLanguage(lang)
+	a := g.action(h)
+	var loc Localized
 	switch h.Kind {
 	case store.KindCard:
 		hv.Card = new(cards.Card)
 		if err := json.Unmarshal(h.Shown, hv.Card); err != nil {
 			return HoldView{}, fmt.Errorf("reading card of hold %s: %w", h.ID, err)
 		}
+		// The reason in the person's language, only as a translation of
+		// the very sentence the card was built with.
+		if a != nil && a.Card != nil && a.Card.Reasons != nil && hv.Card.Sentence == cards.Clean(a.Card.Reason, cards.MaxSentence) {
+			text, tag := a.Card.Reasons.In(prefs)
+			if s := cards.Clean(text, cards.MaxSentence); s != "" && s != hv.Card.Sentence {
+				loc.Sentence, loc.SentenceLang = s, tag
+			}
+		}
 	case store.KindForm:
 		if hv.State != store.Waiting {
-			break // a form is shown only while it waits
+			// A form is shown only while it waits; its sentence stays.
+			if s, err := readShown(h.Shown); err == nil {
+				loc.Sentence = cards.Clean(s.Message, cards.MaxSentence)
+			}
+			break
 		}
 		f, _, err := g.formOf(ctx, h, lang)
 		if err != nil {
@@ -90,6 +143,18 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 			break
 		}
 		hv.Form = &f
+	}
+	// The reply, only when it is what the model read (a read's body is
+	// not shown: it is the app's answer to the model).
+	if hv.Result.Kind == ResultDone && a != nil && a.Reply != "" && hv.Result.reply == a.Reply {
+		loc.Reply = cards.Clean(a.Reply, cards.MaxSentence)
+		if a.Replies != nil {
+			text, tag := a.Replies.In(prefs)
+			loc.Reply, loc.ReplyLang = cards.Clean(text, cards.MaxSentence), tag
+		}
+	}
+	if loc != (Localized{}) {
+		hv.Localized = &loc
 	}
 	return hv, nil
 }
@@ -153,7 +218,7 @@ func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, person, choice
 	if err != nil {
 		return HoldView{}, err
 	}
-	return g.holdView(ctx, cur, g.cfg.Now(), "")
+	return g.holdView(ctx, cur, g.cfg.Now(), "", claimed.Complete)
 }
 
 // Status maps an answer-path error to the HTTP status the person's page

@@ -206,12 +206,12 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID string, who Person, la
 func (g *Gate) runForm(ctx context.Context, h store.Hold) (outcome string, ok bool) {
 	a := g.action(h)
 	if a == nil || a.Run.URL == nil {
-		return "The gate's policy no longer allows this action; nothing ran.", true
+		return outcomePolicyGone, true
 	}
 	var s submitted
 	if err := json.Unmarshal(h.Values, &s); err != nil {
 		g.log.Error("reading submitted values", zap.String("hold_id", h.ID), zap.Error(err))
-		return "The gate lost the person's answer; nothing ran.", true
+		return outcomeAnswerLost, true
 	}
 	ran, ok := g.send(ctx, h, a, s.Args)
 	return ran.After(filledIn(s.Filled)), ok
@@ -233,7 +233,7 @@ func personPart(h store.Hold) string {
 	}
 	var s submitted
 	if err := json.Unmarshal(h.Values, &s); err != nil {
-		return "The person answered"
+		return personAnswered
 	}
 	return filledIn(s.Filled)
 }

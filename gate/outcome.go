@@ -36,6 +36,17 @@ const (
 	PersonConfirmed = "The person confirmed"
 	PersonFilledIn  = "The person filled in: "
 	PersonSubmitted = "The person submitted the form without filling in a field"
+	// personAnswered stands in for a form's part when its answer cannot
+	// be read back (personPart).
+	personAnswered = "The person answered"
+)
+
+// What the model reads when the gate itself could not run a confirmed or
+// submitted call: nothing ran.
+const (
+	outcomePolicyGone = "The gate's policy no longer allows this action; nothing ran."
+	outcomeNoEndpoint = "The gate's policy gives the action no endpoint; nothing ran."
+	outcomeAnswerLost = "The gate lost the person's answer; nothing ran."
 )
 
 // What went wrong with a release, as a clause after the person's part.
@@ -45,6 +56,10 @@ const (
 	clauseNotSent  = "the app could not be reached; nothing ran."
 	clauseNoAnswer = "the app did not answer; it may or may not have run; nothing was retried."
 	clauseLost     = "the gate stopped before the app answered; it may or may not have run; nothing was retried."
+	// clausePolicyURL: the run URL cannot be expanded from the arguments.
+	clausePolicyURL = "the gate's policy cannot name the action's endpoint; nothing ran."
+	// clauseInvalid starts the clause of a 422: the refused fields follow.
+	clauseInvalid = "the app refused the arguments"
 )
 
 // Why a confirmed card could not be checked against the record.
@@ -106,7 +121,7 @@ func runOutcome(a *policies.Action, resp actions.Response, err error) Ran {
 		}
 		return Ran{OK: true, Text: a.Reply}
 	case resp.Status == 422:
-		return Ran{Text: "the app refused the arguments" + refusedFields(resp.Body) + "; nothing ran."}
+		return Ran{Text: clauseInvalid + refusedFields(resp.Body) + "; nothing ran."}
 	case resp.Status >= 500:
 		return Ran{Text: fmt.Sprintf("the app failed (HTTP %d); it may or may not have made changes; nothing was retried.", resp.Status)}
 	default:

@@ -125,13 +125,13 @@ func (g *Gate) runCard(ctx context.Context, h store.Hold) (outcome string, ok bo
 	if a == nil || a.Card == nil {
 		g.log.Error("policy no longer declares the held action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("policy", h.Policy))
 		g.cfg.Observer.Decided(h.Action, "policy_gone")
-		return "The gate's policy no longer allows this action; nothing ran.", true
+		return outcomePolicyGone, true
 	}
 	if out := g.recheck(ctx, h, a); out != "" {
 		return out, true
 	}
 	if a.Run.URL == nil {
-		return "The gate's policy gives the action no endpoint; nothing ran.", true
+		return outcomeNoEndpoint, true
 	}
 	ran, ok := g.send(ctx, h, a, h.Arguments)
 	return ran.After(PersonConfirmed), ok
@@ -213,7 +213,7 @@ func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args 
 	u, err := a.Run.URL.Expand(args)
 	if err != nil {
 		g.log.Error("policy error: expanding run url", zap.String("action", h.Action), zap.Error(err))
-		return Ran{Text: "the gate's policy cannot name the action's endpoint; nothing ran."}, true
+		return Ran{Text: clausePolicyURL}, true
 	}
 	if ctx.Err() != nil {
 		return Ran{}, false
@@ -248,6 +248,7 @@ func (g *Gate) settle(ctx context.Context, h store.Hold, outcome string) {
 		case err == nil:
 			g.log.Info("hold settled", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answer", h.Answer),
 				zap.String("answered_by", h.AnsweredBy), zap.String("outcome", outcome))
+			g.wake.notify(h.StepID) // a stream waiting for the step reads it again
 			return
 		case errors.Is(err, store.ErrAnswered):
 			g.log.Info("hold already settled", zap.String("hold_id", h.ID), zap.String("action", h.Action))

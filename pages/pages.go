@@ -3,6 +3,12 @@
 // it. It trusts nothing the model wrote: everything shown comes from the
 // gate's view of the step, built from the policy and the record, and is
 // escaped by html/template.
+//
+// The page speaks the person's language (Accept-Language, matched with
+// golang.org/x/text/language): its own words in English, German, French
+// or Spanish (words.go), the policy's reason, reply and field titles in
+// whichever languages the policy gives. After an answer it says first
+// what happened (status.go), read from the hold's state and outcome.
 package pages
 
 import (
@@ -68,11 +74,11 @@ func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, who gate.Person) {
 
 	stepID, ok := stepFromPath(r.URL.Path)
 	if !ok {
-		p.fail(w, r, http.StatusNotFound, "There is no such page.")
+		p.fail(w, r, http.StatusNotFound, func(w *words) string { return w.NoSuchPage })
 		return
 	}
 	if who.Owner == "" {
-		p.fail(w, r, http.StatusUnauthorized, "Sign in to answer.")
+		p.fail(w, r, http.StatusUnauthorized, func(w *words) string { return w.SignIn })
 		return
 	}
 	switch r.Method {
@@ -82,7 +88,7 @@ func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, who gate.Person) {
 		p.answer(w, r, stepID, who)
 	default:
 		h.Set("Allow", "GET, HEAD, POST")
-		p.fail(w, r, http.StatusMethodNotAllowed, "Method not allowed.")
+		p.fail(w, r, http.StatusMethodNotAllowed, func(w *words) string { return w.MethodNotAllowed })
 	}
 }
 
@@ -126,11 +132,12 @@ func (p *Pages) show(w http.ResponseWriter, r *http.Request, stepID string, who 
 	p.render(w, r, stepID, who, status, notice, nil)
 }
 
-// render writes the step's page; errs, when set, are a refused form
-// answer's errors, shown under their fields with the values the person
-// typed.
+// render writes the step's page in the person's language; refused, when
+// set, is a refused form answer, shown under its fields with the values
+// the person typed.
 func (p *Pages) render(w http.ResponseWriter, r *http.Request, stepID string, who gate.Person, status int, notice string, refused *refusedAnswer) {
-	v, err := p.Gate.View(r.Context(), stepID, who, r.Header.Get("Accept-Language"))
+	lang := r.Header.Get("Accept-Language")
+	v, err := p.Gate.View(r.Context(), stepID, who, lang)
 	if err != nil {
 		p.viewError(w, r, err)
 		return
@@ -148,11 +155,13 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, stepID string, wh
 	// its nonce; nothing else may run, load or frame the page.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+nonce+"'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Language", speak(lang).Tag)
+	w.Header().Add("Vary", "Accept-Language")
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
 		return
 	}
-	if err := pageTemplate.Execute(w, newPage(v, tokens, notice, refused, nonce)); err != nil {
+	if err := pageTemplate.Execute(w, newPage(speak(lang), v, tokens, notice, refused, nonce)); err != nil {
 		p.log().Error("rendering page", zap.Error(err))
 	}
 }
@@ -162,27 +171,27 @@ func (p *Pages) viewError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, gate.ErrNotFound), errors.Is(err, gate.ErrNotOwner):
 		// Another person gets the same answer as a wrong link: the page
 		// does not tell them the link exists.
-		p.fail(w, r, http.StatusNotFound, "There is no such confirmation, or it is not yours.")
+		p.fail(w, r, http.StatusNotFound, func(w *words) string { return w.NoSuchConfirmation })
 	default:
 		p.log().Error("reading step", zap.Error(err))
-		p.fail(w, r, gate.Status(err), "The gate cannot read this confirmation right now.")
+		p.fail(w, r, gate.Status(err), func(w *words) string { return w.CannotReadNow })
 	}
 }
 
 func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, who gate.Person) {
 	if !sameOrigin(r) {
 		p.log().Warn("cross-origin answer refused", zap.String("origin", r.Header.Get("Origin")), zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
-		p.fail(w, r, http.StatusConflict, "This answer came from another site and was not accepted. Nothing ran.")
+		p.fail(w, r, http.StatusConflict, func(w *words) string { return w.CrossSite })
 		return
 	}
 	a, err := readAnswer(r)
 	if err != nil {
-		p.fail(w, r, http.StatusBadRequest, "The answer could not be read.")
+		p.fail(w, r, http.StatusBadRequest, func(w *words) string { return w.Unreadable })
 		return
 	}
 	if !hmac.Equal([]byte(a.Token), []byte(p.Token(a.Hold, who))) {
 		p.log().Warn("answer with a bad token refused", zap.String("hold_id", a.Hold), zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
-		p.fail(w, r, http.StatusConflict, "This answer was not accepted. Nothing ran.")
+		p.fail(w, r, http.StatusConflict, func(w *words) string { return w.BadToken })
 		return
 	}
 	var hv gate.HoldView
@@ -196,10 +205,17 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 				if check {
 					w.Header().Set("Precognition", "true")
 				}
-				writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "The answer has errors.", "errors": fe})
+				// errors keep the rule words (the API); messages say them in
+				// the person's language, for the page's script.
+				sp := speak(r.Header.Get("Accept-Language"))
+				messages := make(map[string][]fieldError, len(fe))
+				for k, rules := range fe {
+					messages[k] = sp.rules(rules)
+				}
+				writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "The answer has errors.", "errors": fe, "messages": messages})
 				return
 			}
-			p.render(w, r, stepID, who, http.StatusUnprocessableEntity, "Please fix the fields marked below.", &refusedAnswer{hold: a.Hold, errs: fe, values: a.form})
+			p.render(w, r, stepID, who, http.StatusUnprocessableEntity, speak(r.Header.Get("Accept-Language")).W.FixFields, &refusedAnswer{hold: a.Hold, errs: fe, values: a.form})
 			return
 		}
 		if err == nil && check {
@@ -213,10 +229,10 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 	}
 	if err != nil {
 		status := gate.Status(err)
-		msg := "This answer was not accepted: the confirmation was already answered, has expired, or is not yours. Nothing ran."
+		msg := func(w *words) string { return w.AnswerRefused }
 		if status >= 500 {
 			p.log().Error("answering", zap.Error(err))
-			msg = "The gate cannot take answers right now. Nothing ran."
+			msg = func(w *words) string { return w.CannotTakeAnswers }
 		}
 		p.fail(w, r, status, msg)
 		return
@@ -287,15 +303,36 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (p *Pages) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+// fail answers with an error: JSON in English (an API's words), or a page
+// in the person's language. A refused answer's page links back to the
+// question, which says what became of it.
+func (p *Pages) fail(w http.ResponseWriter, r *http.Request, status int, say func(*words) string) {
 	if wantsJSON(r) || isJSON(r) {
-		writeJSON(w, status, map[string]string{"error": msg})
+		writeJSON(w, status, map[string]string{"error": say(&english)})
 		return
+	}
+	sp := speak(r.Header.Get("Accept-Language"))
+	e := errorPage{Lang: sp.Tag, Title: sp.W.NotAccepted, Message: say(sp.W), Show: sp.W.ShowQuestion}
+	switch status {
+	case http.StatusNotFound:
+		e.Title = sp.W.NotFound
+	case http.StatusUnauthorized:
+		e.Title = sp.W.SignInTitle
+	}
+	if _, ok := stepFromPath(r.URL.Path); ok && r.Method == http.MethodPost && status != http.StatusNotFound {
+		e.Back = r.URL.Path
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Language", sp.Tag)
+	w.Header().Add("Vary", "Accept-Language")
 	w.WriteHeader(status)
-	_ = errorTemplate.Execute(w, msg)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := errorTemplate.Execute(w, e); err != nil {
+		p.log().Error("rendering error page", zap.Error(err))
+	}
 }
 
 // refusedAnswer is a form answer sent back with its errors.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html/template"
 	"slices"
-	"strings"
 
 	"github.com/toolgate/toolgate/forms"
 	"github.com/toolgate/toolgate/gate"
@@ -14,6 +13,9 @@ import (
 // page is what the HTML template reads. Every string in it is escaped by
 // html/template in its context.
 type page struct {
+	Lang    string // the page's language (BCP 47)
+	W       *words
+	Title   string
 	App     string
 	Notice  string
 	Nonce   string
@@ -21,23 +23,42 @@ type page struct {
 	Number  int       // its position, 1-based
 	Total   int
 	Done    []holdPage // the holds already answered or expired
+	// Single: no hold waits and there is one: its status is the page's
+	// heading, said first.
+	Single bool
+	// Resumes: the app's answer is waiting for this step and goes on once
+	// the person has answered (gate.StepView.AssistantWaiting).
+	Resumes bool
 }
 
 type holdPage struct {
 	gate.HoldView
-	Token  string
-	Status string // what happened, for the person
-	Fields []fieldPage
+	W            *words
+	Token        string
+	Status       status
+	Asker        string // "Your assistant wants to:", above the sentence
+	Sentence     string // the card's sentence (or a form's message) to show
+	SentenceLang string // its language when not the page's
+	Rows         []rowPage
+	Fields       []fieldPage
+}
+
+type rowPage struct {
+	Label, Value string
+	Cut          bool
 }
 
 // fieldPage is one form field with what the control shows.
 type fieldPage struct {
 	forms.Field
+	ID       string // the control's id; ErrID and HelpID name its error list and help
+	ErrID    string
+	HelpID   string
 	Input    string // the input type for text-like kinds
 	Text     string // the value a text-like control holds
 	Checked  bool   // checkbox
 	Options  []option
-	Errors   []string
+	Errors   []fieldError
 	Textarea bool
 }
 
@@ -46,36 +67,94 @@ type option struct {
 	Selected     bool
 }
 
-func newPage(v gate.StepView, tokens map[string]string, notice string, refused *refusedAnswer, nonce string) page {
-	pg := page{App: v.App, Notice: notice, Total: len(v.Holds), Nonce: nonce}
+func newPage(sp speech, v gate.StepView, tokens map[string]string, notice string, refused *refusedAnswer, nonce string) page {
+	pg := page{Lang: sp.Tag, W: sp.W, App: v.App, Notice: notice, Total: len(v.Holds), Nonce: nonce, Resumes: v.AssistantWaiting}
 	for i, h := range v.Holds {
-		hp := holdPage{HoldView: h, Token: tokens[h.ID], Status: personStatus(h)}
+		hp := newHoldPage(sp, h, tokens[h.ID])
 		if pg.Current == nil && h.State == store.Waiting {
 			if h.Form != nil {
 				var r *refusedAnswer
 				if refused != nil && refused.hold == h.ID {
 					r = refused
 				}
-				hp.Fields = fieldPages(*h.Form, r)
+				hp.Fields = fieldPages(sp, *h.Form, r)
 			}
 			pg.Current, pg.Number = &hp, i+1
 			continue
 		}
 		pg.Done = append(pg.Done, hp)
 	}
+	switch {
+	case pg.Current != nil && pg.Current.Card != nil:
+		pg.Title = sp.W.WaitingCard
+	case pg.Current != nil:
+		pg.Title = sp.W.WaitingForm
+	case len(pg.Done) == 1:
+		pg.Single = true
+		pg.Title = pg.Done[0].Status.Head
+	case len(pg.Done) > 1:
+		pg.Title = sp.W.YourAnswers
+	default:
+		pg.Title = sp.W.NothingWaiting
+	}
 	return pg
+}
+
+// newHoldPage lays out one hold: who asked, the sentence in the person's
+// language where the policy gives it, the rows, what became of it.
+func newHoldPage(sp speech, h gate.HoldView, token string) holdPage {
+	hp := holdPage{HoldView: h, W: sp.W, Token: token, Status: sp.W.personStatus(h)}
+	// The page is shown only to the person the conversation belongs to
+	// (gate.View), so it was their own assistant that asked. When
+	// approvers other than the owner can answer, this is where the page
+	// names whose conversation the request came from.
+	waiting := h.State == store.Waiting
+	switch {
+	case h.Card != nil && waiting:
+		hp.Asker = sp.W.AssistantWants
+	case h.Card != nil:
+		hp.Asker = sp.W.AssistantWanted
+	case waiting:
+		hp.Asker = sp.W.AssistantAsks
+	default:
+		hp.Asker = sp.W.AssistantAsked
+	}
+	switch {
+	case h.Localized != nil && h.Localized.Sentence != "":
+		hp.Sentence, hp.SentenceLang = h.Localized.Sentence, sp.otherLang(h.Localized.SentenceLang)
+	case h.Card != nil:
+		hp.Sentence = h.Card.Sentence
+	case h.Form != nil:
+		hp.Sentence = h.Form.Message
+	}
+	if h.Card != nil {
+		for _, r := range h.Card.Rows {
+			hp.Rows = append(hp.Rows, rowPage{Label: r.Label, Value: r.Value, Cut: r.Cut})
+		}
+	}
+	if hp.Status.DetailLang != "" {
+		hp.Status.DetailLang = sp.otherLang(hp.Status.DetailLang)
+	}
+	return hp
 }
 
 // fieldPages lays out a form's fields; a refused answer's values and
 // errors are shown again.
-func fieldPages(f forms.Form, refused *refusedAnswer) []fieldPage {
+func fieldPages(sp speech, f forms.Form, refused *refusedAnswer) []fieldPage {
 	var out []fieldPage
-	for _, fd := range f.Fields() {
-		fp := fieldPage{Field: fd, Textarea: slices.Contains(f.Textarea, fd.Key)}
+	for i, fd := range f.Fields() {
+		id := fd.Key
+		if !safeID(id) {
+			id = fmt.Sprint(i)
+		}
+		fp := fieldPage{Field: fd, ID: "f-" + id, ErrID: "err-" + id, Textarea: slices.Contains(f.Textarea, fd.Key)}
+		if fd.Description != "" {
+			fp.HelpID = "help-" + id
+		}
 		var typed []string
 		if refused != nil {
 			typed = refused.values[fd.Key]
-			fp.Errors = refused.errs[fd.Key]
+			fp.Errors = sp.rules(refused.errs[fd.Key])
 		}
 		current := func() []string {
 			if refused != nil {
@@ -116,142 +195,117 @@ func fieldPages(f forms.Form, refused *refusedAnswer) []fieldPage {
 	return out
 }
 
-// personStatus says in a word or two what became of a hold.
-func personStatus(h gate.HoldView) string {
-	switch h.State {
-	case store.Waiting:
-		return "Waiting"
-	case store.Expired:
-		return "Expired: nothing ran"
-	case store.Answered:
-		switch h.Answer {
-		case store.AnswerDecline:
-			return "Declined"
-		case store.AnswerLater:
-			return "Closed without answering"
-		}
-		return "Answered; waiting for the other questions"
-	case store.Running:
-		if h.Answer == store.AnswerSubmit {
-			return "Submitted; the app is being asked now"
-		}
-		return "Confirmed; the app is being asked now"
+// safeID reports whether a field key can stand in an HTML id as it is
+// (the page's script and tests find fields by it).
+func safeID(key string) bool {
+	if key == "" || len(key) > 64 {
+		return false
 	}
-	switch h.Answer {
-	case store.AnswerConfirm:
-		if h.Outcome == gate.OutcomeChanged {
-			return "Not run: the record changed while waiting"
-		}
-		return afterPerson("Confirmed", h.Outcome, gate.PersonConfirmed)
-	case store.AnswerSubmit:
-		return afterPerson("Submitted", h.Outcome, gate.PersonFilledIn, gate.PersonSubmitted)
-	case store.AnswerDecline:
-		return "Declined: nothing ran"
-	case store.AnswerLater:
-		return "Closed without answering: nothing ran"
-	case store.AnswerMovedOn:
-		return "Closed: you moved on in the conversation"
-	case store.AnswerTimedOut:
-		return "Expired: nothing ran"
-	}
-	return h.Outcome
-}
-
-// afterPerson says a released hold's outcome to the person: the model's
-// text without the person's part (gate.Ran.After), after word: "Confirmed:
-// Removed.", "Confirmed, but the app failed (HTTP 500); …". An outcome
-// that does not start with one of the person's parts is shown as it is.
-func afterPerson(word, outcome string, parts ...string) string {
-	for _, part := range parts {
-		rest, ok := strings.CutPrefix(outcome, part)
-		if !ok {
-			continue
-		}
-		// A form's part lists field names; what follows it starts at
-		// whichever comes first: ", but the " (a failure clause) or ". "
-		// (the reply).
-		but, dot := strings.Index(rest, ", but the "), strings.Index(rest, ". ")
-		switch {
-		case but >= 0 && (dot < 0 || but < dot):
-			return word + rest[but:]
-		case dot >= 0:
-			return word + ": " + rest[dot+2:]
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
 		}
 	}
-	return outcome
+	return true
 }
 
 var funcs = template.FuncMap{
 	"deref": func(p *int) int { return *p },
 }
 
-var pageTemplate = template.Must(template.New("page").Funcs(funcs).Parse(`<!doctype html>
-<html lang="en">
+// style is the pages' CSS: readable at 320 px, light and dark
+// (prefers-color-scheme), with a focus ring keyboard users can see.
+const style = `{{define "style"}}<style>
+:root{color-scheme:light dark;--bg:#fff;--fg:#1b1b1b;--muted:#505050;--line:#c4c4c4;--danger:#b3261e;--on-danger:#fff;--primary:#1f5fbf;--on-primary:#fff;--button:#fff;--warn:#7a4f00;--focus:#1f5fbf}
+@media (prefers-color-scheme:dark){:root{--bg:#16181d;--fg:#e6e6e6;--muted:#b8b8b8;--line:#5a5f69;--danger:#ffb4ab;--on-danger:#561414;--primary:#a8c7fa;--on-primary:#062e6f;--button:#23262d;--warn:#f0c36b;--focus:#a8c7fa}}
+html{background:var(--bg);color:var(--fg)}
+body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:1.5rem auto;padding:0 1rem;overflow-wrap:anywhere}
+header p{margin:0;color:var(--muted)}
+h1{font-size:1.4rem;margin:.4rem 0 .8rem}h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
+.card{border:1px solid var(--line);border-radius:.5rem;padding:1rem 1.25rem;margin:1rem 0}
+.asker{margin:0;color:var(--muted)}.sentence{margin:.1rem 0 .6rem;font-size:1.1rem}
+dl{display:grid;grid-template-columns:fit-content(45%) 1fr;gap:.25rem 1rem}dt{color:var(--muted)}dd{margin:0}
+.status .head{font-weight:700}
+.actions{display:flex;flex-wrap:wrap;gap:.5rem;margin-top:1rem}.actions form{margin:0}
+button{font:inherit;padding:.45rem 1rem;border-radius:.3rem;border:1px solid var(--muted);background:var(--button);color:var(--fg);cursor:pointer}
+button.confirm{background:var(--danger);border-color:var(--danger);color:var(--on-danger)}
+button.submit{background:var(--primary);border-color:var(--primary);color:var(--on-primary)}
+a{color:var(--primary)}
+:focus-visible{outline:3px solid var(--focus);outline-offset:2px}
+.muted{color:var(--muted)}.notice{font-weight:600}
+.field{margin:0 0 1rem}.field .name{display:block;font-weight:600}fieldset{border:1px solid var(--line);border-radius:.3rem}
+input,select,textarea{font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--muted);border-radius:.2rem}
+.field input[type=text],.field input[type=email],.field input[type=url],.field input[type=number],.field input[type=date],.field select,.field textarea{width:100%;box-sizing:border-box;padding:.3rem}
+.cut{display:inline-block;margin-left:.4rem;padding:0 .35rem;border:1px solid var(--warn);border-radius:.25rem;color:var(--warn);font-size:.85em;white-space:nowrap}
+.req{color:var(--danger);font-weight:400}.help{color:var(--muted);margin:.1rem 0}.error{color:var(--danger);margin:.2rem 0}
+[aria-invalid=true]{border-color:var(--danger);border-width:2px}
+</style>{{end}}`
+
+var pageTemplate = template.Must(template.Must(template.New("page").Funcs(funcs).Parse(style)).Parse(`<!doctype html>
+<html lang="{{.Lang}}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <meta name="referrer" content="same-origin">
-<title>{{if .Current}}Waiting for your answer{{else}}Confirmation{{end}}{{with .App}} · {{.}}{{end}}</title>
-<style>
-body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}
-.card{border:1px solid #ccc;border-radius:.5rem;padding:1rem 1.25rem;margin:1rem 0}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{color:#555}dd{margin:0;overflow-wrap:anywhere}
-form.inline{display:inline}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem;border-radius:.3rem;border:1px solid #888;background:#fff}
-button.confirm{background:#b3261e;border-color:#b3261e;color:#fff}button.submit{background:#1f5fbf;border-color:#1f5fbf;color:#fff}.muted{color:#555}
-h1{font-size:1.4rem;margin:.2rem 0 .8rem}.field{margin:0 0 1rem}.field label.name{display:block;font-weight:600}
-.field input[type=text],.field input[type=email],.field input[type=url],.field input[type=number],.field input[type=date],.field select,.field textarea{font:inherit;width:100%;box-sizing:border-box;padding:.3rem}
-.cut{display:inline-block;margin-left:.4rem;padding:0 .35rem;border:1px solid #8a5a00;border-radius:.25rem;color:#8a5a00;font-size:.85em;white-space:nowrap}
-.req{color:#b3261e;font-weight:400}.help{color:#555;margin:.1rem 0}.error{color:#b3261e;margin:.2rem 0}
-</style>
+<title>{{.Title}}{{with .App}} · {{.}}{{end}}</title>
+{{template "style"}}
 </head>
 <body>
-{{with .App}}<p class="muted">Asked by {{.}}</p>{{end}}
-{{with .Notice}}<p role="status" class="notice">{{.}}</p>{{end}}
+{{with .App}}<header><p class="app">{{.}}</p></header>{{end}}
+<main>
+{{with .Notice}}<p role="alert" class="notice">{{.}}</p>{{end}}
+{{if and .Current .Resumes}}<p role="status" class="resumes">{{.W.Resumes}}</p>{{end}}
 {{with .Current}}
-<section class="card" id="hold-{{.ID}}">
-{{if gt $.Total 1}}<p class="muted">{{$.Number}} of {{$.Total}}</p>{{end}}
+<section class="card" id="hold-{{.ID}}" aria-labelledby="heading">
+{{if gt $.Total 1}}<p class="muted">{{printf $.W.QuestionOf $.Number $.Total}}</p>{{end}}
 {{if .Card}}
-<h1>Waiting for your confirmation</h1>
-<p class="sentence">{{.Card.Sentence}}</p>
-{{if .Card.Rows}}<dl>{{range .Card.Rows}}{{template "row" .}}{{end}}</dl>{{end}}
-<form method="post" class="inline"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline"><button type="submit" class="decline">Decline</button></form>
-<form method="post" class="inline"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">Confirm</button></form>
+<h1 id="heading">{{$.W.WaitingCard}}</h1>
+{{template "said" .}}
+<div class="actions">
+<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline"><button type="submit" class="decline">{{$.W.Decline}}</button></form>
+<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">{{$.W.Confirm}}</button></form>
+</div>
 {{else if .Form}}
-<h1 class="sentence">{{.Form.Message}}</h1>
+<h1 id="heading">{{$.W.WaitingForm}}</h1>
+{{template "said" .}}
 <form method="post" id="form-{{.ID}}" class="answer">
 <input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}">
 {{range .Fields}}
 <div class="field" data-field="{{.Key}}">
 {{if eq .Kind "checkbox"}}
-<label class="name"><input type="checkbox" name="{{.Key}}" value="true" id="f-{{.Key}}"{{if .Checked}} checked{{end}}> {{.Label}}</label>
-{{else if eq .Kind "multiselect"}}{{$key := .Key}}
-<fieldset><legend class="name">{{.Label}}{{if .Required}} <span class="req">(required)</span>{{end}}</legend>
+<label class="name"><input type="checkbox" name="{{.Key}}" value="true" id="{{.ID}}"{{if .Checked}} checked{{end}}{{template "describedby" .}}> {{.Label}}</label>
+{{else if eq .Kind "multiselect"}}{{$key := .Key}}{{$f := .}}
+<fieldset aria-describedby="{{if .HelpID}}{{.HelpID}} {{end}}{{.ErrID}}"><legend class="name">{{.Label}}{{if .Required}} <span class="req">{{$.W.Required}}</span>{{end}}</legend>
 <input type="hidden" name="{{$key}}" value="">
-{{range .Options}}<label><input type="checkbox" name="{{$key}}" value="{{.Value}}"{{if .Selected}} checked{{end}}> {{.Label}}</label><br>{{end}}
+{{range .Options}}<label><input type="checkbox" name="{{$key}}" value="{{.Value}}"{{if .Selected}} checked{{end}}{{if $f.Errors}} aria-invalid="true"{{end}}> {{.Label}}</label><br>{{end}}
 </fieldset>
 {{else}}
-<label class="name" for="f-{{.Key}}">{{.Label}}{{if .Required}} <span class="req">(required)</span>{{end}}</label>
+<label class="name" for="{{.ID}}">{{.Label}}{{if .Required}} <span class="req">{{$.W.Required}}</span>{{end}}</label>
 {{end}}
-{{with .Description}}<p class="help">{{.}}</p>{{end}}
+{{if .HelpID}}<p class="help" id="{{.HelpID}}">{{.Description}}</p>{{end}}
 {{if eq .Kind "select"}}
-<select name="{{.Key}}" id="f-{{.Key}}"{{if .Required}} required{{end}}><option value="">—</option>{{range .Options}}<option value="{{.Value}}"{{if .Selected}} selected{{end}}>{{.Label}}</option>{{end}}</select>
+<select name="{{.Key}}" id="{{.ID}}"{{if .Required}} required{{end}}{{template "describedby" .}}><option value="">{{$.W.Choose}}</option>{{range .Options}}<option value="{{.Value}}"{{if .Selected}} selected{{end}}>{{.Label}}</option>{{end}}</select>
 {{else if .Textarea}}
-<textarea name="{{.Key}}" id="f-{{.Key}}" rows="6"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}>{{.Text}}</textarea>
+<textarea name="{{.Key}}" id="{{.ID}}" rows="6"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{template "describedby" .}}>{{.Text}}</textarea>
 {{else if .Input}}
-<input type="{{.Input}}" name="{{.Key}}" id="f-{{.Key}}" value="{{.Text}}"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{with .Minimum}} min="{{.}}"{{end}}{{with .Maximum}} max="{{.}}"{{end}}{{if eq .Kind "integer"}} step="1"{{else if eq .Kind "number"}} step="any"{{end}}{{if eq .Kind "datetime"}} placeholder="2026-12-01T09:00:00Z"{{end}}>
+<input type="{{.Input}}" name="{{.Key}}" id="{{.ID}}" value="{{.Text}}"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{with .Minimum}} min="{{.}}"{{end}}{{with .Maximum}} max="{{.}}"{{end}}{{if eq .Kind "integer"}} step="1"{{else if eq .Kind "number"}} step="any"{{end}}{{if eq .Kind "datetime"}} placeholder="2026-12-01T09:00:00Z"{{end}}{{template "describedby" .}}>
 {{end}}
-<div class="errors" id="err-{{.Key}}">{{range .Errors}}<p class="error">{{.}}</p>{{end}}</div>
+<div class="errors" id="{{.ErrID}}" data-for="{{.Key}}" aria-live="polite">{{range .Errors}}<p class="error"{{with .Lang}} lang="{{.}}"{{end}}>{{.Text}}</p>{{end}}</div>
 </div>
 {{end}}
-<div class="errors" id="err-"></div>
-<button type="submit" name="answer" value="submit" class="submit">Submit</button>
-<button type="submit" name="answer" value="decline" formnovalidate class="decline">Decline</button>
-<button type="submit" name="answer" value="later" formnovalidate class="later">Not now</button>
+<div class="errors" id="err-" data-for="" aria-live="polite"></div>
+<div class="actions">
+<button type="submit" name="answer" value="submit" class="submit">{{$.W.Submit}}</button>
+<button type="submit" name="answer" value="decline" formnovalidate class="decline">{{$.W.Decline}}</button>
+<button type="submit" name="answer" value="later" formnovalidate class="later">{{$.W.NotNow}}</button>
+</div>
 </form>
 <script nonce="{{$.Nonce}}">
 // Checks the answer with the server (a Precognition request: nothing runs)
-// before sending it, and shows the errors under their fields. Without
-// JavaScript the server does the same on submit.
+// before sending it, and shows the errors under their fields, in the
+// page's language. Without JavaScript the server does the same on submit.
 document.querySelectorAll('form.answer').forEach(function (form) {
   form.addEventListener('submit', function (ev) {
     var btn = ev.submitter;
@@ -262,42 +316,71 @@ document.querySelectorAll('form.answer').forEach(function (form) {
     fetch(location.href, {method: 'POST', headers: {'Precognition': 'true', 'Accept': 'application/json'}, body: data, credentials: 'same-origin'})
       .then(function (r) {
         form.querySelectorAll('.errors').forEach(function (e) { e.textContent = ''; });
-        if (r.status === 204) { form.dataset.checked = 'yes'; form.requestSubmit(btn); return; }
+        form.querySelectorAll('[aria-invalid]').forEach(function (e) { e.removeAttribute('aria-invalid'); });
         if (r.status !== 422) { form.dataset.checked = 'yes'; form.requestSubmit(btn); return; }
         return r.json().then(function (body) {
-          Object.keys(body.errors || {}).forEach(function (k) {
-            var box = document.getElementById('err-' + k) || document.getElementById('err-');
-            (body.errors[k] || []).forEach(function (msg) {
-              var p = document.createElement('p'); p.className = 'error'; p.textContent = msg; box.appendChild(p);
+          var said = body.messages || body.errors || {}, first = null;
+          Object.keys(said).forEach(function (k) {
+            var box = null;
+            form.querySelectorAll('.errors').forEach(function (e) { if (e.dataset.for === k) box = e; });
+            if (!box) box = document.getElementById('err-');
+            (said[k] || []).forEach(function (m) {
+              var p = document.createElement('p'); p.className = 'error';
+              if (typeof m === 'string') { p.textContent = m; } else { p.textContent = m.text; if (m.lang) p.lang = m.lang; }
+              box.appendChild(p);
             });
+            var field = box.parentNode.querySelector('input:not([type=hidden]),select,textarea');
+            if (field && box.id !== 'err-') { field.setAttribute('aria-invalid', 'true'); if (!first) first = field; }
           });
+          if (first) first.focus();
         });
       });
   });
 });
 </script>
 {{else}}
-<h1>This question cannot be shown right now</h1>
+<h1 id="heading">{{$.W.WaitingForm}}</h1>
+<p>{{$.W.CannotShow}}</p>
 {{end}}
 </section>
 {{else}}
-<h1>Nothing is waiting for you here</h1>
+{{if .Single}}{{with index .Done 0}}<h1 class="status" id="status-{{.ID}}">{{template "status" .Status}}</h1>{{end}}
+{{else if .Done}}<h1>{{.W.YourAnswers}}</h1>
+{{else}}<h1>{{.W.NothingWaiting}}</h1>{{end}}
 {{end}}
+{{if and .Current .Done}}<h2>{{.W.AlreadyAnswered}}</h2>{{end}}
 {{range .Done}}
 <section class="card done" id="hold-{{.ID}}">
-{{with .Card}}<p class="sentence">{{.Sentence}}</p>
-{{if .Rows}}<dl>{{range .Rows}}{{template "row" .}}{{end}}</dl>{{end}}{{end}}
-<p class="status"><strong>{{.Status}}</strong></p>
+{{if not $.Single}}<p class="status">{{template "status" .Status}}</p>{{end}}
+{{template "said" .}}
 </section>
 {{end}}
+</main>
 </body>
 </html>
-{{define "row"}}<dt>{{.Label}}</dt><dd>{{.Value}}{{if .Cut}} <span class="cut" title="The full value is longer than shown here.">shortened</span>{{end}}</dd>{{end}}
+{{define "status"}}<span class="head">{{.Head}}</span>{{with .Detail}} <span class="detail"{{with $.DetailLang}} lang="{{.}}"{{end}}>{{.}}</span>{{end}}{{end}}
+{{define "describedby"}}{{if .HelpID}} aria-describedby="{{.HelpID}} {{.ErrID}}"{{else}} aria-describedby="{{.ErrID}}"{{end}}{{if .Errors}} aria-invalid="true"{{end}}{{end}}
+{{define "said"}}{{with .Sentence}}<p class="asker">{{$.Asker}}</p>
+<p class="sentence"{{with $.SentenceLang}} lang="{{.}}"{{end}}>{{.}}</p>{{end}}
+{{if .Rows}}<dl>{{range .Rows}}<dt>{{.Label}}</dt><dd>{{.Value}}{{if .Cut}} <span class="cut" title="{{$.W.ShortenedTitle}}">{{$.W.Shortened}}</span>{{end}}</dd>{{end}}</dl>{{end}}{{end}}
 `))
 
-var errorTemplate = template.Must(template.New("error").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer"><title>Not accepted</title></head>
-<body style="font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem">
-<h1>Not accepted</h1><p class="error">{{.}}</p>
+var errorTemplate = template.Must(template.Must(template.New("error").Parse(style)).Parse(`<!doctype html>
+<html lang="{{.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark"><meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
+{{template "style"}}
+</head>
+<body>
+<main>
+<h1>{{.Title}}</h1>
+<p class="error">{{.Message}}</p>
+{{with .Back}}<p><a href="{{.}}">{{$.Show}}</a></p>{{end}}
+</main>
 </body></html>
 `))
+
+// errorPage is what the error template reads.
+type errorPage struct {
+	Lang, Title, Message string
+	Back                 string // a link back to the question, or ""
+	Show                 string // its words
+}

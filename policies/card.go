@@ -21,7 +21,7 @@ func (l *loader) card(n *yaml.Node, fields *fieldSet) (*Card, error) {
 		return nil, err
 	}
 	c := &Card{}
-	if c.Reason, err = l.str(f["reason"], "card.reason"); err != nil {
+	if c.Reason, c.Reasons, err = l.localized(f["reason"], "card.reason"); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(c.Reason) == "" {

@@ -49,6 +49,20 @@
 //	                             # URL-mode elicitation may have the person confirm the
 //	                             # card; false (default): refused over MCP
 //
+// A card's reason and an action's reply may be given per language instead
+// of as one string:
+//
+//	card:
+//	  reason:
+//	    en: Delete this post? This cannot be undone.
+//	    de: Diesen Beitrag löschen? Das kann nicht rückgängig gemacht werden.
+//	reply: {en: The post was removed., de: Der Beitrag wurde gelöscht.}
+//
+// Keys are BCP 47 tags and en is required: the en text is what the card is
+// built and fingerprinted from and what the model and the app read (the
+// gate's own texts to the model are English). The person's page shows the
+// text matching their Accept-Language, else the en one.
+//
 // A read or write action may ask the person for what the model left out
 // (see package forms for what a form can hold):
 //

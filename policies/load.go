@@ -134,7 +134,7 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string) (*Action, err
 	case a.Effect.NeedsCard():
 		return nil, l.errf(n, "card", "required: %s actions wait for the person to confirm a card", a.Effect)
 	}
-	if a.Reply, err = l.str(f["reply"], "reply"); err != nil {
+	if a.Reply, a.Replies, err = l.localized(f["reply"], "reply"); err != nil {
 		return nil, err
 	}
 	if a.MCP, err = l.mcp(a, f["mcp"]); err != nil {

@@ -101,8 +101,13 @@ type Action struct {
 	Run Endpoint
 	// MCP is how an MCP route treats the action.
 	MCP MCP
-	// Reply is what the model reads after a successful run ("" when not given).
+	// Reply is what the model reads after a successful run ("" when not
+	// given): the plain string, or the en entry of a reply given per
+	// language. The person's page says it in their language (Replies).
 	Reply string
+	// Replies is the reply per language when the file gives one
+	// ({en: Removed., de: Gelöscht.}); nil for a plain string.
+	Replies Texts
 	// TTL is how long a held call waits for the person; 0 means the gate's
 	// default.
 	TTL time.Duration
@@ -158,8 +163,16 @@ type Endpoint struct {
 // The person sees only the reason and rows read on the server from the
 // record, never the model's words or arguments.
 type Card struct {
-	// Reason is the sentence the person answers, as plain text.
+	// Reason is the sentence the person answers, as plain text: the plain
+	// string, or the en entry of a reason given per language. It is what
+	// the card is built and fingerprinted from, and what the model and the
+	// app's chat read in the waiting text.
 	Reason string
+	// Reasons is the reason per language when the file gives one
+	// ({en: Delete this post?, de: Diesen Beitrag löschen?}): the person's
+	// page shows the one matching their Accept-Language. Nil for a plain
+	// string.
+	Reasons Texts
 	// Record is the GET URL of the record the call acts on, read to fill
 	// the rows and read again before the run to see it has not changed;
 	// nil when the card has no record.

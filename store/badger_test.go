@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,60 +227,5 @@ func TestBadgerCloseStopsGC(t *testing.T) {
 			t.Fatalf("%d goroutines before, %d after closing the stores:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func BenchmarkPut(b *testing.B) {
-	s := openStore(b, b.TempDir(), store.BadgerOptions{})
-	ctx := context.Background()
-	stepID := newID(b)
-	hold := newHold(newID(b), stepID, 0, time.Now())
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		hold.ID = stepID + strconv.Itoa(i)
-		hold.StepID = hold.ID
-		if err := s.Put(ctx, []store.Hold{hold}); err != nil {
-			b.Fatalf("Put: %v", err)
-		}
-	}
-}
-
-func BenchmarkClaim(b *testing.B) {
-	s := openStore(b, b.TempDir(), store.BadgerOptions{})
-	ctx := context.Background()
-	holds := make([]store.Hold, b.N)
-	for i := range holds {
-		holds[i] = putStep(b, s, 1, time.Now())[0]
-	}
-	answer := store.Answer{Choice: store.AnswerConfirm, By: "person-1"}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if _, err := s.Claim(ctx, holds[i].ID, answer); err != nil {
-			b.Fatalf("Claim: %v", err)
-		}
-	}
-}
-
-func BenchmarkBeginSettle(b *testing.B) {
-	s := openStore(b, b.TempDir(), store.BadgerOptions{})
-	ctx := context.Background()
-	ids := make([]string, b.N)
-	for i := range ids {
-		hold := putStep(b, s, 1, time.Now())[0]
-		if _, err := s.Claim(ctx, hold.ID, store.Answer{Choice: store.AnswerConfirm, By: "person-1"}); err != nil {
-			b.Fatalf("Claim: %v", err)
-		}
-		ids[i] = hold.ID
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if _, err := s.Begin(ctx, ids[i]); err != nil {
-			b.Fatalf("Begin: %v", err)
-		}
-		if err := s.Settle(ctx, ids[i], "The person confirmed. Removed."); err != nil {
-			b.Fatalf("Settle: %v", err)
-		}
 	}
 }

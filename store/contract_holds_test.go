@@ -3,6 +3,8 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -433,7 +435,9 @@ func testIndex(t *testing.T, open openStoreFunc) {
 	}
 }
 
-// Stats grows with what is stored.
+// Stats grows with what is stored. The message is random (base64 of
+// random bytes): a backend may compress what it keeps (PostgreSQL does,
+// above 2 KiB), and 2 MiB of one letter would take a few kilobytes.
 func testStats(t *testing.T, open openStoreFunc) {
 	s, clock := openClocked(t, open)
 	ctx := context.Background()
@@ -442,7 +446,11 @@ func testStats(t *testing.T, open openStoreFunc) {
 		t.Fatalf("Stats: %v", err)
 	}
 	big := newHold(newID(t), newID(t), 0, clock.Now())
-	big.Message = json.RawMessage(`"` + strings.Repeat("x", 2<<20) + `"`)
+	noise := make([]byte, 3<<19)
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatalf("reading random bytes: %v", err)
+	}
+	big.Message = json.RawMessage(`"` + base64.StdEncoding.EncodeToString(noise) + `"`)
 	if err := s.Put(ctx, []store.Hold{big}); err != nil {
 		t.Fatalf("Put: %v", err)
 	}
@@ -511,6 +519,58 @@ func testContext(t *testing.T, open openStoreFunc) {
 	} {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s = %v, want context.Canceled", name, err)
+		}
+	}
+}
+
+// Strings from outside the gate (an owner header, a tool call's id, an
+// app's reply) may hold any character, NUL included: a hold keeps them
+// as given. An id that could never have been made (NUL, invalid UTF-8,
+// as a link's path might carry) is simply not found, never an outage.
+func testOddBytes(t *testing.T, open openStoreFunc) {
+	s, clock := openClocked(t, open)
+	ctx := context.Background()
+	odd := "a\x00b \u2028 é 🙂 ' \" \\ %s"
+	h := newHold(newID(t), newID(t), 0, clock.Now())
+	h.Tenant, h.Owner, h.Policy, h.Action, h.Protocol, h.Fingerprint = odd+"t", odd+"o", odd+"p", odd+"a", odd+"pr", odd+"f"
+	h.CallID, h.Text, h.Kind = odd+"c", odd+"x", store.Kind(odd+"k")
+	if err := s.Put(ctx, []store.Hold{h}); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	got, err := s.Get(ctx, h.ID)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	assertHold(t, got, h)
+
+	c, err := s.Claim(ctx, h.ID, store.Answer{Choice: store.AnswerConfirm, By: odd + "by"})
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if c.Hold.AnsweredBy != odd+"by" {
+		t.Errorf("AnsweredBy = %q, want %q", c.Hold.AnsweredBy, odd+"by")
+	}
+	if err := s.Settle(ctx, h.ID, odd+"outcome"); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	if err := s.Settle(ctx, h.ID, odd+"outcome"); err != nil {
+		t.Errorf("Settle again with the same outcome: %v", err)
+	}
+	if got, err := s.Get(ctx, h.ID); err != nil || got.Outcome != odd+"outcome" {
+		t.Errorf("Outcome = %q, %v; want %q", got.Outcome, err, odd+"outcome")
+	}
+
+	for _, id := range []string{"\x00", "abc\x00def", "\xff\xfe", string([]byte{0xc3})} {
+		_, getErr := s.Get(ctx, id)
+		_, stepErr := s.Step(ctx, id)
+		_, claimErr := s.Claim(ctx, id, store.Answer{Choice: store.AnswerConfirm})
+		_, beginErr := s.Begin(ctx, id)
+		for name, err := range map[string]error{
+			"Get": getErr, "Step": stepErr, "Claim": claimErr, "Begin": beginErr, "Settle": s.Settle(ctx, id, "done"),
+		} {
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s(%q) = %v, want ErrNotFound", name, id, err)
+			}
 		}
 	}
 }

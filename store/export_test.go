@@ -30,3 +30,22 @@ func RecordExpiresAt(b *Badger, id string) (hold, step time.Time, err error) {
 	})
 	return hold, step, err
 }
+
+// RetainOnce runs one round of the retention loop of p now.
+func RetainOnce(p *Postgres) (int64, error) { return p.retainOnce(context.Background()) }
+
+// RetentionLockKey is the advisory lock a round of p's retention holds.
+func RetentionLockKey(p *Postgres) int64 { return p.retentionKey }
+
+// Migrations returns the names of the embedded schema files, in order.
+func Migrations() ([]string, error) {
+	ms, err := migrations()
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.name)
+	}
+	return names, err
+}
+
+// Redact is redact.
+func Redact(text, dsn string) string { return redact(text, dsn) }

@@ -3,9 +3,9 @@
 // A hold is one record; the calls of one model response share a step id,
 // one link and one assistant message (stored once for the step). The Store
 // interface is the seam for a second backend; nothing backend-specific
-// leaks past it. The embedded default is Badger (badger.go); a backend
-// shared by several processes (PostgreSQL) keeps every guarantee across
-// them. Each guarantee maps to one atomic operation there:
+// leaks past it. The embedded default is Badger (badger.go); PostgreSQL
+// (postgres.go) is shared by several processes and keeps every guarantee
+// across them. Each guarantee maps to one atomic operation there:
 //
 //   - Claim: UPDATE … SET state='answered' … WHERE id=$1 AND state='waiting'
 //     AND (expires > now OR allow_expired) RETURNING …, reading the step in
@@ -24,7 +24,11 @@
 //   - Unsettled: SELECT … WHERE state <> 'settled' AND id > $1 ORDER BY id
 //     LIMIT $2, over a partial index on id WHERE state <> 'settled'.
 //   - Expiry is decided from the stored Expires against the store's clock
-//     (Hold.StateAt), never by a sweeper.
+//     (Hold.StateAt), never by a sweeper. On PostgreSQL the store's clock
+//     is the database's now(), read in the statement that decides, so
+//     replicas whose clocks disagree still agree on expiry.
+//   - Retention: DELETE … WHERE keep_until < now in batches of 1,000 rows,
+//     by one replica at a time (pg_try_advisory_lock).
 //
 // The contract is tested once, as a table of cases run against every
 // backend (contract_test.go).

@@ -4,6 +4,8 @@
 package main
 
 import (
+	"os"
+
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
@@ -11,5 +13,8 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "validate" {
+		os.Exit(validate(os.Args[2:]))
+	}
 	caddycmd.Main()
 }

@@ -34,7 +34,7 @@ func TestCommand(t *testing.T) {
 		for _, l := range strings.Split(string(out), "\n") {
 			mods[strings.TrimSpace(l)] = true
 		}
-		for _, want := range []string{"toolgate", "http.handlers.toolgate", "http.handlers.toolgate_pages", "http.handlers.reverse_proxy"} {
+		for _, want := range []string{"toolgate", "http.handlers.toolgate", "http.handlers.toolgate_pages", "http.handlers.toolgate_mcp", "http.handlers.reverse_proxy"} {
 			if !mods[want] {
 				t.Errorf("list-modules lacks %s", want)
 			}
@@ -107,6 +107,48 @@ func TestCommand(t *testing.T) {
 			if !strings.Contains(out, "policy.yaml") || !strings.Contains(out, "delete_post") || !strings.Contains(out, tt.want) {
 				t.Errorf("message does not name the file, action and key %q:\n%s", tt.want, out)
 			}
+			// The policy's one-line message stands on its own line, not
+			// only inside Caddy's JSON log of the whole error chain.
+			want := "policy " + filepath.Join(dir, "policy.yaml") + `: action "delete_post": `
+			if l := lineWithPrefix(out, want); !strings.Contains(l, tt.want) {
+				t.Errorf("no line of its own starts %q and names %q:\n%s", want, tt.want, out)
+			}
 		})
 	}
+
+	t.Run("validate unknown key names the known keys", func(t *testing.T) {
+		out, err := validate(t, "actions:\n  delete_post:\n    effect: destructive\n    colour: red\n    card:\n      reason: x\n    run:\n      url: http://a/b\n")
+		if err == nil {
+			t.Fatalf("validate passed a broken policy:\n%s", out)
+		}
+		want := "policy " + filepath.Join(dir, "policy.yaml") + `: action "delete_post": colour: unknown key; known keys are effect, description, schema, card, run, reply, ttl, `
+		if lineWithPrefix(out, want) == "" {
+			t.Errorf("no line of its own starts %q:\n%s", want, out)
+		}
+	})
+
+	t.Run("validate a broken Caddyfile says only Caddy's error", func(t *testing.T) {
+		cf := filepath.Join(dir, "Broken")
+		if err := os.WriteFile(cf, []byte(":0 {\n\ttoolgate {\n\t\tcolour red\n\t}\n}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "validate", "--config", cf, "--adapter", "caddyfile").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "colour") {
+			t.Fatalf("validate of a broken Caddyfile: %v\n%s", err, out)
+		}
+		if l := lineWithPrefix(string(out), "policy "); l != "" {
+			t.Errorf("a policy line for a mistake that is not the policy's:\n%s", out)
+		}
+	})
+}
+
+// lineWithPrefix returns the first line of out that starts with prefix,
+// or "".
+func lineWithPrefix(out, prefix string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
 }

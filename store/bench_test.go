@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/store"
+)
+
+// The store's share of the hold path and the answer path, on each backend
+// (PostgreSQL when TOOLGATE_TEST_POSTGRES is set): a held step is one Put;
+// a confirmation is a Claim, a Begin and a Settle.
+
+func benchStores(b *testing.B, run func(b *testing.B, s store.Store)) {
+	b.Run("badger", func(b *testing.B) {
+		run(b, openStore(b, b.TempDir(), store.BadgerOptions{MaxWaiting: 100}))
+	})
+	b.Run("postgres", func(b *testing.B) {
+		dsn := pgtest.DSN(b)
+		run(b, openPostgres(b, dsn, store.PostgresOptions{Schema: pgtest.Schema(b, dsn), MaxWaiting: 100}))
+	})
+}
+
+// benchSteps returns n one-hold steps for distinct owners (so the cap
+// never refuses them), waiting for an hour.
+func benchSteps(b *testing.B, n int) [][]store.Hold {
+	steps := make([][]store.Hold, n)
+	now := time.Now()
+	for i := range steps {
+		h := newHold(newID(b), newID(b), 0, now)
+		h.Owner = newID(b)
+		h.Expires = now.Add(time.Hour)
+		steps[i] = []store.Hold{h}
+	}
+	return steps
+}
+
+// putAll puts steps and returns their holds' ids.
+func putAll(b *testing.B, s store.Store, steps [][]store.Hold) []string {
+	ids := make([]string, len(steps))
+	for i, st := range steps {
+		if err := s.Put(context.Background(), st); err != nil {
+			b.Fatalf("Put: %v", err)
+		}
+		ids[i] = st[0].ID
+	}
+	return ids
+}
+
+// BenchmarkPut is the store's part of holding a call: one step, durable
+// when Put returns, under a cap.
+func BenchmarkPut(b *testing.B) {
+	benchStores(b, func(b *testing.B, s store.Store) {
+		steps := benchSteps(b, b.N)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if err := s.Put(ctx, steps[i]); err != nil {
+				b.Fatalf("Put: %v", err)
+			}
+		}
+	})
+}
+
+func BenchmarkClaim(b *testing.B) {
+	benchStores(b, func(b *testing.B, s store.Store) {
+		ids := putAll(b, s, benchSteps(b, b.N))
+		ctx := context.Background()
+		answer := store.Answer{Choice: store.AnswerConfirm, By: "person-1"}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, id := range ids {
+			if _, err := s.Claim(ctx, id, answer); err != nil {
+				b.Fatalf("Claim: %v", err)
+			}
+		}
+	})
+}
+
+func BenchmarkBeginSettle(b *testing.B) {
+	benchStores(b, func(b *testing.B, s store.Store) {
+		ids := putAll(b, s, benchSteps(b, b.N))
+		ctx := context.Background()
+		for _, id := range ids {
+			if _, err := s.Claim(ctx, id, store.Answer{Choice: store.AnswerConfirm, By: "person-1"}); err != nil {
+				b.Fatalf("Claim: %v", err)
+			}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for _, id := range ids {
+			if _, err := s.Begin(ctx, id); err != nil {
+				b.Fatalf("Begin: %v", err)
+			}
+			if err := s.Settle(ctx, id, "The person confirmed. Removed."); err != nil {
+				b.Fatalf("Settle: %v", err)
+			}
+		}
+	})
+}
+
+// BenchmarkConfirmParallel is a confirmation's store work (Claim, Begin,
+// Settle) from 8 answerers at once; ns/op is the inverse of the
+// confirmations per second one process gets from the store.
+func BenchmarkConfirmParallel(b *testing.B) {
+	benchStores(b, func(b *testing.B, s store.Store) {
+		ids := putAll(b, s, benchSteps(b, b.N))
+		next := make(chan string, len(ids))
+		for _, id := range ids {
+			next <- id
+		}
+		close(next)
+		ctx := context.Background()
+		b.SetParallelism(4) // 4 × GOMAXPROCS (2 here): 8 answerers
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				id := <-next
+				if _, err := s.Claim(ctx, id, store.Answer{Choice: store.AnswerConfirm, By: "person-1"}); err != nil {
+					b.Errorf("Claim: %v", err)
+					return
+				}
+				if _, err := s.Begin(ctx, id); err != nil {
+					b.Errorf("Begin: %v", err)
+					return
+				}
+				if err := s.Settle(ctx, id, "The person confirmed. Removed."); err != nil {
+					b.Errorf("Settle: %v", err)
+					return
+				}
+			}
+		})
+	})
+}

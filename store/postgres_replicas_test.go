@@ -1,0 +1,88 @@
+package store_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/store"
+)
+
+// The store contract on three replicas of one PostgreSQL schema: each call
+// goes to the next replica in turn (its own pool of connections, its own
+// retention loop), so the racing cases race across replicas, and every
+// behaviour of one store must hold for any number of them together.
+func TestPostgresContractReplicas(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	runContract(t, func(t *testing.T, cfg contractConfig) store.Store {
+		schema := pgtest.Schema(t, dsn)
+		r := &replicas{}
+		for range 3 {
+			r.stores = append(r.stores, openPostgres(t, dsn, store.PostgresOptions{
+				Schema:            schema,
+				Now:               cfg.Now,
+				Retention:         cfg.Retention,
+				MaxWaiting:        cfg.MaxWaiting,
+				RetentionInterval: 20 * time.Millisecond,
+				Logger:            failOnWarning(t),
+			}))
+		}
+		return r
+	})
+}
+
+// replicas is one Store made of several, each call sent to the next.
+type replicas struct {
+	stores []store.Store
+	next   atomic.Uint64
+}
+
+func (r *replicas) pick() store.Store {
+	return r.stores[r.next.Add(1)%uint64(len(r.stores))]
+}
+
+func (r *replicas) Put(ctx context.Context, holds []store.Hold) error {
+	return r.pick().Put(ctx, holds)
+}
+func (r *replicas) Get(ctx context.Context, id string) (store.Hold, error) {
+	return r.pick().Get(ctx, id)
+}
+func (r *replicas) Step(ctx context.Context, stepID string) ([]store.Hold, error) {
+	return r.pick().Step(ctx, stepID)
+}
+func (r *replicas) Claim(ctx context.Context, id string, a store.Answer) (store.Claimed, error) {
+	return r.pick().Claim(ctx, id, a)
+}
+func (r *replicas) Begin(ctx context.Context, id string) (store.Hold, error) {
+	return r.pick().Begin(ctx, id)
+}
+func (r *replicas) Settle(ctx context.Context, id, outcome string) error {
+	return r.pick().Settle(ctx, id, outcome)
+}
+func (r *replicas) Unsettled(ctx context.Context, after string, limit int) ([]store.Hold, error) {
+	return r.pick().Unsettled(ctx, after, limit)
+}
+func (r *replicas) Index(ctx context.Context, key, stepID string, expires time.Time) error {
+	return r.pick().Index(ctx, key, stepID, expires)
+}
+func (r *replicas) Indexed(ctx context.Context, key string) ([]string, error) {
+	return r.pick().Indexed(ctx, key)
+}
+func (r *replicas) Unindex(ctx context.Context, key, stepID string) error {
+	return r.pick().Unindex(ctx, key, stepID)
+}
+func (r *replicas) Stats(ctx context.Context) (store.Stats, error) {
+	return r.pick().Stats(ctx)
+}
+
+// Close closes every replica (each one twice is harmless).
+func (r *replicas) Close() error {
+	for _, s := range r.stores {
+		if err := s.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
