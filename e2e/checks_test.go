@@ -96,18 +96,8 @@ func racePosts(t *testing.T, p person, target string, n int, form url.Values, he
 		}()
 	}
 	close(start)
-	waitGroup(t, &wg, raceTimeout)
-	return statuses
-}
-
-// waitGroup waits for wg, failing the test after d.
-func waitGroup(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("still waiting after %v", d)
+	if !waitGroup(&wg, raceTimeout) {
+		t.Fatalf("the answers still run after %v", raceTimeout)
 	}
+	return statuses
 }
