@@ -280,28 +280,31 @@ func TestMCPConfirmedBySomeoneElseDoesNotRun(t *testing.T) {
 
 // TestMCPStateMustMatchItsTicket: a requestState that passes every check
 // of its own (signature, person, tool, arguments) but names a ticket the
-// gate issued for someone else, or a card rather than a ticket, runs
+// gate issued for someone else, or a card hold rather than a ticket, runs
 // nothing. Only a leaked key or a bug could sign one; the ticket is what
 // the gate trusts.
 func TestMCPStateMustMatchItsTicket(t *testing.T) {
 	r := newRig(t, rigOptions{})
 	r.policy = mcpPolicy(t, r)
 	r.app.SetRecord("/posts/1", `{"title":"One"}`)
-	forge := func(kind, ticket string) string {
-		digest, err := argsDigest([]byte(`{"title":"Hi"}`))
+	forge := func(kind, ticket, tool, args string) string {
+		digest, err := argsDigest([]byte(args))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r.gate.signState(mcpState{Kind: kind, ID: ticket, Person: r.gate.personMAC(ana), Tool: "draft_post", Digest: digest, Expires: r.clock.Now().Add(time.Minute).UnixMilli()})
+		return r.gate.signState(mcpState{Kind: kind, ID: ticket, Person: r.gate.personMAC(ana), Tool: tool, Digest: digest, Expires: r.clock.Now().Add(time.Minute).UnixMilli()})
 	}
 	bos, ok := r.gate.readState(r.askMCPForm(bo))
 	if !ok {
 		t.Fatal("bo's state does not read")
 	}
-	wantRefused(t, r.answerMCPForm(ana, forge("form", bos.ID)), "does not match")
+	wantRefused(t, r.answerMCPForm(ana, forge("form", bos.ID, "draft_post", `{"title":"Hi"}`)), "does not match")
 
+	// Ana's own card hold, for its own tool and arguments: a hold, not a
+	// ticket.
 	_, step := r.askMCPConfirm(ana)
-	wantRefused(t, r.answerMCPForm(ana, forge("form", r.step(step)[0].ID)), "does not match")
+	card := forge("card", r.step(step)[0].ID, "delete_post", `{"post":1}`)
+	wantRefused(t, r.retryMCPConfirm(ana, card), "does not match")
 
 	// A state the gate issued to ana runs.
 	if v := r.answerMCPForm(ana, r.askMCPForm(ana)); !v.Rewritten || v.Result != nil {
