@@ -402,3 +402,32 @@ func TestMCPCallerNobodyCanNameIsRefused(t *testing.T) {
 	v := r.mcpFront(Person{}).MCP(context.Background(), MCPCall{Name: "draft_post", Arguments: []byte(`{"title":"Hi"}`), Modern: true, Elicit: modernForm})
 	wantRefused(t, v, "could not tell who is calling")
 }
+
+// TestMCPTicketNamesTheCallersOwnCard: a card ticket that names someone
+// else's card hold (another owner's, or the same owner id's in another
+// tenant) is refused as unknown: ana is not asked to confirm it, nor sent
+// its link. Only a bug could issue one; the hold is checked again.
+func TestMCPTicketNamesTheCallersOwnCard(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.policy = mcpPolicy(t, r)
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	ctx := context.Background()
+	for _, other := range []Person{bo, {Owner: "ana", Tenant: "globex"}} {
+		_, step := r.askMCPConfirm(other)
+		theirs := r.step(step)[0]
+		f := r.mcpFront(ana)
+		f.Person() // the front's person, as its MCP call reads it first
+		c := MCPCall{Name: "delete_post", Arguments: []byte(`{"post":1}`)}
+		tk := f.ticket(c, theirs.Expires)
+		tk.CallID, tk.Arguments = theirs.ID, theirs.Arguments
+		state, err := f.issue(ctx, tk, "card", c, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := r.retryMCPConfirm(ana, state)
+		wantRefused(t, v, "unknown to this gate")
+		if strings.Contains(string(v.Result), step) {
+			t.Errorf("%+v's link was sent to ana: %s", other, v.Result)
+		}
+	}
+}

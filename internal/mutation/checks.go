@@ -174,6 +174,13 @@ var mutations = []mutation{
 		Tests: []string{"./gate:TestMCPStateMustMatchItsTicket"},
 	},
 	{
+		Name:  "mcp: the ticket's card is the caller's",
+		File:  "gate/mcp.go",
+		From:  "h.Protocol != ProtocolMCP || h.Owner != f.person.Owner || h.Tenant != f.person.Tenant || h.Action != c.Name {",
+		To:    "h.Protocol != ProtocolMCP || h.Action != c.Name {",
+		Tests: []string{"./gate:TestMCPTicketNamesTheCallersOwnCard"},
+	},
+	{
 		Name:  "mcp: answered by the caller",
 		File:  "gate/mcp.go",
 		From:  "if h.AnsweredBy != f.person.Owner {",
