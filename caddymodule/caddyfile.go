@@ -260,6 +260,7 @@ func parsePages(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //	toolgate_pages {
 //		answerer <placeholder>
 //		tenant   <placeholder>
+//		roles    <placeholder>
 //	}
 func (p *PagesHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return eachKey(d, func(key string) error {
@@ -268,6 +269,8 @@ func (p *PagesHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return oneArg(d, &p.Answerer)
 		case "tenant":
 			return oneArg(d, &p.Tenant)
+		case "roles":
+			return oneArg(d, &p.Roles)
 		}
 		return d.Errf("unrecognized subdirective %q", key)
 	})

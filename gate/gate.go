@@ -173,10 +173,13 @@ func (g *Gate) LinkPrefix() string { return g.cfg.Pages + "/h/" }
 // Link is the page of a step.
 func (g *Gate) Link(stepID string) string { return g.LinkPrefix() + stepID }
 
-// Person is who a conversation belongs to.
+// Person is who a conversation belongs to, or (on the pages) who is
+// signed in: Owner is then their id, and Roles their roles, which name
+// them among an action's approvers.
 type Person struct {
 	Owner  string
 	Tenant string
+	Roles  []string // the pages only; nil elsewhere
 }
 
 func (p Person) caller() actions.Caller { return actions.Caller{Person: p.Owner, Tenant: p.Tenant} }
@@ -193,6 +196,9 @@ var (
 	ErrNotOwner = errors.New("the hold belongs to another person")
 	ErrBadToken = errors.New("invalid form token")
 	ErrChoice   = errors.New("unknown answer")
+	// ErrFourEyes: the owner confirming their own call where the policy
+	// says four_eyes; one of the approvers must.
+	ErrFourEyes = errors.New("the owner may not confirm their own call (four_eyes)")
 )
 
 type nopObserver struct{}

@@ -109,7 +109,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	}
 	var holds []store.Hold
 	var says []string
-	cards := false
+	cards, others := false, false
 	waiting := 0
 	for i, c := range calls {
 		p := f.plan(ctx, c, waiting)
@@ -141,6 +141,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		} else {
 			h.Kind, h.Shown, h.Fingerprint, h.Arguments = p.kind, p.shown, p.print, p.args
 			cards = cards || p.kind == store.KindCard
+			others = others || p.kind == store.KindCard && f.policy.Action(c.Name).FourEyes
 			says = append(says, p.say)
 			waiting++
 		}
@@ -158,6 +159,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		return f.refuseAll(calls, "store", "the gate could not store the question for the person")
 	}
 	f.index(ctx, stepID, holds[0].Expires)
+	g.fileApprovals(ctx, holds)
 	for _, h := range holds {
 		if h.State == store.Waiting {
 			g.cfg.Observer.Held(h.Action)
@@ -167,7 +169,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 				zap.Time("expires", h.Expires), shownField(h))
 		}
 	}
-	v.Text = waitingText(cards, says, g.Link(stepID))
+	v.Text = waitingText(cards, others, says, g.Link(stepID))
 	return v
 }
 
@@ -331,12 +333,17 @@ func (f *Front) refuseAll(calls []interceptor.Call, reason, why string) intercep
 	return v
 }
 
-// waitingText is what the app shows in place of the held calls.
-func waitingText(cards bool, says []string, link string) string {
+// waitingText is what the app shows in place of the held calls. others
+// says a card waits for an approver: under four_eyes its owner may not
+// confirm it.
+func waitingText(cards, others bool, says []string, link string) string {
 	var b strings.Builder
-	if cards {
+	switch {
+	case others:
+		b.WriteString("Waiting for an approver's confirmation: ")
+	case cards:
 		b.WriteString("Waiting for your confirmation: ")
-	} else {
+	default:
 		b.WriteString("Waiting for your answer: ")
 	}
 	var uniq []string

@@ -233,6 +233,7 @@ func (f *Front) mcpAskConfirm(ctx context.Context, c MCPCall, a *policies.Action
 		g.log.Error("storing mcp hold", zap.String("action", c.Name), zap.Error(err))
 		return f.mcpRefuse(c, "store", "the gate could not keep the confirmation; nothing ran.")
 	}
+	g.fileApprovals(ctx, []store.Hold{h})
 	g.cfg.Observer.Held(c.Name)
 	g.log.Info("mcp call waits for confirmation", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", c.Name), zap.String("owner", h.Owner))
 	return f.mcpConfirmRequest(ctx, c, h, pl.say, upstream)
@@ -467,7 +468,7 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 		}
 		return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
 	}
-	if h.AnsweredBy != f.person.Owner {
+	if !confirmedByRightPerson(h, a) {
 		return f.mcpRefuse(c, "other_person", "it was confirmed by someone else; nothing ran.")
 	}
 	if !g.sameCard(ctx, h, a) {
