@@ -38,6 +38,7 @@ type env struct {
 	apiURL   string // the model route
 	pagesURL string // the pages' base URL
 	storeDir string
+	lastSent string // the body the last request through (shadow_test.go) sent
 }
 
 type envOptions struct {

@@ -69,9 +69,11 @@ var (
 )
 
 // Gated reports whether the policy declares this tool, so its calls are
-// inspected: a map read.
+// inspected: a map read. An action in shadow mode is not gated: its calls
+// pass byte for byte, and Watcher sees them on the side.
 func (f *Front) Gated(name string) bool {
-	return f.policy.Action(name) != nil
+	a := f.policy.Action(name)
+	return a != nil && !a.Shadow()
 }
 
 // refusal is why one call cannot be held; text is what the model reads.
@@ -102,6 +104,9 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	g := f.g
 	now := g.cfg.Now()
 	f.Person()
+	if v, ok := f.holdShadowed(ctx, calls, message); ok {
+		return v
+	}
 	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
 	stepID, err := store.NewID()
 	if err != nil {

@@ -116,6 +116,11 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	if a == nil {
 		return MCPVerdict{} // not gated: the handler does not ask
 	}
+	if a.Shadow() {
+		f.toolSchema = func(string) []byte { return c.Schema }
+		f.watch([]interceptor.Call{{Name: c.Name, Arguments: c.Arguments}})
+		return MCPVerdict{} // passes; watched on the side (shadow.go)
+	}
 	p := f.Person()
 	if p.Owner == "" {
 		return f.mcpRefuse(c, "no_owner", "the gate could not tell who is calling; nothing ran.")

@@ -91,6 +91,7 @@ func parse(file string, data []byte) (*Policy, error) {
 			return nil, err
 		}
 		p.Actions[a.Name] = a
+		p.shadow = p.shadow || a.Shadow()
 	}
 	return p, nil
 }

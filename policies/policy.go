@@ -49,7 +49,12 @@ type Policy struct {
 	Notify *Notify
 
 	digest string // sha256 hex of the file's bytes
+	shadow bool   // some action is in shadow mode
 }
+
+// HasShadow reports whether any action of the file is in shadow mode, so
+// a route knows at once whether to watch its responses on the side.
+func (p *Policy) HasShadow() bool { return p != nil && p.shadow }
 
 // Load reads and checks the policy file at path. Every error names the file.
 func Load(path string) (*Policy, error) {
