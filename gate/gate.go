@@ -62,6 +62,9 @@ type Config struct {
 	// SweepGrace is the sweeper's margin over the time a release may take
 	// before it settles what it finds open (default 30s).
 	SweepGrace time.Duration
+	// NotifyBackoff is the wait before a failed notice is tried again; it
+	// doubles after each attempt (default 1s; see notify.go).
+	NotifyBackoff time.Duration
 	// Context is the life of the gate's background work (Caddy's context);
 	// releases in flight are cancelled when it ends or Stop gives up on
 	// them. Default: never ends.
@@ -70,12 +73,13 @@ type Config struct {
 
 // Gate is safe for concurrent use.
 type Gate struct {
-	cfg   Config
-	log   *zap.Logger
-	life  context.Context // ends when the gate stops: in-flight releases are cancelled
-	stop  context.CancelFunc
-	track tracker // releases in flight
-	wake  waiters // streams of this process waiting for steps (Front.Await)
+	cfg     Config
+	log     *zap.Logger
+	life    context.Context // ends when the gate stops: in-flight releases are cancelled
+	stop    context.CancelFunc
+	track   tracker  // releases in flight
+	wake    waiters  // streams of this process waiting for steps (Front.Await)
+	notices notifier // notices on their way (notify.go)
 }
 
 // New returns a Gate.

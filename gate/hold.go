@@ -177,6 +177,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	f.index(ctx, stepID, holds[0].Expires)
 	f.fileIntents(ctx, holds)
 	g.fileApprovals(ctx, holds)
+	g.notifyHeld(holds)
 	for _, h := range holds {
 		if h.State == store.Waiting {
 			g.cfg.Observer.Held(h.Action)

@@ -239,6 +239,7 @@ func (f *Front) mcpAskConfirm(ctx context.Context, c MCPCall, a *policies.Action
 		return f.mcpRefuse(c, "store", "the gate could not keep the confirmation; nothing ran.")
 	}
 	g.fileApprovals(ctx, []store.Hold{h})
+	g.notifyHeld([]store.Hold{h})
 	g.cfg.Observer.Held(c.Name)
 	g.log.Info("mcp call waits for confirmation", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", c.Name), zap.String("owner", h.Owner))
 	return f.mcpConfirmRequest(ctx, c, h, pl.say, upstream)
@@ -448,7 +449,10 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 		if ans, err := interceptor.ReadElicitAnswer(raw); err == nil && ans.Action != "accept" {
 			// The client turned the page down: no confirmation can follow.
 			if _, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: store.AnswerDecline, By: f.person.Owner}); err == nil {
-				_ = g.cfg.Store.Settle(ctx, h.ID, OutcomeDeclined)
+				if g.cfg.Store.Settle(ctx, h.ID, OutcomeDeclined) == nil {
+					h.Answer, h.AnsweredBy = store.AnswerDecline, f.person.Owner
+					g.notifySettled(h, OutcomeDeclined)
+				}
 			}
 			g.cfg.Observer.Decided(c.Name, store.AnswerDecline)
 			return MCPVerdict{Result: interceptor.MCPToolError("The person declined to open the confirmation; nothing ran.", c.Modern)}
