@@ -9,6 +9,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(validJSON))
 	f.Add([]byte(base))
 	f.Add([]byte(argsPolicy))
+	f.Add([]byte(operateYAML))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data)
@@ -24,6 +25,10 @@ func FuzzParse(f *testing.F) {
 		for name, a := range p.Actions {
 			if a.Name != name || a.Effect.NeedsCard() != (a.Card != nil) || (a.Run.Method == "") != (a.Run.URL == nil) || (a.MCP.Confirm && !a.Effect.NeedsCard()) {
 				t.Fatalf("action %q loaded inconsistently: %+v", name, a)
+			}
+			if a.FourEyes && a.Approvers == nil || a.Approvers != nil && !a.Effect.NeedsCard() ||
+				a.Mode != Enforce && a.Mode != Shadow || a.Notify != nil && a.Notify.URL == "" || a.Shadow() && !p.HasShadow() {
+				t.Fatalf("action %q loaded inconsistent operating keys: %+v", name, a)
 			}
 			// Whatever loaded must be usable without panics.
 			_ = a.CheckArguments([]byte(`{"post":7,"q":"x"}`))
