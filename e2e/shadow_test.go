@@ -60,6 +60,28 @@ func (e *env) through(t *testing.T, stream bool) []byte {
 	return b
 }
 
+// postAs posts a body to a path of the model route as owner and returns
+// the bytes the app read.
+func (e *env) postAs(t *testing.T, owner, path, body string) []byte {
+	t.Helper()
+	req, err := http.NewRequest("POST", e.apiURL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-User-Id", owner)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func direct(r testkit.Reply) []byte {
 	if r.Events != nil {
 		return bytes.Join(r.Events, nil)
@@ -86,6 +108,29 @@ func TestShadowAndEnforceSameTraffic(t *testing.T) {
 					t.Errorf("%s: the app read other bytes than the provider sent:\n%s\nwant\n%s", name, got, direct(reply))
 				case mode == "enforce" && (same || !linkRe.Match(got) || bytes.Contains(got, []byte(`"name":"delete_post"`))):
 					t.Errorf("%s: enforce mode did not hold the calls:\n%s", name, got)
+				}
+			}
+			// Recorded responses of the other providers, each with a call
+			// the policy gates (Anthropic's get_weather streamed and
+			// updateIssueList in JSON, a Responses weather call streamed).
+			for _, rec := range []struct{ provider, fixture, path, request string }{
+				{"anthropic", "stream-1.sse", "/v1/messages", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"go"}]}`},
+				{"anthropic", "tool-no-args.json", "/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"go"}]}`},
+				{"openai-responses", "azure-tool-call.sse", "/v1/responses", `{"model":"gpt-5","stream":true,"input":"go"}`},
+			} {
+				raw := testkit.Fixture(t, rec.provider, rec.fixture)
+				reply := testkit.Reply{Body: raw}
+				if strings.HasSuffix(rec.fixture, ".sse") {
+					reply = testkit.Reply{Events: testkit.SSEEvents(raw)}
+				}
+				e.provider.Enqueue(reply)
+				got := e.postAs(t, "ana", rec.path, rec.request)
+				same := bytes.Equal(got, raw)
+				switch {
+				case mode == "shadow" && !same:
+					t.Errorf("%s: the app read other bytes than the provider sent:\n%s", rec.fixture, got)
+				case mode == "enforce" && (same || !linkRe.Match(got)):
+					t.Errorf("%s: enforce mode did not hold the call:\n%s", rec.fixture, got)
 				}
 			}
 			if mode == "enforce" {
