@@ -28,7 +28,6 @@ type shadowTee struct {
 	watch  *interceptor.ResponseWriter
 	sink   *sink
 	header bool // the watching interceptor has its header
-	log    *zap.Logger
 }
 
 // teeShadow returns w, or, when watcher is not nil, a writer that also
@@ -38,7 +37,7 @@ func teeShadow(w http.ResponseWriter, ctx context.Context, adapter interceptor.A
 		return w, func() {}
 	}
 	s := &sink{h: http.Header{}}
-	t := &shadowTee{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, sink: s, log: log}
+	t := &shadowTee{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, sink: s}
 	t.watch = interceptor.Wrap(s, adapter, ctx, watcher, max)
 	return t, func() {
 		if err := t.watch.Close(); err != nil {

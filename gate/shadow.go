@@ -88,9 +88,9 @@ func (f *Front) watch(calls []interceptor.Call) {
 	if !g.track.add() {
 		return // the gate is stopping: nothing more is worked out
 	}
-	shadow := &Front{g: g, policy: f.policy, policyKey: f.policyKey, protocol: f.protocol, person: person,
-		toolSchema: func(name string) []byte { return schemas[name] }}
-	shadow.once.Do(func() {}) // the person is known
+	shadow := &Front{g: g, policy: f.policy, policyKey: f.policyKey, protocol: f.protocol,
+		who: func() Person { return person }, toolSchema: func(name string) []byte { return schemas[name] }}
+	shadow.Person() // known already: plan reads it
 	go func() {
 		defer g.track.done()
 		ctx, cancel := context.WithTimeout(g.life, 2*g.cfg.ActionTimeout)
