@@ -293,6 +293,7 @@ func parsePages(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //	toolgate_pages {
 //		answerer <placeholder>
 //		tenant   <placeholder>
+//		roles    <placeholder>
 //	}
 func (p *PagesHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return eachKey(d, func(key string) error {
@@ -301,6 +302,8 @@ func (p *PagesHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return oneArg(d, &p.Answerer)
 		case "tenant":
 			return oneArg(d, &p.Tenant)
+		case "roles":
+			return oneArg(d, &p.Roles)
 		}
 		return d.Errf("unrecognized subdirective %q", key)
 	})

@@ -46,6 +46,7 @@ api.example.com {
 gate.example.com {
 	toolgate_pages {
 		answerer {http.request.header.X-Person}
+		roles {http.request.header.X-Roles}
 	}
 }`)
 	if err != nil {
@@ -68,7 +69,7 @@ gate.example.com {
 	if gi, pi := strings.Index(s, gate), strings.Index(s, proxy); gi < 0 || pi < 0 || gi > pi {
 		t.Errorf("toolgate does not wrap reverse_proxy: %s", s)
 	}
-	if !strings.Contains(s, `{"answerer":"{http.request.header.X-Person}","handler":"toolgate_pages"}`) {
+	if !strings.Contains(s, `{"answerer":"{http.request.header.X-Person}","handler":"toolgate_pages","roles":"{http.request.header.X-Roles}"}`) {
 		t.Errorf("pages handler JSON: %s", s)
 	}
 }
@@ -105,6 +106,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"no policy", ":80 {\n toolgate {\n owner {http.auth.user.id}\n }\n}", "policy is required"},
 		{"bad size", ":80 {\n toolgate {\n policy p.yaml\n max_request_body lots\n }\n}", "max_request_body"},
 		{"unknown pages key", ":80 {\n toolgate_pages {\n who x\n }\n}", `unrecognized subdirective "who"`},
+		{"duplicate pages roles", ":80 {\n toolgate_pages {\n roles a\n roles b\n }\n}", "roles already specified"},
 		{"mcp without policy", ":80 {\n toolgate_mcp {\n owner x\n }\n}", "policy is required"},
 		{"mcp unknown key", ":80 {\n toolgate_mcp {\n policy p.yaml\n provider openai-chat\n }\n}", `unrecognized subdirective "provider"`},
 		{"bad resume wait", ":80 {\n toolgate {\n policy p.yaml\n resume_wait later\n }\n}", "resume_wait"},

@@ -308,7 +308,9 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if h.ResumeWait > 0 {
 		rw.AllowResume()
 	}
-	nextErr := next.ServeHTTP(rw, r)
+	out, watched := teeShadow(rw, r.Context(), adapter, front.Watcher(), h.MaxResponseBody, h.logger)
+	nextErr := next.ServeHTTP(out, r)
+	watched()
 	// A refused call goes back to the provider at once, with a tool result
 	// naming the fields, and the model's answer continues the same message;
 	// with ResumeWait, so does the model's reply once the person answered
@@ -522,10 +524,11 @@ func (h *Handler) rewriteTool(name string, parameters []byte) ([]byte, string, b
 }
 
 // rewriteTool is the one rule both fronts apply to a declared tool's
-// definition.
+// definition. An action in shadow mode is offered as the app wrote it:
+// shadow mode changes nothing the model or the app reads.
 func rewriteTool(p *policies.Policy, name string, parameters []byte) ([]byte, string, bool) {
 	a := p.Action(name)
-	if a == nil || (len(a.RequiredForAgents) == 0 && !a.AskForMissing) || parameters == nil {
+	if a == nil || a.Shadow() || (len(a.RequiredForAgents) == 0 && !a.AskForMissing) || parameters == nil {
 		return nil, "", false
 	}
 	suffix := ""

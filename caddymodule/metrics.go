@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/gate"
 )
 
 // metrics are Toolgate's counters and the store's size gauge, on Caddy's
@@ -19,6 +21,10 @@ type metrics struct {
 	decided  *prometheus.CounterVec
 	runs     *prometheus.HistogramVec
 	statuses *prometheus.CounterVec
+	// shadowed counts what shadow mode would have done (gate/shadow.go).
+	shadowed *prometheus.CounterVec
+	// notices counts notices by their final fate (gate/notify.go).
+	notices *prometheus.CounterVec
 	// storeBytes is the store's size on disk, sampled by the app.
 	storeBytes prometheus.Gauge
 }
@@ -44,11 +50,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				Help: "Latency of released calls to the action's endpoint.", Buckets: prometheus.DefBuckets}, []string{"action"}),
 			statuses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "runs_total",
 				Help: "Released calls by the endpoint's status class."}, []string{"action", "status"}),
+			shadowed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "shadow_total",
+				Help: "Calls of actions in shadow mode, passed untouched, by what enforce mode would have done: card, form or refuse."}, []string{"action", "would"}),
+			notices: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "notices_total",
+				Help: "Notices to a policy's notify URL by event (held, settled) and result: delivered, failed (every attempt failed) or dropped."}, []string{"action", "event", "result"}),
 			storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "store_bytes",
 				Help: "Size of the store of holds on disk, in bytes (sampled every 15s)."}),
 		}
 	})
-	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses, theMetrics.storeBytes} {
+	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses, theMetrics.shadowed, theMetrics.notices, theMetrics.storeBytes} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -62,6 +72,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 func (m *metrics) Held(action string)              { m.held.WithLabelValues(action).Inc() }
 func (m *metrics) Refused(action, reason string)   { m.refused.WithLabelValues(action, reason).Inc() }
 func (m *metrics) Decided(action, decision string) { m.decided.WithLabelValues(action, decision).Inc() }
+func (m *metrics) Shadowed(action, would string)   { m.shadowed.WithLabelValues(action, would).Inc() }
+func (m *metrics) Notified(action, event, result string) {
+	m.notices.WithLabelValues(action, event, result).Inc()
+}
 func (m *metrics) Ran(action string, status int, d time.Duration) {
 	m.runs.WithLabelValues(action).Observe(d.Seconds())
 	class := "error"
@@ -70,3 +84,10 @@ func (m *metrics) Ran(action string, status int, d time.Duration) {
 	}
 	m.statuses.WithLabelValues(action, class).Inc()
 }
+
+// Interface guards
+var (
+	_ gate.Observer       = (*metrics)(nil)
+	_ gate.ShadowObserver = (*metrics)(nil)
+	_ gate.NotifyObserver = (*metrics)(nil)
+)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -16,7 +17,9 @@ func init() {
 }
 
 // PagesHandler serves the person's pages: GET {pages}/h/<id> shows the
-// card (HTML, or JSON to Accept: application/json) and POST answers it.
+// card (HTML, or JSON to Accept: application/json) and POST answers it;
+// GET {pages}/ lists what waits for the signed-in person's answer (the
+// holds they may answer as an approver, in their tenant).
 // Put it behind the platform's own sign-in (basic_auth, forward_auth, ...)
 // on the URL the toolgate app's `pages` option names: the answerer must be
 // the person the conversation belongs to, in its tenant.
@@ -33,6 +36,16 @@ type PagesHandler struct {
 	// only the holds of their own tenant. Default: none, the empty tenant,
 	// which matches routes that set no tenant.
 	Tenant string `json:"tenant,omitempty"`
+
+	// Roles is the placeholder giving the signed-in person's roles, for
+	// the policy's approvers (an action's `approvers: {roles: [...]}`),
+	// e.g. "{http.request.header.X-Roles}" set by forward_auth's
+	// copy_headers, or a map of "{http.auth.user.id}". Its value is split
+	// at commas and spaces: "editor, moderator". Use a header your sign-in
+	// sets itself (forward_auth's copy_headers replaces what the client
+	// sent), never one a client can choose. Default: none, no roles;
+	// approvers named by id still answer.
+	Roles string `json:"roles,omitempty"`
 
 	app *App
 }
@@ -64,9 +77,17 @@ func (p *PagesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 		if p.Tenant != "" {
 			who.Tenant = strings.TrimSpace(repl.ReplaceAll(p.Tenant, ""))
 		}
+		if p.Roles != "" {
+			who.Roles = splitRoles(repl.ReplaceAll(p.Roles, ""))
+		}
 	}
 	p.app.pages.Serve(w, r, who)
 	return nil
+}
+
+// splitRoles reads a roles value: names separated by commas and spaces.
+func splitRoles(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }
 
 // Interface guards

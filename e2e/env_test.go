@@ -38,12 +38,16 @@ type env struct {
 	apiURL   string // the model route
 	pagesURL string // the pages' base URL
 	storeDir string
+	lastSent string // the body the last request through (shadow_test.go) sent
 }
 
 type envOptions struct {
 	policy  string // extra YAML for the actions block; "" uses the default
 	ttl     string // the app's default TTL
 	handler string // more lines for the model route's toolgate handler
+	// pagesRoute replaces what the pages' route runs (default: basic_auth
+	// for ana and bo, then toolgate_pages).
+	pagesRoute string
 }
 
 // policyYAML is the test policy; APP is replaced by the fake app's URL.
@@ -220,6 +224,10 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if ttl == "" {
 		ttl = "30m"
 	}
+	pagesRoute := opts.pagesRoute
+	if pagesRoute == "" {
+		pagesRoute = fmt.Sprintf("basic_auth {\n\t\t\tana %s\n\t\t\tbo %s\n\t\t}\n\t\ttoolgate_pages", hash(t, "ana-pw"), hash(t, "bo-pw"))
+	}
 	apiPort, pagesPort := testkit.FreePort(t), testkit.FreePort(t)
 	e.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 	pagesHost := fmt.Sprintf("127.0.0.1:%d", pagesPort)
@@ -253,14 +261,10 @@ http://127.0.0.1:%d {
 
 http://%s {
 	route /toolgate/* {
-		basic_auth {
-			ana %s
-			bo %s
-		}
-		toolgate_pages
+		%s
 	}
 }
-`, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
+`, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
 	testkit.Run(t, e.caddy)
 	return e
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,6 +34,14 @@ type HoldView struct {
 	// Localized holds the policy's words in the person's language (View's
 	// lang); nil when there are none to show.
 	Localized *Localized `json:"localized,omitempty"`
+	// Owner is whose conversation the call came from.
+	Owner string `json:"owner"`
+	// Answers are what the viewer may answer while it waits: confirm and
+	// decline for a card (only decline for its owner under four_eyes);
+	// submit, decline and later for a form. Empty once answered.
+	Answers []string `json:"answers,omitempty"`
+	// FourEyes says its owner may not confirm it: an approver must.
+	FourEyes bool `json:"four_eyes,omitempty"`
 }
 
 // Localized is what the policy says of a hold in the person's language.
@@ -56,6 +65,9 @@ type StepView struct {
 	StepID string     `json:"step"`
 	App    string     `json:"app,omitempty"`
 	Holds  []HoldView `json:"holds"`
+	// Approver says the viewer sees the step as an approver: the holds
+	// they may answer, of someone else's conversation.
+	Approver bool `json:"approver,omitempty"`
 	// AssistantWaiting says that the app's streamed answer is waiting for
 	// this step's answers: the assistant goes on in the conversation as
 	// soon as the person has answered every question (Front.Await).
@@ -63,8 +75,9 @@ type StepView struct {
 }
 
 // View returns the step for the person answering it, forms built in their
-// language (lang is an Accept-Language value). Only the owner, in the
-// step's tenant, may see it: anyone else gets ErrNotOwner.
+// language (lang is an Accept-Language value). The owner, in the step's
+// tenant, sees every hold; an approver (see rightsOn) sees the holds they
+// may answer. Anyone else gets ErrNotOwner.
 func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string) (StepView, error) {
 	holds, err := g.cfg.Store.Step(ctx, stepID)
 	if err != nil {
@@ -76,10 +89,15 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 	if holds[0].Kind == store.KindTicket {
 		return StepView{}, ErrNotFound // the record behind an MCP requestState, not a page
 	}
-	if !who.owns(holds[0]) {
+	owner := who.owns(holds[0])
+	seen := make([]rights, len(holds))
+	for i, h := range holds {
+		seen[i] = g.rightsOn(h, who)
+	}
+	v := StepView{StepID: stepID, Approver: !owner}
+	if !owner && !slices.ContainsFunc(seen, func(r rights) bool { return r.view }) {
 		return StepView{}, ErrNotOwner
 	}
-	v := StepView{StepID: stepID}
 	if p := g.cfg.Policy(holds[0].Policy); p != nil {
 		v.App = p.App
 	}
@@ -93,11 +111,11 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 			complete = false
 		}
 	}
-	for _, h := range holds {
-		if h.Answer == "refused" {
-			continue // refused at hold time: nothing to answer
+	for i, h := range holds {
+		if h.Answer == "refused" || !seen[i].view {
+			continue // refused at hold time: nothing to answer; or not theirs to see
 		}
-		hv, err := g.holdView(ctx, h, now, lang, complete)
+		hv, err := g.holdView(ctx, h, now, lang, complete, seen[i])
 		if err != nil {
 			return StepView{}, err
 		}
@@ -108,12 +126,16 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 
 // holdView is one hold for the page. A waiting form is built now; one that
 // cannot be built shows no form (and cannot be submitted). complete says no
-// hold of the step still waits.
-func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang string, complete bool) (HoldView, error) {
-	hv := HoldView{ID: h.ID, Action: h.Action, Kind: h.Kind, State: h.StateAt(now), Answer: h.Answer, Outcome: h.Outcome, Expires: h.Expires}
+// hold of the step still waits; r is what the viewer may do with it.
+func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang string, complete bool, r rights) (HoldView, error) {
+	hv := HoldView{ID: h.ID, Action: h.Action, Kind: h.Kind, State: h.StateAt(now), Answer: h.Answer, Outcome: h.Outcome, Expires: h.Expires, Owner: h.Owner}
 	hv.Result = resultOf(h, hv.State, complete)
+	if hv.State == store.Waiting {
+		hv.Answers = r.answers(h.Kind)
+	}
 	prefs, _, _ := language.ParseAcceptLanguage(lang)
 	a := g.action(h)
+	hv.FourEyes = a != nil && a.FourEyes
 	var loc Localized
 	switch h.Kind {
 	case store.KindCard:
@@ -121,14 +143,7 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 		if err := json.Unmarshal(h.Shown, hv.Card); err != nil {
 			return HoldView{}, fmt.Errorf("reading card of hold %s: %w", h.ID, err)
 		}
-		// The reason in the person's language, only as a translation of
-		// the very sentence the card was built with.
-		if a != nil && a.Card != nil && a.Card.Reasons != nil && hv.Card.Sentence == cards.Clean(a.Card.Reason, cards.MaxSentence) {
-			text, tag := a.Card.Reasons.In(prefs)
-			if s := cards.Clean(text, cards.MaxSentence); s != "" && s != hv.Card.Sentence {
-				loc.Sentence, loc.SentenceLang = s, tag
-			}
-		}
+		loc.Sentence, loc.SentenceLang = localReason(a, hv.Card.Sentence, prefs)
 	case store.KindForm:
 		if hv.State != store.Waiting {
 			// A form is shown only while it waits; its sentence stays.
@@ -162,10 +177,11 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 // Answer records the person's answer to one hold of a step — confirm or
 // decline for a card, decline or later for a form (a form's submit is
 // Submit) — and, when it is the step's last answer, releases the step. Any
-// answer other than the first valid one from the owner within the TTL runs
-// nothing and returns an error that Status maps to 409.
+// answer other than the first valid one from the owner or an approver
+// (see rightsOn) within the TTL runs nothing and returns an error that
+// Status maps to 409.
 func (g *Gate) Answer(ctx context.Context, stepID, holdID string, who Person, choice string) (HoldView, error) {
-	h, err := g.ownHold(ctx, stepID, holdID, who)
+	h, r, err := g.answerable(ctx, stepID, holdID, who)
 	if err != nil {
 		return HoldView{}, err
 	}
@@ -175,32 +191,18 @@ func (g *Gate) Answer(ctx context.Context, stepID, holdID string, who Person, ch
 	default:
 		return HoldView{}, ErrChoice
 	}
-	return g.claimAndRelease(ctx, h, who.Owner, choice, nil)
-}
-
-// ownHold reads a hold of a step for its owner, in its tenant.
-func (g *Gate) ownHold(ctx context.Context, stepID, holdID string, who Person) (store.Hold, error) {
-	h, err := g.cfg.Store.Get(ctx, holdID)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return store.Hold{}, ErrNotFound
-		}
-		return store.Hold{}, err
-	}
-	if h.StepID != stepID || h.Answer == "refused" || h.Kind == store.KindTicket {
-		return store.Hold{}, ErrNotFound
-	}
-	if !who.owns(h) {
-		g.log.Warn("answer refused: not the owner", zap.String("hold_id", h.ID), zap.String("action", h.Action),
+	if choice == store.AnswerConfirm && !r.confirm {
+		g.log.Warn("answer refused: four_eyes, the owner may not confirm their own call", zap.String("hold_id", h.ID), zap.String("action", h.Action),
 			zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
-		return store.Hold{}, ErrNotOwner
+		return HoldView{}, ErrFourEyes
 	}
-	return h, nil
+	return g.claimAndRelease(ctx, h, who, r, choice, nil)
 }
 
 // claimAndRelease claims a hold once for the person's answer and, when it
 // completes the step, releases the step.
-func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, person, choice string, values json.RawMessage) (HoldView, error) {
+func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, who Person, r rights, choice string, values json.RawMessage) (HoldView, error) {
+	person := who.Owner
 	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, By: person, Values: values})
 	if err != nil {
 		g.log.Info("answer refused", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", person), zap.String("answer", choice), zap.Error(err))
@@ -208,7 +210,8 @@ func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, person, choice
 	}
 	g.cfg.Observer.Decided(h.Action, choice)
 	g.log.Info("hold answered", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", h.Action),
-		zap.String("answered_by", person), zap.String("answer", choice), shownField(h))
+		zap.String("answered_by", person), zap.Bool("approver", r.approver), zap.String("owner", h.Owner), zap.String("tenant", h.Tenant),
+		zap.String("answer", choice), shownField(h))
 	if claimed.Complete {
 		// The release goes on if the person's request ends (a closed
 		// tab); the page waits for it while the request lasts.
@@ -218,7 +221,7 @@ func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, person, choice
 	if err != nil {
 		return HoldView{}, err
 	}
-	return g.holdView(ctx, cur, g.cfg.Now(), "", claimed.Complete)
+	return g.holdView(ctx, cur, g.cfg.Now(), "", claimed.Complete, r)
 }
 
 // Status maps an answer-path error to the HTTP status the person's page
@@ -232,7 +235,7 @@ func Status(err error) int {
 		return 404
 	case errors.Is(err, ErrChoice):
 		return 400
-	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrBadToken), errors.Is(err, store.ErrAnswered), errors.Is(err, store.ErrExpired):
+	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrFourEyes), errors.Is(err, ErrBadToken), errors.Is(err, store.ErrAnswered), errors.Is(err, store.ErrExpired):
 		return 409
 	case errors.Is(err, store.ErrUnavailable):
 		return 503

@@ -55,6 +55,7 @@ func TestStatus(t *testing.T) {
 		store.ErrNotFound: 404,
 		ErrChoice:         400,
 		ErrNotOwner:       409,
+		ErrFourEyes:       409,
 		ErrBadToken:       409,
 		store.ErrAnswered: 409,
 		store.ErrExpired:  409,

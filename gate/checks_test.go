@@ -18,8 +18,6 @@ import (
 // The checks of the answer path and the MCP front, each with a case that
 // fails without it (see .ci/mutation).
 
-var bo = Person{Owner: "bo", Tenant: "acme"}
-
 // wantWaiting fails unless every hold of a step still waits and the app
 // got no action request.
 func (r *rig) wantWaiting(stepID string) {

@@ -141,7 +141,7 @@ type submitted struct {
 // Precognition request) it stops there. Otherwise it claims the hold once
 // and, when this is the step's last answer, releases the step.
 func (g *Gate) Submit(ctx context.Context, stepID, holdID string, who Person, lang string, answer map[string][]string, jsonBody []byte, check bool) (HoldView, error) {
-	h, err := g.ownHold(ctx, stepID, holdID, who)
+	h, r, err := g.answerable(ctx, stepID, holdID, who)
 	if err != nil {
 		return HoldView{}, err
 	}
@@ -198,7 +198,7 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID string, who Person, la
 		}
 	}
 	kept, _ := json.Marshal(submitted{Args: args, Filled: filled})
-	return g.claimAndRelease(ctx, h, who.Owner, store.AnswerSubmit, kept)
+	return g.claimAndRelease(ctx, h, who, r, store.AnswerSubmit, kept)
 }
 
 // runForm releases a submitted form with the person's values over the

@@ -62,6 +62,9 @@ type Config struct {
 	// SweepGrace is the sweeper's margin over the time a release may take
 	// before it settles what it finds open (default 30s).
 	SweepGrace time.Duration
+	// NotifyBackoff is the wait before a failed notice is tried again; it
+	// doubles after each attempt (default 1s; see notify.go).
+	NotifyBackoff time.Duration
 	// Context is the life of the gate's background work (Caddy's context);
 	// releases in flight are cancelled when it ends or Stop gives up on
 	// them. Default: never ends.
@@ -70,12 +73,13 @@ type Config struct {
 
 // Gate is safe for concurrent use.
 type Gate struct {
-	cfg   Config
-	log   *zap.Logger
-	life  context.Context // ends when the gate stops: in-flight releases are cancelled
-	stop  context.CancelFunc
-	track tracker // releases in flight
-	wake  waiters // streams of this process waiting for steps (Front.Await)
+	cfg     Config
+	log     *zap.Logger
+	life    context.Context // ends when the gate stops: in-flight releases are cancelled
+	stop    context.CancelFunc
+	track   tracker  // releases in flight
+	wake    waiters  // streams of this process waiting for steps (Front.Await)
+	notices notifier // notices on their way (notify.go)
 }
 
 // New returns a Gate.
@@ -174,10 +178,13 @@ func (g *Gate) LinkPrefix() string { return g.cfg.Pages + "/h/" }
 // Link is the page of a step.
 func (g *Gate) Link(stepID string) string { return g.LinkPrefix() + stepID }
 
-// Person is who a conversation belongs to.
+// Person is who a conversation belongs to, or (on the pages) who is
+// signed in: Owner is then their id, and Roles their roles, which name
+// them among an action's approvers.
 type Person struct {
 	Owner  string
 	Tenant string
+	Roles  []string // the pages only; nil elsewhere
 }
 
 func (p Person) caller() actions.Caller { return actions.Caller{Person: p.Owner, Tenant: p.Tenant} }
@@ -194,6 +201,9 @@ var (
 	ErrNotOwner = errors.New("the hold belongs to another person")
 	ErrBadToken = errors.New("invalid form token")
 	ErrChoice   = errors.New("unknown answer")
+	// ErrFourEyes: the owner confirming their own call where the policy
+	// says four_eyes; one of the approvers must.
+	ErrFourEyes = errors.New("the owner may not confirm their own call (four_eyes)")
 )
 
 type nopObserver struct{}

@@ -69,9 +69,11 @@ var (
 )
 
 // Gated reports whether the policy declares this tool, so its calls are
-// inspected: a map read.
+// inspected: a map read. An action in shadow mode is not gated: its calls
+// pass byte for byte, and Watcher sees them on the side.
 func (f *Front) Gated(name string) bool {
-	return f.policy.Action(name) != nil
+	a := f.policy.Action(name)
+	return a != nil && !a.Shadow()
 }
 
 // refusal is why one call cannot be held; text is what the model reads.
@@ -102,6 +104,9 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	g := f.g
 	now := g.cfg.Now()
 	f.Person()
+	if v, ok := f.holdShadowed(ctx, calls, message); ok {
+		return v
+	}
 	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
 	stepID, err := store.NewID()
 	if err != nil {
@@ -110,7 +115,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	var holds []store.Hold
 	var says []string
 	var joined []attached // calls attached to holds already waiting
-	cards := false
+	cards, others := false, false
 	waiting := 0
 	for i, c := range calls {
 		p := f.plan(ctx, c, waiting)
@@ -122,6 +127,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			if a, ok := f.attach(ctx, c.Name, p.args); ok {
 				g.log.Info("call attached to a waiting hold", zap.String("step_id", a.stepID), zap.String("action", c.Name),
 					zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
+				a.others = a.card && f.policy.Action(c.Name).FourEyes
 				joined = append(joined, a)
 				continue // held: the link of the hold already waiting is repeated
 			}
@@ -151,6 +157,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		} else {
 			h.Kind, h.Shown, h.Fingerprint, h.Arguments = p.kind, p.shown, p.print, p.args
 			cards = cards || p.kind == store.KindCard
+			others = others || p.kind == store.KindCard && f.policy.Action(c.Name).FourEyes
 			says = append(says, p.say)
 			waiting++
 		}
@@ -170,6 +177,8 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	}
 	f.index(ctx, stepID, holds[0].Expires)
 	f.fileIntents(ctx, holds)
+	g.fileApprovals(ctx, holds)
+	g.notifyHeld(holds)
 	for _, h := range holds {
 		if h.State == store.Waiting {
 			g.cfg.Observer.Held(h.Action)
@@ -179,7 +188,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 				zap.Time("expires", h.Expires), shownField(h))
 		}
 	}
-	v.Text = waitingText(cards, says, g.Link(stepID))
+	v.Text = waitingText(cards, others, says, g.Link(stepID))
 	if len(joined) == 0 {
 		v.Step = stepID
 	} else {
@@ -196,15 +205,16 @@ func attachedText(joined []attached, g *Gate) string {
 		if slices.ContainsFunc(joined[:i], func(b attached) bool { return b.stepID == a.stepID }) {
 			continue
 		}
-		card := false
+		card, others := false, false
 		var says []string
 		for _, b := range joined {
 			if b.stepID == a.stepID {
 				card = card || b.card
+				others = others || b.others
 				says = append(says, b.say)
 			}
 		}
-		parts = append(parts, waitingText(card, says, g.Link(a.stepID)))
+		parts = append(parts, waitingText(card, others, says, g.Link(a.stepID)))
 	}
 	return strings.Join(parts, "\n\n")
 }
@@ -347,12 +357,17 @@ func (f *Front) refuseAll(calls []interceptor.Call, reason, why string) intercep
 	return v
 }
 
-// waitingText is what the app shows in place of the held calls.
-func waitingText(cards bool, says []string, link string) string {
+// waitingText is what the app shows in place of the held calls. others
+// says a card waits for an approver: under four_eyes its owner may not
+// confirm it.
+func waitingText(cards, others bool, says []string, link string) string {
 	var b strings.Builder
-	if cards {
+	switch {
+	case others:
+		b.WriteString("Waiting for an approver's confirmation: ")
+	case cards:
 		b.WriteString("Waiting for your confirmation: ")
-	} else {
+	default:
 		b.WriteString("Waiting for your answer: ")
 	}
 	var uniq []string

@@ -50,6 +50,7 @@ type attached struct {
 	stepID string
 	card   bool
 	say    string // the card's sentence or the form's message
+	others bool   // a card only an approver may confirm (four_eyes)
 }
 
 // attach finds a waiting hold of the same intent as a call about to be

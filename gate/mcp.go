@@ -116,6 +116,11 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	if a == nil {
 		return MCPVerdict{} // not gated: the handler does not ask
 	}
+	if a.Shadow() {
+		f.toolSchema = func(string) []byte { return c.Schema }
+		f.watch([]interceptor.Call{{Name: c.Name, Arguments: c.Arguments}})
+		return MCPVerdict{} // passes; watched on the side (shadow.go)
+	}
 	p := f.Person()
 	if p.Owner == "" {
 		return f.mcpRefuse(c, "no_owner", "the gate could not tell who is calling; nothing ran.")
@@ -234,6 +239,8 @@ func (f *Front) mcpAskConfirm(ctx context.Context, c MCPCall, a *policies.Action
 		g.log.Error("storing mcp hold", zap.String("action", c.Name), zap.Error(err))
 		return f.mcpRefuse(c, "store", "the gate could not keep the confirmation; nothing ran.")
 	}
+	g.fileApprovals(ctx, []store.Hold{h})
+	g.notifyHeld([]store.Hold{h})
 	g.cfg.Observer.Held(c.Name)
 	g.log.Info("mcp call waits for confirmation", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", c.Name), zap.String("owner", h.Owner))
 	return f.mcpConfirmRequest(ctx, c, h, pl.say, upstream)
@@ -443,7 +450,10 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 		if ans, err := interceptor.ReadElicitAnswer(raw); err == nil && ans.Action != "accept" {
 			// The client turned the page down: no confirmation can follow.
 			if _, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: store.AnswerDecline, By: f.person.Owner}); err == nil {
-				_ = g.cfg.Store.Settle(ctx, h.ID, OutcomeDeclined)
+				if g.cfg.Store.Settle(ctx, h.ID, OutcomeDeclined) == nil {
+					h.Answer, h.AnsweredBy = store.AnswerDecline, f.person.Owner
+					g.notifySettled(h, OutcomeDeclined)
+				}
 			}
 			g.cfg.Observer.Decided(c.Name, store.AnswerDecline)
 			return MCPVerdict{Result: interceptor.MCPToolError("The person declined to open the confirmation; nothing ran.", c.Modern)}
@@ -468,7 +478,7 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 		}
 		return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
 	}
-	if h.AnsweredBy != f.person.Owner {
+	if !confirmedByRightPerson(h, a) {
 		return f.mcpRefuse(c, "other_person", "it was confirmed by someone else; nothing ran.")
 	}
 	if !g.sameCard(ctx, h, a) {

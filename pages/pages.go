@@ -60,8 +60,9 @@ func (p *Pages) Token(holdID string, who gate.Person) string {
 }
 
 // Serve handles a request for the step whose id is the last path segment
-// after "/h/". who is the signed-in answerer (an empty Owner when none)
-// and their tenant.
+// after "/h/", or for the list of what waits for the person at the pages'
+// base path (list.go). who is the signed-in answerer (an empty Owner when
+// none), their tenant and their roles.
 func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, who gate.Person) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
@@ -73,12 +74,17 @@ func (p *Pages) Serve(w http.ResponseWriter, r *http.Request, who gate.Person) {
 	h.Set("X-Frame-Options", "DENY")
 
 	stepID, ok := stepFromPath(r.URL.Path)
-	if !ok {
+	list := !ok && p.isListPath(r.URL.Path)
+	if !ok && !list {
 		p.fail(w, r, http.StatusNotFound, func(w *words) string { return w.NoSuchPage })
 		return
 	}
 	if who.Owner == "" {
 		p.fail(w, r, http.StatusUnauthorized, func(w *words) string { return w.SignIn })
+		return
+	}
+	if list {
+		p.list(w, r, who)
 		return
 	}
 	switch r.Method {
@@ -230,6 +236,9 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 	if err != nil {
 		status := gate.Status(err)
 		msg := func(w *words) string { return w.AnswerRefused }
+		if errors.Is(err, gate.ErrFourEyes) {
+			msg = func(w *words) string { return w.FourEyesRefused }
+		}
 		if status >= 500 {
 			p.log().Error("answering", zap.Error(err))
 			msg = func(w *words) string { return w.CannotTakeAnswers }

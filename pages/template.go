@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"slices"
 
+	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/forms"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/store"
@@ -36,7 +37,11 @@ type holdPage struct {
 	W            *words
 	Token        string
 	Status       status
-	Asker        string // "Your assistant wants to:", above the sentence
+	Heading      string // a waiting card's heading
+	Note         string // under it: why the owner has no Confirm (four_eyes)
+	MayConfirm   bool   // the viewer may confirm (a waiting card)
+	MayDecline   bool   // the viewer may decline (a waiting card)
+	Asker        string // "Your assistant wants to:" or "ana's assistant wants to:", above the sentence
 	Sentence     string // the card's sentence (or a form's message) to show
 	SentenceLang string // its language when not the page's
 	Rows         []rowPage
@@ -70,7 +75,7 @@ type option struct {
 func newPage(sp speech, v gate.StepView, tokens map[string]string, notice string, refused *refusedAnswer, nonce string) page {
 	pg := page{Lang: sp.Tag, W: sp.W, App: v.App, Notice: notice, Total: len(v.Holds), Nonce: nonce, Resumes: v.AssistantWaiting}
 	for i, h := range v.Holds {
-		hp := newHoldPage(sp, h, tokens[h.ID])
+		hp := newHoldPage(sp, h, tokens[h.ID], v.Approver)
 		if pg.Current == nil && h.State == store.Waiting {
 			if h.Form != nil {
 				var r *refusedAnswer
@@ -86,7 +91,7 @@ func newPage(sp speech, v gate.StepView, tokens map[string]string, notice string
 	}
 	switch {
 	case pg.Current != nil && pg.Current.Card != nil:
-		pg.Title = sp.W.WaitingCard
+		pg.Title = pg.Current.Heading
 	case pg.Current != nil:
 		pg.Title = sp.W.WaitingForm
 	case len(pg.Done) == 1:
@@ -102,14 +107,25 @@ func newPage(sp speech, v gate.StepView, tokens map[string]string, notice string
 
 // newHoldPage lays out one hold: who asked, the sentence in the person's
 // language where the policy gives it, the rows, what became of it.
-func newHoldPage(sp speech, h gate.HoldView, token string) holdPage {
+// approver says the viewer answers it for someone else's conversation.
+func newHoldPage(sp speech, h gate.HoldView, token string, approver bool) holdPage {
 	hp := holdPage{HoldView: h, W: sp.W, Token: token, Status: sp.W.personStatus(h)}
-	// The page is shown only to the person the conversation belongs to
-	// (gate.View), so it was their own assistant that asked. When
-	// approvers other than the owner can answer, this is where the page
-	// names whose conversation the request came from.
+	hp.MayConfirm = slices.Contains(h.Answers, store.AnswerConfirm)
+	hp.MayDecline = slices.Contains(h.Answers, store.AnswerDecline)
+	hp.Heading = sp.W.WaitingCard
+	if h.Card != nil && h.State == store.Waiting && h.FourEyes && !hp.MayConfirm {
+		hp.Heading, hp.Note = sp.W.WaitingApprover, sp.W.FourEyesNote
+	}
+	// The owner's own assistant asked; an approver reads whose it was
+	// (approvers answer cards only). The owner id is cleaned like a
+	// card's text and escaped by the template.
 	waiting := h.State == store.Waiting
+	owner := cards.Clean(h.Owner, 80)
 	switch {
+	case approver && h.Card != nil && waiting:
+		hp.Asker = fmt.Sprintf(sp.W.AssistantOfWants, owner)
+	case approver && h.Card != nil:
+		hp.Asker = fmt.Sprintf(sp.W.AssistantOfWanted, owner)
 	case h.Card != nil && waiting:
 		hp.Asker = sp.W.AssistantWants
 	case h.Card != nil:
@@ -233,7 +249,8 @@ button.confirm{background:var(--danger);border-color:var(--danger);color:var(--o
 button.submit{background:var(--primary);border-color:var(--primary);color:var(--on-primary)}
 a{color:var(--primary)}
 :focus-visible{outline:3px solid var(--focus);outline-offset:2px}
-.muted{color:var(--muted)}.notice{font-weight:600}
+.muted{color:var(--muted)}.notice{font-weight:600}.note{font-weight:600}
+ul.waiting{list-style:none;padding:0}ul.waiting .muted{margin:0}
 .field{margin:0 0 1rem}.field .name{display:block;font-weight:600}fieldset{border:1px solid var(--line);border-radius:.3rem}
 input,select,textarea{font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--muted);border-radius:.2rem}
 .field input[type=text],.field input[type=email],.field input[type=url],.field input[type=number],.field input[type=date],.field select,.field textarea{width:100%;box-sizing:border-box;padding:.3rem}
@@ -261,11 +278,12 @@ var pageTemplate = template.Must(template.Must(template.New("page").Funcs(funcs)
 <section class="card" id="hold-{{.ID}}" aria-labelledby="heading">
 {{if gt $.Total 1}}<p class="muted">{{printf $.W.QuestionOf $.Number $.Total}}</p>{{end}}
 {{if .Card}}
-<h1 id="heading">{{$.W.WaitingCard}}</h1>
+<h1 id="heading">{{.Heading}}</h1>
+{{with .Note}}<p class="note">{{.}}</p>{{end}}
 {{template "said" .}}
 <div class="actions">
-<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline"><button type="submit" class="decline">{{$.W.Decline}}</button></form>
-<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">{{$.W.Confirm}}</button></form>
+{{if .MayDecline}}<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline"><button type="submit" class="decline">{{$.W.Decline}}</button></form>{{end}}
+{{if .MayConfirm}}<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">{{$.W.Confirm}}</button></form>{{end}}
 </div>
 {{else if .Form}}
 <h1 id="heading">{{$.W.WaitingForm}}</h1>

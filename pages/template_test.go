@@ -145,7 +145,8 @@ func TestLanguageIsMarked(t *testing.T) {
 // TestWaitingCardSaysWhoAsks: the card says the person's assistant asks,
 // in the person's language, with the buttons in it.
 func TestWaitingCardSaysWhoAsks(t *testing.T) {
-	h := gate.HoldView{ID: "h1", Kind: store.KindCard, Card: postCard(), State: store.Waiting, Result: gate.Result{Kind: gate.ResultWaiting}}
+	h := gate.HoldView{ID: "h1", Kind: store.KindCard, Card: postCard(), State: store.Waiting, Result: gate.Result{Kind: gate.ResultWaiting},
+		Owner: "ana", Answers: []string{store.AnswerConfirm, store.AnswerDecline}}
 	for accept, want := range map[string]string{
 		"en": "Waiting for your confirmation Your assistant wants to: Delete this post? This cannot be undone. Post Spring… shortened Status draft Decline Confirm",
 		"de": "Wartet auf Ihre Bestätigung Ihr Assistent möchte: Delete this post? This cannot be undone. Post Spring… gekürzt Status draft Ablehnen Bestätigen",

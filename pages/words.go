@@ -16,13 +16,22 @@ type words struct {
 	AssistantWanted string // above an answered card's sentence
 	AssistantAsks   string // above a waiting form's sentence
 	AssistantAsked  string // above an answered form's sentence
-	QuestionOf      string // which of several questions (%d of %d)
-	YourAnswers     string // the heading when several questions were answered
-	AlreadyAnswered string // the heading of the answered questions below a waiting one
-	NothingWaiting  string // a link with nothing to answer
-	CannotShow      string // a waiting form that cannot be built now
-	FixFields       string // the notice above a form sent back with errors
-	Resumes         string // the app's answer waits: the assistant goes on once the person answers
+	// AssistantOfWants and AssistantOfWanted stand above a card an
+	// approver answers: %s is whose conversation it came from.
+	AssistantOfWants  string
+	AssistantOfWanted string
+	WaitingApprover   string // the card's heading for its owner under four_eyes
+	FourEyesNote      string // under that heading: why there is no Confirm
+	FourEyesRefused   string // the owner's own confirmation refused (four_eyes)
+	WaitingList       string // the heading of the list of what waits for the person
+	ListEmpty         string // that list with nothing in it
+	QuestionOf        string // which of several questions (%d of %d)
+	YourAnswers       string // the heading when several questions were answered
+	AlreadyAnswered   string // the heading of the answered questions below a waiting one
+	NothingWaiting    string // a link with nothing to answer
+	CannotShow        string // a waiting form that cannot be built now
+	FixFields         string // the notice above a form sent back with errors
+	Resumes           string // the app's answer waits: the assistant goes on once the person answers
 
 	// Buttons
 	Confirm string
@@ -110,6 +119,13 @@ var english = words{
 	AssistantWanted:            "Your assistant asked to:",
 	AssistantAsks:              "Your assistant asks:",
 	AssistantAsked:             "Your assistant asked:",
+	AssistantOfWants:           "%s's assistant wants to:",
+	AssistantOfWanted:          "%s's assistant asked to:",
+	WaitingApprover:            "Waiting for an approver",
+	FourEyesNote:               "Someone else must confirm this. You can decline it.",
+	FourEyesRefused:            "You may not confirm your own request: someone else must. Nothing ran.",
+	WaitingList:                "Waiting for your answer",
+	ListEmpty:                  "Nothing is waiting for your answer.",
 	QuestionOf:                 "Question %d of %d",
 	YourAnswers:                "Your answers",
 	AlreadyAnswered:            "Already answered",
@@ -194,6 +210,13 @@ var german = words{
 	AssistantWanted:            "Ihr Assistent wollte:",
 	AssistantAsks:              "Ihr Assistent fragt:",
 	AssistantAsked:             "Ihr Assistent fragte:",
+	AssistantOfWants:           "Der Assistent von %s möchte:",
+	AssistantOfWanted:          "Der Assistent von %s wollte:",
+	WaitingApprover:            "Wartet auf eine Freigabe",
+	FourEyesNote:               "Eine andere Person muss das bestätigen. Sie können es ablehnen.",
+	FourEyesRefused:            "Sie können Ihre eigene Anfrage nicht bestätigen: Das muss jemand anderes tun. Es wurde nichts ausgeführt.",
+	WaitingList:                "Wartet auf Ihre Antwort",
+	ListEmpty:                  "Nichts wartet auf Ihre Antwort.",
 	QuestionOf:                 "Frage %d von %d",
 	YourAnswers:                "Ihre Antworten",
 	AlreadyAnswered:            "Bereits beantwortet",
@@ -278,6 +301,13 @@ var french = words{
 	AssistantWanted:            "Votre assistant souhaitait :",
 	AssistantAsks:              "Votre assistant demande :",
 	AssistantAsked:             "Votre assistant demandait :",
+	AssistantOfWants:           "L'assistant de %s souhaite :",
+	AssistantOfWanted:          "L'assistant de %s souhaitait :",
+	WaitingApprover:            "En attente d'une approbation",
+	FourEyesNote:               "Une autre personne doit confirmer ceci. Vous pouvez le refuser.",
+	FourEyesRefused:            "Vous ne pouvez pas confirmer votre propre demande : une autre personne doit le faire. Rien n'a été exécuté.",
+	WaitingList:                "En attente de votre réponse",
+	ListEmpty:                  "Rien n'attend votre réponse.",
 	QuestionOf:                 "Question %d sur %d",
 	YourAnswers:                "Vos réponses",
 	AlreadyAnswered:            "Déjà répondu",
@@ -362,6 +392,13 @@ var spanish = words{
 	AssistantWanted:            "Tu asistente quería:",
 	AssistantAsks:              "Tu asistente pregunta:",
 	AssistantAsked:             "Tu asistente preguntó:",
+	AssistantOfWants:           "El asistente de %s quiere:",
+	AssistantOfWanted:          "El asistente de %s quería:",
+	WaitingApprover:            "Esperando una aprobación",
+	FourEyesNote:               "Otra persona debe confirmarlo. Puedes rechazarlo.",
+	FourEyesRefused:            "No puedes confirmar tu propia solicitud: debe hacerlo otra persona. No se ejecutó nada.",
+	WaitingList:                "Esperando tu respuesta",
+	ListEmpty:                  "Nada espera tu respuesta.",
 	QuestionOf:                 "Pregunta %d de %d",
 	YourAnswers:                "Tus respuestas",
 	AlreadyAnswered:            "Ya respondidas",

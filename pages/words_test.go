@@ -16,7 +16,7 @@ var verbRe = regexp.MustCompile(`%[a-z]`)
 func TestWordsAreComplete(t *testing.T) {
 	en := reflect.ValueOf(english)
 	typ := en.Type()
-	headings := []string{"WaitingCard", "WaitingForm", "YourAnswers", "AlreadyAnswered", "Confirm", "Decline", "Submit", "NotNow",
+	headings := []string{"WaitingCard", "WaitingForm", "WaitingApprover", "WaitingList", "YourAnswers", "AlreadyAnswered", "Confirm", "Decline", "Submit", "NotNow",
 		"NotAccepted", "NotFound", "SignInTitle", "ShowQuestion", "QuestionOf", "Shortened", "Required", "Choose"}
 	for i, w := range spokenWords {
 		v := reflect.ValueOf(*w)

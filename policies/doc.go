@@ -49,6 +49,23 @@
 //	                             # URL-mode elicitation may have the person confirm the
 //	                             # card; false (default): refused over MCP
 //
+// How the gate is operated, per action (mode and notify also at the top of
+// the file, for every action that gives none):
+//
+//	mode: shadow               # enforce (default) | shadow: calls pass untouched;
+//	                           # what enforce would do is logged and counted
+//	notify:                    # POST a signed notice when a call is held and when
+//	  url: https://hooks.internal/toolgate   # its hold is settled; no fields
+//	  headers: {X-Team: blog}  # optional, static
+//	actions:
+//	  delete_post:
+//	    notify: false          # no notices for this action
+//	    approvers:             # destructive/external only: who may answer the
+//	      roles: [editor]      # card besides the owner, in the owner's tenant:
+//	      ids: [cy]            # a role the pages read, or a person id
+//	    four_eyes: true        # the owner may not confirm (may decline); needs
+//	                           # approvers
+//
 // A card's reason and an action's reply may be given per language instead
 // of as one string:
 //

@@ -44,27 +44,28 @@ func (l *loader) run(n *yaml.Node, fields *fieldSet) (Endpoint, error) {
 		return e, err
 	}
 	if !isNull(f["headers"]) {
-		if e.Headers, err = l.headers(f["headers"]); err != nil {
+		if e.Headers, err = l.headers(f["headers"], "run.headers"); err != nil {
 			return e, err
 		}
 	}
 	return e, nil
 }
 
-// headers reads run.headers. The gate owns the headers that identify a run
-// (Idempotency-Key, X-Toolgate-*) and the ones that frame the request, so a
-// policy cannot forge or break them.
-func (l *loader) headers(n *yaml.Node) (map[string]string, error) {
-	pairs, err := l.pairs(n, "run.headers")
+// headers reads run.headers (or notify.headers: path is the key). The gate
+// owns the headers that identify a run or a notice (Idempotency-Key,
+// X-Toolgate-*) and the ones that frame the request, so a policy cannot
+// forge or break them.
+func (l *loader) headers(n *yaml.Node, path string) (map[string]string, error) {
+	pairs, err := l.pairs(n, path)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(pairs))
 	for _, kv := range pairs {
 		name := kv.key.Value
-		key := "run.headers." + name
+		key := path + "." + name
 		if !httpguts.ValidHeaderFieldName(name) {
-			return nil, l.errf(kv.key, "run.headers", "%q is not a valid header name", name)
+			return nil, l.errf(kv.key, path, "%q is not a valid header name", name)
 		}
 		canon := http.CanonicalHeaderKey(name)
 		switch {

@@ -114,13 +114,32 @@ func (actionFile) schemaRules() []any {
 		map[string]any{
 			"if":   cardEffects,
 			"then": map[string]any{"required": []string{"card"}, "properties": map[string]any{"ask": false, "ask_for_missing": map[string]any{"const": false}}},
-			"else": map[string]any{"properties": map[string]any{"card": false, "mcp": map[string]any{"properties": map[string]any{"confirm": map[string]any{"const": false}}}}},
+			"else": map[string]any{"properties": map[string]any{"card": false, "approvers": false, "mcp": map[string]any{"properties": map[string]any{"confirm": map[string]any{"const": false}}}}},
+		},
+		map[string]any{
+			"if":   map[string]any{"properties": map[string]any{"four_eyes": map[string]any{"const": true}}, "required": []string{"four_eyes"}},
+			"then": map[string]any{"required": []string{"approvers"}},
 		},
 		map[string]any{
 			"if":   map[string]any{"required": []string{"ask"}},
 			"then": map[string]any{"required": []string{"ask_for_missing"}, "properties": map[string]any{"ask_for_missing": map[string]any{"const": true}}},
 		},
 	}
+}
+
+func (Mode) fileSchema(*schemaGen) map[string]any {
+	return map[string]any{"type": "string", "enum": []string{string(Enforce), string(Shadow)}}
+}
+
+// notifyOrOff is an action's notify: a notify mapping, or false.
+type notifyOrOff struct{}
+
+func (notifyOrOff) fileSchema(g *schemaGen) map[string]any {
+	return map[string]any{"anyOf": []any{g.of(reflect.TypeFor[notifyFile]()), map[string]any{"const": false}}}
+}
+
+func (approversFile) schemaRules() []any {
+	return []any{map[string]any{"anyOf": []any{map[string]any{"required": []string{"roles"}}, map[string]any{"required": []string{"ids"}}}}}
 }
 
 func (Effect) fileSchema(*schemaGen) map[string]any {

@@ -23,6 +23,8 @@ type policyFile struct {
 	App           string                `yaml:"app" doc:"The app's name on the person's pages."`
 	Actions       map[string]actionFile `yaml:"actions" required:"true" doc:"The actions (tools) the gate watches, keyed by the tool name exactly as the model calls it."`
 	ForbiddenKeys fieldNames            `yaml:"forbidden_keys" doc:"Keys no form ever asks for, in any spelling (tenantId for tenant_id), in every action."`
+	Notify        *notifyFile           `yaml:"notify" doc:"Where the gate POSTs a signed notice when a call is held and when its hold is settled, for every action that gives none of its own."`
+	Mode          Mode                  `yaml:"mode" doc:"enforce (the default): calls are held, asked and refused as the actions say; shadow: every call passes untouched and what enforce would have done is logged, counted and audited. Each action may give its own."`
 }
 
 // actionFile is one action under actions.
@@ -40,6 +42,22 @@ type actionFile struct {
 	Ask               *askFile                     `yaml:"ask" doc:"Shapes the forms of an ask_for_missing action."`
 	ForbiddenKeys     fieldNames                   `yaml:"forbidden_keys" doc:"Keys no form of this action asks for, added to the file's."`
 	MCP               *mcpFile                     `yaml:"mcp" doc:"How MCP routes treat the action."`
+	Notify            notifyOrOff                  `yaml:"notify" doc:"Where notices about this action's holds go, instead of the file's notify; false sends none."`
+	Mode              Mode                         `yaml:"mode" doc:"enforce or shadow, instead of the file's mode."`
+	Approvers         *approversFile               `yaml:"approvers" doc:"Destructive and external only: who besides the owner may answer the card, by role or id, in the hold's tenant."`
+	FourEyes          bool                         `yaml:"four_eyes" doc:"The owner may not confirm their own call (they may decline it); one of the approvers must. Needs approvers."`
+}
+
+// notifyFile is a notify key.
+type notifyFile struct {
+	URL     string            `yaml:"url" required:"true" doc:"The absolute http or https URL notices are POSTed to; may not name fields."`
+	Headers map[string]string `yaml:"headers" doc:"Static headers sent with every notice. X-Toolgate-*, Idempotency-Key, Host, Content-Length and Transfer-Encoding are the gate's."`
+}
+
+// approversFile is an action's approvers key.
+type approversFile struct {
+	Roles fieldNames `yaml:"roles" doc:"Role names, as the pages' roles placeholder gives them; no commas or spaces."`
+	IDs   fieldNames `yaml:"ids" doc:"Person ids, as the pages' answerer placeholder gives them."`
 }
 
 // cardFile is an action's card.
@@ -108,4 +126,6 @@ var (
 	runKeys           = keysOf(reflect.TypeFor[runFile]())
 	mcpKeys           = keysOf(reflect.TypeFor[mcpFile]())
 	askKeyNames       = keysOf(reflect.TypeFor[askFile]())
+	notifyKeys        = keysOf(reflect.TypeFor[notifyFile]())
+	approversKeys     = keysOf(reflect.TypeFor[approversFile]())
 )

@@ -10,6 +10,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(validJSON))
 	f.Add([]byte(base))
 	f.Add([]byte(argsPolicy))
+	f.Add([]byte(operateYAML))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data)
@@ -31,6 +32,10 @@ func FuzzParse(f *testing.F) {
 			}
 			if v := a.Version(); len(v) != 12 || !isHex(v) {
 				t.Fatalf("action %q version %q", name, v)
+			}
+			if a.FourEyes && a.Approvers == nil || a.Approvers != nil && !a.Effect.NeedsCard() ||
+				a.Mode != Enforce && a.Mode != Shadow || a.Notify != nil && a.Notify.URL == "" || a.Shadow() && !p.HasShadow() {
+				t.Fatalf("action %q loaded inconsistent operating keys: %+v", name, a)
 			}
 			// Whatever loaded must be usable without panics.
 			_ = a.CheckArguments([]byte(`{"post":7,"q":"x"}`))

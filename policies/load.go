@@ -65,6 +65,12 @@ func parse(file string, data []byte) (*Policy, error) {
 	if p.App, err = l.str(top["app"], "app"); err != nil {
 		return nil, err
 	}
+	if p.Mode, err = l.mode(top["mode"], "mode", Enforce); err != nil {
+		return nil, err
+	}
+	if p.Notify, err = l.notify(top["notify"], nil, false); err != nil {
+		return nil, err
+	}
 	forbidden, err := l.strList(top["forbidden_keys"], "forbidden_keys")
 	if err != nil {
 		return nil, err
@@ -80,18 +86,20 @@ func parse(file string, data []byte) (*Policy, error) {
 	p.Actions = make(map[string]*Action, len(pairs))
 	for _, kv := range pairs {
 		al := &loader{file: file, action: kv.key.Value}
-		a, err := al.readAction(kv.key, kv.value, forbidden)
+		a, err := al.readAction(kv.key, kv.value, forbidden, p)
 		if err != nil {
 			return nil, err
 		}
 		p.Actions[a.Name] = a
+		p.shadow = p.shadow || a.Shadow()
 	}
 	return p, nil
 }
 
 // readAction reads one action; key is its tool name's node, n its mapping,
-// forbidden the file's forbidden_keys.
-func (l *loader) readAction(key, n *yaml.Node, forbidden []string) (*Action, error) {
+// forbidden the file's forbidden_keys, file the file's own keys (mode and
+// notify, which an action takes unless it gives its own).
+func (l *loader) readAction(key, n *yaml.Node, forbidden []string, file *Policy) (*Action, error) {
 	if err := checkToolName(l.action); err != nil {
 		return nil, l.errf(key, "", "%w", err)
 	}
@@ -140,6 +148,9 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string) (*Action, err
 		return nil, err
 	}
 	if a.TTL, err = l.ttl(f["ttl"]); err != nil {
+		return nil, err
+	}
+	if err := l.operate(a, f, file); err != nil {
 		return nil, err
 	}
 	nodes, err := l.askKeys(a, f, forbidden)

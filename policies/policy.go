@@ -41,9 +41,20 @@ type Policy struct {
 	File    string             // the path it was loaded from
 	App     string             // the app's name for pages ("" if not given)
 	Actions map[string]*Action // by tool name
+	// Mode is the file's mode key (Enforce when not given); each action
+	// holds its own in Action.Mode.
+	Mode Mode
+	// Notify is the file's notify key (nil when not given); each action
+	// holds its own in Action.Notify.
+	Notify *Notify
 
 	digest string // sha256 hex of the file's bytes
+	shadow bool   // some action is in shadow mode
 }
+
+// HasShadow reports whether any action of the file is in shadow mode, so
+// a route knows at once whether to watch its responses on the side.
+func (p *Policy) HasShadow() bool { return p != nil && p.shadow }
 
 // Load reads and checks the policy file at path. Every error names the file.
 func Load(path string) (*Policy, error) {
@@ -133,6 +144,18 @@ type Action struct {
 	// ForbiddenKeys are keys no form ever asks for, like secrets: the
 	// action's forbidden_keys and then the file's, each once.
 	ForbiddenKeys []string
+
+	// Mode is the action's mode key, else the file's: Enforce or Shadow.
+	Mode Mode
+	// Notify is where notices about the action's holds go: the action's
+	// notify key, else the file's; nil for none (or notify: false).
+	Notify *Notify
+	// Approvers may answer the action's card besides the owner; nil when
+	// only the owner may (the default). Destructive and external only.
+	Approvers *Approvers
+	// FourEyes forbids the owner to confirm their own call: one of the
+	// Approvers must. The owner may still decline it. Needs Approvers.
+	FourEyes bool
 
 	schema *jsonschema.Schema // Schema compiled once at load; nil without one
 	agent  *jsonschema.Schema // AgentSchema(Schema) compiled at load; nil when it is Schema

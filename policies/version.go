@@ -67,11 +67,15 @@ func actionVersion(a *Action) string {
 		RequiredForAgents []string
 		Ask               *ask
 		ForbiddenKeys     []string
+		Mode              Mode
+		Approvers         *Approvers
+		FourEyes          bool
 	}{
 		Name: a.Name, Effect: a.Effect, Schema: a.Schema,
 		Method: a.Run.Method, URL: tmpl(a.Run.URL), Headers: a.Run.Headers,
 		MCPConfirm: a.MCP.Confirm, AskForMissing: a.AskForMissing,
 		RequiredForAgents: a.RequiredForAgents, ForbiddenKeys: a.ForbiddenKeys,
+		Mode: a.Mode, Approvers: a.Approvers, FourEyes: a.FourEyes,
 	}
 	if a.Card != nil {
 		v.Card = &card{Reason: a.Card.Reason, Record: tmpl(a.Card.Record), Rows: a.Card.Rows}
