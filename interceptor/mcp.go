@@ -7,7 +7,6 @@ import (
 	"errors"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -361,7 +360,7 @@ func MCPParamHeaders(schema, args []byte) map[string]string {
 	var walk func(props gjson.Result, path string)
 	walk = func(props gjson.Result, path string) {
 		props.ForEach(func(k, p gjson.Result) bool {
-			at := path + gjsonEscape(k.String())
+			at := path + gjson.Escape(k.String())
 			if h := p.Get("x-mcp-header"); h.Type == gjson.String && h.String() != "" {
 				if v, ok := headerValue(gjson.GetBytes(args, at)); ok {
 					if out == nil {
@@ -378,20 +377,6 @@ func MCPParamHeaders(schema, args []byte) map[string]string {
 	}
 	walk(gjson.GetBytes(schema, "properties"), "")
 	return out
-}
-
-func gjsonEscape(k string) string {
-	if !strings.ContainsAny(k, `.*?|#@!=\`) {
-		return k
-	}
-	var b strings.Builder
-	for _, r := range k {
-		if strings.ContainsRune(`.*?|#@!=\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func headerValue(v gjson.Result) (string, bool) {

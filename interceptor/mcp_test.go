@@ -156,8 +156,10 @@ func TestMCPParamHeaders(t *testing.T) {
 		"gone":{"type":"string","x-mcp-header":"Gone"},
 		"obj":{"type":"object","properties":{"inner":{"type":"string","x-mcp-header":"Inner"}}},
 		"a.b":{"type":"string","x-mcp-header":"Dotted"},
+		"{a)":{"type":"string","x-mcp-header":"Brace"},
+		"[0]":{"type":"string","x-mcp-header":"Bracket"},
 		"plain":{"type":"string"}}}`)
-	args := []byte(`{"region":"Zürich ","count":3,"flag":false,"gone":null,"obj":{"inner":"in"},"a.b":"d","plain":"p"}`)
+	args := []byte(`{"region":"Zürich ","count":3,"flag":false,"gone":null,"obj":{"inner":"in"},"a.b":"d","{a)":"b","[0]":"k","plain":"p"}`)
 	got := MCPParamHeaders(schema, args)
 	want := map[string]string{
 		"Mcp-Param-Region": "=?base64?WsO8cmljaCA=?=",
@@ -165,6 +167,10 @@ func TestMCPParamHeaders(t *testing.T) {
 		"Mcp-Param-Flag":   "false",
 		"Mcp-Param-Inner":  "in",
 		"Mcp-Param-Dotted": "d",
+		// Keys gjson's path syntax reads as a multipath or a literal
+		// unless they are escaped; the server reads them as keys.
+		"Mcp-Param-Brace":   "b",
+		"Mcp-Param-Bracket": "k",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("headers %v, want %v", got, want)

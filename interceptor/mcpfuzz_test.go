@@ -92,7 +92,7 @@ func FuzzDuplicateKey(f *testing.F) {
 			return
 		}
 		for k, v := range m {
-			got := gjson.GetBytes(raw, gjsonEscape(k))
+			got := gjson.GetBytes(raw, gjson.Escape(k))
 			var a, b any
 			if json.Unmarshal(v, &a) != nil || json.Unmarshal([]byte(got.Raw), &b) != nil {
 				continue // a key gjson's path syntax cannot name
