@@ -86,6 +86,7 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 			complete = false
 		}
 	}
+	var shown []store.Event
 	for _, h := range holds {
 		if h.Answer == "refused" {
 			continue // refused at hold time: nothing to answer
@@ -95,7 +96,11 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 			return StepView{}, err
 		}
 		v.Holds = append(v.Holds, hv)
+		if hv.State == store.Waiting {
+			shown = append(shown, store.Event{Kind: store.EventShown, HoldID: h.ID, By: who.Owner})
+		}
 	}
+	g.audit(shown...)
 	return v, nil
 }
 

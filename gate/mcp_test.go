@@ -74,6 +74,9 @@ func (downStore) Get(context.Context, string) (store.Hold, error) {
 func (downStore) Claim(context.Context, string, store.Answer, ...store.Event) (store.Claimed, error) {
 	return store.Claimed{}, store.ErrUnavailable
 }
+func (downStore) Audit(context.Context, ...store.Event) error {
+	return store.ErrUnavailable
+}
 
 // With the store down nothing is asked for and nothing goes on: the client
 // reads a tool error saying so, for a new call and for a retry.

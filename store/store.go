@@ -82,13 +82,14 @@ const (
 
 // Answers a hold can be claimed with.
 const (
-	AnswerConfirm  = "confirm"   // the person confirmed the card
-	AnswerSubmit   = "submit"    // the person submitted the form
-	AnswerDecline  = "decline"   // the person declined
-	AnswerLater    = "later"     // the person closed the form without answering ("Not now")
-	AnswerMovedOn  = "moved_on"  // the person wrote a new message instead
-	AnswerTimedOut = "timed_out" // settled after expiry
-	AnswerUsed     = "used"      // an MCP ticket redeemed by the client's retry
+	AnswerConfirm   = "confirm"   // the person confirmed the card
+	AnswerSubmit    = "submit"    // the person submitted the form
+	AnswerDecline   = "decline"   // the person declined
+	AnswerLater     = "later"     // the person closed the form without answering ("Not now")
+	AnswerMovedOn   = "moved_on"  // the person wrote a new message instead
+	AnswerTimedOut  = "timed_out" // settled after expiry
+	AnswerUsed      = "used"      // an MCP ticket redeemed by the client's retry
+	AnswerWithdrawn = "withdrawn" // an operator withdrew the waiting hold (the admin API)
 )
 
 // Hold is one gated call waiting for (or answered by) a person.
