@@ -118,7 +118,13 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		allow             legacy_functions|batches|stored_responses|realtime...
 //		max_request_body  <bytes>
 //		max_response_body <bytes>
+//		resume_wait        <duration>
+//		resume_keepalive   <duration>
+//		resume_max_streams <count>
+//		resume_poll        <duration>
 //	}
+//
+// resume_wait 0 means off (the default).
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	err := eachKey(d, func(key string) error {
 		switch key {
@@ -146,6 +152,22 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return bytesArg(d, key, &h.MaxRequestBody)
 		case "max_response_body":
 			return bytesArg(d, key, &h.MaxResponseBody)
+		case "resume_wait":
+			return durationArg(d, key, &h.ResumeWait)
+		case "resume_keepalive":
+			return positiveDurationArg(d, key, &h.ResumeKeepalive)
+		case "resume_poll":
+			return positiveDurationArg(d, key, &h.ResumePoll)
+		case "resume_max_streams":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				return d.Errf("resume_max_streams: want a positive whole number, got %q", s)
+			}
+			h.ResumeMaxStreams = n
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}
@@ -156,6 +178,17 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	if h.Policy == "" {
 		return d.Err("policy is required")
+	}
+	return nil
+}
+
+// positiveDurationArg reads a duration greater than zero.
+func positiveDurationArg(d *caddyfile.Dispenser, key string, v *caddy.Duration) error {
+	if err := durationArg(d, key, v); err != nil {
+		return err
+	}
+	if *v == 0 {
+		return d.Errf("%s: want a positive duration", key)
 	}
 	return nil
 }

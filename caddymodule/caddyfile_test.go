@@ -107,6 +107,11 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"unknown pages key", ":80 {\n toolgate_pages {\n who x\n }\n}", `unrecognized subdirective "who"`},
 		{"mcp without policy", ":80 {\n toolgate_mcp {\n owner x\n }\n}", "policy is required"},
 		{"mcp unknown key", ":80 {\n toolgate_mcp {\n policy p.yaml\n provider openai-chat\n }\n}", `unrecognized subdirective "provider"`},
+		{"bad resume wait", ":80 {\n toolgate {\n policy p.yaml\n resume_wait later\n }\n}", "resume_wait"},
+		{"zero keep-alive", ":80 {\n toolgate {\n policy p.yaml\n resume_keepalive 0\n }\n}", "resume_keepalive: want a positive duration"},
+		{"zero poll", ":80 {\n toolgate {\n policy p.yaml\n resume_poll 0s\n }\n}", "resume_poll: want a positive duration"},
+		{"bad stream cap", ":80 {\n toolgate {\n policy p.yaml\n resume_max_streams 0\n }\n}", "resume_max_streams: want a positive whole number"},
+		{"two resume waits", ":80 {\n toolgate {\n policy p.yaml\n resume_wait 1m\n resume_wait 2m\n }\n}", "resume_wait already specified"},
 		{"mcp bad state ttl", ":80 {\n toolgate_mcp {\n policy p.yaml\n state_ttl never\n }\n}", "state_ttl"},
 	}
 	for _, tt := range tests {
@@ -116,6 +121,27 @@ func TestCaddyfileErrors(t *testing.T) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestCaddyfileResumeOptions(t *testing.T) {
+	cfg, err := adapt(t, `api.example.com {
+	reverse_proxy https://api.openai.com
+	toolgate {
+		policy /etc/toolgate/blog.yaml
+		resume_wait 2m
+		resume_keepalive 10s
+		resume_max_streams 50
+		resume_poll 500ms
+	}
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, _ := json.Marshal(cfg["apps"].(map[string]any)["http"])
+	want := `{"handler":"toolgate","policy":"/etc/toolgate/blog.yaml","resume_keepalive":10000000000,"resume_max_streams":50,"resume_poll":500000000,"resume_wait":120000000000}`
+	if !strings.Contains(string(servers), want) {
+		t.Errorf("handler JSON missing %s in %s", want, servers)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -119,11 +121,51 @@ type Handler struct {
 	// checking, in bytes; a larger one is refused with 502. Default 32 MiB.
 	MaxResponseBody int64 `json:"max_response_body,omitempty"`
 
+	// ResumeWait lets a streamed answer whose calls were held wait for the
+	// person, up to this long, and go on in the same response. The app
+	// reads the model's text and the waiting text with the link at once,
+	// as without it; the stream then stays open, kept alive with SSE
+	// comments (which every SDK skips). When the person has answered
+	// every question of the link within the wait, the gate runs what was
+	// confirmed (exactly once, as always), asks the provider again with the
+	// history restored, and streams the model's reply into the same
+	// answer, which then ends as usual. If the wait passes (or the link's
+	// TTL, whichever comes first), the stream ends as it would have
+	// without waiting, and the app's next request restores the history.
+	// Only streams wait, and only an answer of which no call reached the
+	// app (the app would have to answer that first) and whose held calls
+	// are all new (a repeat of a call still waiting shows its old link and
+	// does not wait). Default 0: off.
+	ResumeWait caddy.Duration `json:"resume_wait,omitempty"`
+
+	// ResumeKeepalive is how often a waiting stream gets an SSE comment
+	// (": toolgate: waiting for the person's answer"), so that proxies and
+	// clients do not take it for idle. Default 15s.
+	ResumeKeepalive caddy.Duration `json:"resume_keepalive,omitempty"`
+
+	// ResumeMaxStreams caps the streams of this route waiting at once
+	// (each holds its connection and about 30 KB); a stream beyond it
+	// ends at once, as without ResumeWait. Default 1000.
+	ResumeMaxStreams int `json:"resume_max_streams,omitempty"`
+
+	// ResumePoll is how often a waiting stream reads its step from the
+	// store, to learn of answers another replica sharing the store took
+	// (answers this process takes wake it at once). One read by id per
+	// waiting stream per interval. Default 2s.
+	ResumePoll caddy.Duration `json:"resume_poll,omitempty"`
+
 	app       *App
 	policy    *policies.Policy
 	policyKey string
 	logger    *zap.Logger
+	waiting   *atomic.Int64 // streams of this route waiting for the person (ResumeWait)
 }
+
+// Defaults of the resume options.
+const (
+	DefaultResumeKeepalive  = 15 * time.Second
+	DefaultResumeMaxStreams = 1000
+)
 
 // CaddyModule returns the Caddy module information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
@@ -149,6 +191,19 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.MaxResponseBody <= 0 {
 		h.MaxResponseBody = 32 << 20
 	}
+	if h.ResumeWait < 0 || h.ResumeKeepalive < 0 || h.ResumeMaxStreams < 0 || h.ResumePoll < 0 {
+		return errors.New("resume_wait, resume_keepalive, resume_max_streams and resume_poll must not be negative")
+	}
+	if h.ResumeKeepalive == 0 {
+		h.ResumeKeepalive = caddy.Duration(DefaultResumeKeepalive)
+	}
+	if h.ResumeMaxStreams == 0 {
+		h.ResumeMaxStreams = DefaultResumeMaxStreams
+	}
+	if h.ResumePoll == 0 {
+		h.ResumePoll = caddy.Duration(gate.DefaultPoll)
+	}
+	h.waiting = new(atomic.Int64)
 	h.logger.Info("policy loaded", zap.String("policy", h.policyKey), zap.Int("actions", len(h.policy.Actions)))
 	return nil
 }
@@ -181,32 +236,50 @@ func joinApp(ctx caddy.Context, policy string) (*App, string, *policies.Policy, 
 
 // ServeHTTP gates one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	adapter, front, body, buf, err := h.prepare(w, r, next)
+	if buf == nil {
+		return err // refused, passed on, or not a model request
+	}
+	defer putBody(buf)
+	return h.answer(w, r, next, adapter, front, body)
+}
+
+// prepare reads and rewrites a model request: the history restored, the
+// tools offered as the policy says. A request it refuses, or that is not
+// gated, it answers (or passes on) itself: buf is nil then and err is the
+// outcome. Otherwise buf holds the body until the answer is written. It
+// is a function of its own so that its frame is not on the stack of a
+// stream that waits for the person (see answer).
+func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) (interceptor.Adapter, *gate.Front, []byte, *bytes.Buffer, error) {
 	path := canonicalPath(r.URL.Path)
 	around := endpointFor(r.Method, path)
 	if around != nil && h.allows(around.allow) {
-		return next.ServeHTTP(w, r)
+		return nil, nil, nil, nil, next.ServeHTTP(w, r)
 	}
 	protocol := h.providerFor(path)
 	if protocol != "" && (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) {
 		// The Responses API's WebSocket mode (and any other upgrade) would
 		// carry tool calls around the gate.
-		return h.refuse(w, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
+		return nil, nil, nil, nil, h.refuse(w, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
 	}
 	if around != nil {
-		return h.refuse(w, around.refusal(r.Method, r.URL.Path))
+		return nil, nil, nil, nil, h.refuse(w, around.refusal(r.Method, r.URL.Path))
 	}
 	if protocol == "" || r.Method != http.MethodPost {
-		return next.ServeHTTP(w, r) // only POSTs to gated endpoints carry tool calls
+		return nil, nil, nil, nil, next.ServeHTTP(w, r) // only POSTs to gated endpoints carry tool calls
 	}
 	adapter := adapters[protocol]
 	buf := bodyPool.Get().(*bytes.Buffer)
-	defer putBody(buf)
+	fail := func(err error) (interceptor.Adapter, *gate.Front, []byte, *bytes.Buffer, error) {
+		putBody(buf)
+		return nil, nil, nil, nil, err
+	}
 	body, ref := readBody(r, buf, h.MaxRequestBody)
 	if ref != nil {
-		return h.refuse(w, ref)
+		return fail(h.refuse(w, ref))
 	}
 	if a := paramFor(protocol, body); a != nil && !h.allows(a.allow) {
-		return h.refuse(w, a.refusal(r.Method, r.URL.Path))
+		return fail(h.refuse(w, a.refusal(r.Method, r.URL.Path)))
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
@@ -215,38 +288,69 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 	body, err := adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
-		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err))
+		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
 	if body, err = adapter.RewriteTools(body, h.rewriteTool); err != nil {
-		return caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err))
+		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
 	setBody(r, body)
 	r.Header.Set("Accept-Encoding", "identity") // the response must be readable
+	return adapter, front, body, buf, nil
+}
 
+// answer sends the model request upstream and writes the answer through
+// the adapter, with its follow-ups. A stream waiting for the person (see
+// ResumeWait) waits in it: its frame, and those it calls while waiting,
+// are kept small, as they stay on the stack of every waiting stream.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, adapter interceptor.Adapter, front *gate.Front, body []byte) error {
 	rw := interceptor.Wrap(w, adapter, r.Context(), front, h.MaxResponseBody)
 	rw.SetRequest(body)
+	if h.ResumeWait > 0 {
+		rw.AllowResume()
+	}
 	nextErr := next.ServeHTTP(rw, r)
 	// A refused call goes back to the provider at once, with a tool result
-	// naming the fields, and the model's answer continues the same message
-	// (bounded by interceptor.MaxContinuations).
+	// naming the fields, and the model's answer continues the same message;
+	// with ResumeWait, so does the model's reply once the person answered
+	// held calls (bounded by interceptor.MaxContinuations together).
 	for round := 1; nextErr == nil; round++ {
 		follow, ok := rw.Continuation()
 		if !ok {
-			break
+			follow, ok = h.resume(r, rw, adapter, front)
 		}
-		rw.Continue()
-		r2 := r.Clone(r.Context())
-		setBody(r2, follow)
-		if err := next.ServeHTTP(rw, r2); err != nil {
-			// The app already has the start of the answer: end it with
-			// the failure said in words, not a second status.
-			h.logger.Error("continuation failed", zap.Int("round", round), zap.Error(err))
+		if !ok || !h.followUp(r, rw, next, follow, round) {
 			break
 		}
 	}
+	return h.closed(w, r, rw, nextErr)
+}
+
+// followUp sends one follow-up request (a continuation, or a resume) and
+// reports whether it was answered.
+func (h *Handler) followUp(r *http.Request, rw *interceptor.ResponseWriter, next caddyhttp.Handler, follow []byte, round int) bool {
+	rw.Continue()
+	r2 := r.Clone(r.Context())
+	setBody(r2, follow)
+	if err := next.ServeHTTP(rw, r2); err != nil {
+		// The app already has the start of the answer: end it with the
+		// failure said in words, not a second status.
+		h.logger.Error("continuation failed", zap.Int("round", round), zap.Error(err))
+		return false
+	}
+	return true
+}
+
+// closed ends the answer (rw.Close) and returns the handler's outcome.
+func (h *Handler) closed(w http.ResponseWriter, r *http.Request, rw *interceptor.ResponseWriter, nextErr error) error {
 	closeErr := rw.Close()
 	if nextErr != nil {
 		return nextErr
+	}
+	if closeErr != nil && r.Context().Err() != nil {
+		// The app closed the connection (while the stream waited, say):
+		// there is nobody left to answer.
+		h.logger.Debug("client left", zap.Error(closeErr))
+		return nil
 	}
 	if closeErr != nil {
 		// Fail closed: the response could not be checked, so none of it
@@ -258,6 +362,58 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
 	return nil
+}
+
+// resume waits, when the streamed answer's calls were held, for the
+// person's answers (see ResumeWait), keeping the stream alive, and returns
+// the follow-up request with the history restored as the app's next
+// request would have it. ok is false when the answer does not wait or the
+// wait ended unanswered; the stream then ends as without waiting.
+func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapter interceptor.Adapter, front *gate.Front) ([]byte, bool) {
+	if h.ResumeWait <= 0 {
+		return nil, false
+	}
+	step := rw.Held()
+	if step == "" || !h.enterWait(step) {
+		return nil, false
+	}
+	defer h.waiting.Add(-1)
+	answered, err := front.Await(r.Context(), step, h.awaitOptions(rw))
+	if !answered {
+		h.unanswered(r, step, err)
+		return nil, false
+	}
+	return rw.Resume(func(b []byte) ([]byte, error) {
+		return adapter.RewriteRequest(r.Context(), b, h.app.gate.LinkPrefix(), front)
+	})
+}
+
+// enterWait counts a stream that waits, unless ResumeMaxStreams of the
+// route already do.
+func (h *Handler) enterWait(step string) bool {
+	if h.waiting.Add(1) <= int64(h.ResumeMaxStreams) {
+		return true
+	}
+	h.waiting.Add(-1)
+	h.logger.Warn("stream not kept waiting: resume_max_streams reached", zap.String("step_id", step), zap.Int("resume_max_streams", h.ResumeMaxStreams))
+	return false
+}
+
+func (h *Handler) awaitOptions(rw *interceptor.ResponseWriter) gate.AwaitOptions {
+	return gate.AwaitOptions{
+		Wait:  time.Duration(h.ResumeWait),
+		Poll:  time.Duration(h.ResumePoll),
+		Every: time.Duration(h.ResumeKeepalive),
+		Tick:  rw.KeepAlive,
+	}
+}
+
+// unanswered logs why a wait ended without the answers, unless the app
+// left or the time was up.
+func (h *Handler) unanswered(r *http.Request, step string, err error) {
+	if err != nil && r.Context().Err() == nil {
+		h.logger.Warn("waiting for the person's answer", zap.String("step_id", step), zap.Error(err))
+	}
 }
 
 // refusal is a request the gate answers itself, before anything goes on:

@@ -41,8 +41,9 @@ type env struct {
 }
 
 type envOptions struct {
-	policy string // extra YAML for the actions block; "" uses the default
-	ttl    string // the app's default TTL
+	policy  string // extra YAML for the actions block; "" uses the default
+	ttl     string // the app's default TTL
+	handler string // more lines for the model route's toolgate handler
 }
 
 // policyYAML is the test policy; APP is replaced by the fake app's URL.
@@ -245,6 +246,7 @@ http://127.0.0.1:%d {
 	toolgate {
 		policy %s
 		owner {http.request.header.X-User-Id}
+		%s
 	}
 	reverse_proxy %s
 }
@@ -258,7 +260,7 @@ http://%s {
 		toolgate_pages
 	}
 }
-`, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, e.provider.URL, pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
+`, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
 	testkit.Run(t, e.caddy)
 	return e
 }

@@ -56,6 +56,10 @@ type StepView struct {
 	StepID string     `json:"step"`
 	App    string     `json:"app,omitempty"`
 	Holds  []HoldView `json:"holds"`
+	// AssistantWaiting says that the app's streamed answer is waiting for
+	// this step's answers: the assistant goes on in the conversation as
+	// soon as the person has answered every question (Front.Await).
+	AssistantWaiting bool `json:"assistant_waiting,omitempty"`
 }
 
 // View returns the step for the person answering it, forms built in their
@@ -80,6 +84,9 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 		v.App = p.App
 	}
 	now := g.cfg.Now()
+	if settled, _ := stepEnd(holds, now); !settled {
+		v.AssistantWaiting = g.awaited(ctx, stepID)
+	}
 	complete := true
 	for _, h := range holds {
 		if h.Answer != "refused" && h.StateAt(now) == store.Waiting {

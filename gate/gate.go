@@ -75,6 +75,7 @@ type Gate struct {
 	life  context.Context // ends when the gate stops: in-flight releases are cancelled
 	stop  context.CancelFunc
 	track tracker // releases in flight
+	wake  waiters // streams of this process waiting for steps (Front.Await)
 }
 
 // New returns a Gate.

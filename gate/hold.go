@@ -110,6 +110,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	var holds []store.Hold
 	var says []string
 	var refused []store.Event // kept with the step, or on their own when nothing waits
+	var joined []attached     // calls attached to holds already waiting
 	cards := false
 	waiting := 0
 	for i, c := range calls {
@@ -117,6 +118,14 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		if p.pass {
 			v.Pass[i] = true
 			continue
+		}
+		if p.refusal == nil {
+			if a, ok := f.attach(ctx, c.Name, p.args); ok {
+				g.log.Info("call attached to a waiting hold", zap.String("step_id", a.stepID), zap.String("action", c.Name),
+					zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
+				joined = append(joined, a)
+				continue // held: the link of the hold already waiting is repeated
+			}
 		}
 		h := store.Hold{
 			StepID: stepID, Owner: f.person.Owner, Tenant: f.person.Tenant,
@@ -150,6 +159,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	}
 	if waiting == 0 {
 		g.audit(refused...)
+		v.Text = attachedText(joined, g)
 		return v
 	}
 	if err := g.cfg.Store.Put(ctx, holds, refused...); err != nil {
@@ -161,6 +171,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		return f.refuseAll(calls, "store", "the gate could not store the question for the person")
 	}
 	f.index(ctx, stepID, holds[0].Expires)
+	f.fileIntents(ctx, holds)
 	for _, h := range holds {
 		if h.State == store.Waiting {
 			g.cfg.Observer.Held(h.Action)
@@ -171,7 +182,33 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		}
 	}
 	v.Text = waitingText(cards, says, g.Link(stepID))
+	if len(joined) == 0 {
+		v.Step = stepID
+	} else {
+		v.Text += "\n\n" + attachedText(joined, g)
+	}
 	return v
+}
+
+// attachedText is the waiting text of calls attached to holds already
+// waiting: each step's link once, with what its attached calls ask.
+func attachedText(joined []attached, g *Gate) string {
+	var parts []string
+	for i, a := range joined {
+		if slices.ContainsFunc(joined[:i], func(b attached) bool { return b.stepID == a.stepID }) {
+			continue
+		}
+		card := false
+		var says []string
+		for _, b := range joined {
+			if b.stepID == a.stepID {
+				card = card || b.card
+				says = append(says, b.say)
+			}
+		}
+		parts = append(parts, waitingText(card, says, g.Link(a.stepID)))
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // shownField logs what the person is shown without any argument value: a

@@ -32,7 +32,7 @@ import (
 //	go test ./gate -run TestReleaseModel -args -model.seed=N
 var (
 	modelSeed = flag.Uint64("model.seed", 0, "TestReleaseModel: run only the sequence with this seed")
-	modelN    = flag.Int("model.n", 0, "TestReleaseModel: how many sequences (default 10000; 1000 with -short)")
+	modelN    = flag.Int("model.n", 0, "TestReleaseModel: how many sequences (default 10000; 2000 with -race, 1000 with -short)")
 )
 
 // modelWorkers run sequences side by side, each on rigs of its own; most
@@ -48,9 +48,13 @@ const diskEvery = 40
 func TestReleaseModel(t *testing.T) {
 	n := *modelN
 	if n == 0 {
-		n = 10000
-		if testing.Short() {
+		switch {
+		case testing.Short():
 			n = 1000
+		case raceBuild:
+			n = 2000 // .ci/run runs the full 10,000 without -race
+		default:
+			n = 10000
 		}
 	}
 	base := rand.Uint64()

@@ -251,6 +251,7 @@ func (g *Gate) settle(ctx context.Context, h store.Hold, outcome string) {
 		case err == nil:
 			g.log.Info("hold settled", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answer", h.Answer),
 				zap.String("answered_by", h.AnsweredBy), zap.String("outcome", outcome))
+			g.wake.notify(h.StepID) // a stream waiting for the step reads it again
 			return
 		case errors.Is(err, store.ErrAnswered):
 			g.log.Info("hold already settled", zap.String("hold_id", h.ID), zap.String("action", h.Action))

@@ -12,9 +12,10 @@ import (
 
 // Anthropic is the adapter for Anthropic Messages (POST /v1/messages,
 // wire-formats.md §3). It inspects "tool_use" content blocks, matched by
-// name; server_tool_use and mcp_tool_use blocks run on the provider's side
-// and pass unread. The zero value is ready to use and holds no state; one
-// Anthropic serves every request.
+// name. server_tool_use and mcp_tool_use blocks run on the provider's side
+// and pass, unless they name a gated tool (see anthStrayCall). The zero
+// value is ready to use and holds no state; one Anthropic serves every
+// request.
 //
 // A held call's Call has Type "function" (its input is a JSON object, as a
 // Chat function's arguments), ID the tool_use id, Arguments the input's
@@ -55,11 +56,13 @@ var anthShape = func() *shape {
 // name and input. anthropic-sdk-go decodes name and input whatever the
 // type (ContentBlockUnion) and Message.Accumulate appends input_json_delta
 // to any block (messageutil.go), so an app reading the name would run it;
-// such a response is refused. server_tool_use and mcp_tool_use blocks
-// run on the provider's side and pass unread, whatever they are named.
+// such a response is refused. So is a server_tool_use or mcp_tool_use
+// block naming a gated tool: the provider ran it on its side, but the
+// SDKs hand it to the app as a call object with that name, and an app
+// must never be handed one naming a gated action. The provider's own
+// tools (web_search, code_execution, ...) are no gated names and pass.
 func anthStrayCall(h Holder, cb gjson.Result) (string, bool) {
-	switch cb.Get("type").Str {
-	case "tool_use", "server_tool_use", "mcp_tool_use":
+	if cb.Get("type").Str == "tool_use" {
 		return "", false
 	}
 	n := cb.Get("name")

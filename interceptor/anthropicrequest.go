@@ -44,6 +44,14 @@ import (
 //     string content becomes a text block; an empty one is dropped). With
 //     no user message right after, one is inserted holding just the tool
 //     results.
+//   - When words follow the last link (the model's reply after the person
+//     answered, in the same response; see Turn.Resume), every step gets
+//     its user message of results, and the app's message comes after them
+//     made that reply: the rest of the linking text block and the blocks
+//     after it (but tool_use blocks a step holds and text blocks reading
+//     as a step's own), its first text without the blank line before it.
+//     The user message after it loses the results moved to the steps (and
+//     if it would be left empty, the reply is not split off).
 //
 // Nothing else in the body changes: it is spliced, not re-encoded. The
 // result is a new slice when anything was restored, else body. A stored
@@ -95,7 +103,7 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 		if i+1 < len(list) && list[i+1].Get("role").Str == "user" {
 			next = list[i+1]
 		}
-		e, err := anthRestoreSteps(body, steps, ids, m, next)
+		e, err := anthRestoreSteps(body, steps, ids, m, next, linkPrefix)
 		if err != nil {
 			return nil, fmt.Errorf("anthropic request: %w", err)
 		}
@@ -111,9 +119,10 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 // message m, and their results in the user message next (when it
 // exists) and in user messages inserted between them (see
 // RewriteRequest).
-func anthRestoreSteps(body []byte, steps []Restored, ids []string, m, next gjson.Result) ([]edit, error) {
+func anthRestoreSteps(body []byte, steps []Restored, ids []string, m, next gjson.Result, prefix string) ([]edit, error) {
 	contents := make([][]string, len(steps))
-	held := make(map[string]bool) // tool_use ids the steps hold
+	held := make(map[string]bool)  // tool_use ids the steps hold
+	texts := make(map[string]bool) // the text of the steps' text blocks
 	for k, st := range steps {
 		blocks, err := anthStoredBlocks(st.Message)
 		if err != nil {
@@ -121,20 +130,38 @@ func anthRestoreSteps(body []byte, steps []Restored, ids []string, m, next gjson
 		}
 		contents[k] = blocks
 		for _, b := range blocks {
-			if id, ok := anthBlockToolUseID(gjson.Parse(b)); ok {
+			r := gjson.Parse(b)
+			if id, ok := anthBlockToolUseID(r); ok {
 				held[id] = true
+			}
+			if r.Get("type").Str == "text" {
+				texts[strings.TrimSpace(r.Get("text").Str)] = true
 			}
 		}
 	}
 	app := m.Get("content")
 	last := len(steps) - 1
-	app.ForEach(func(_, b gjson.Result) bool {
-		if id, ok := anthBlockToolUseID(b); ok && app.IsArray() && !held[id] {
-			held[id] = true
-			contents[last] = append(contents[last], b.Raw)
-		}
-		return true
-	})
+	// The app's tool_use blocks that no step holds join the last step's
+	// content, but for the follow-up's own (after upto).
+	extra := func(upto int) {
+		i := 0
+		app.ForEach(func(_, b gjson.Result) bool {
+			if id, ok := anthBlockToolUseID(b); ok && app.IsArray() && !held[id] && (upto < 0 || i <= upto) {
+				held[id] = true
+				contents[last] = append(contents[last], b.Raw)
+			}
+			i++
+			return true
+		})
+	}
+	follow, lead := anthFollowBlocks(app, prefix, held, texts)
+	if follow == nil {
+		extra(-1)
+	} else if extra(lead); next.Exists() && !anthKeepsContent(next, held) {
+		// The user message after would be left empty: the old shape.
+		follow = nil
+		extra(-1)
+	}
 	// The app's tool_result blocks, by the call they answer.
 	appResults := make(map[string]string)
 	next.Get("content").ForEach(func(_, b gjson.Result) bool {
@@ -184,6 +211,9 @@ func anthRestoreSteps(body []byte, steps []Restored, ids []string, m, next gjson
 		}
 		return out
 	}
+	if follow != nil {
+		return anthFollowEdits(body, contents, results, m, next, follow, moved)
+	}
 	var before []byte // the messages of every step but the last, inserted before m
 	for k := range last {
 		before = append(before, `{"role":"assistant","content":[`...)
@@ -216,6 +246,110 @@ func anthRestoreSteps(body []byte, steps []Restored, ids []string, m, next gjson
 		return edits, nil
 	}
 	msg, err := anthWithResults(next, ours, moved)
+	if err != nil {
+		return nil, err
+	}
+	if e, err = editOf(body, next, msg); err != nil {
+		return nil, err
+	}
+	return append(edits, e), nil
+}
+
+// anthFollowBlocks returns the blocks of the app's message content that the
+// model wrote after its last link, and the index of the block holding that
+// link: an answer that went on after the person answered (see
+// Turn.Resume), or after a refused call went back to the model, holds the
+// waiting text and then the model's reply. They are the rest of the
+// linking text block (a text block) and the blocks after it, but for
+// tool_use blocks a step holds (held) and text blocks that read as one of
+// the steps' own (texts): a response's blocks after its held call. A
+// string content gives its rest after the link as one text block. nil when
+// no words follow.
+func anthFollowBlocks(content gjson.Result, prefix string, held, texts map[string]bool) (follow []string, lead int) {
+	raw, ok := followContent(content, prefix, "text")
+	if !ok {
+		return nil, -1
+	}
+	parsed := gjson.Parse(raw)
+	if parsed.Type == gjson.String {
+		return []string{`{"type":"text","text":` + raw + `}`}, 0
+	}
+	blocks := content.Array()
+	for i, b := range blocks {
+		if _, found := afterLastLink(b.Get("text").Str, prefix); found {
+			lead = i
+		}
+	}
+	words := false
+	parsed.ForEach(func(_, b gjson.Result) bool {
+		id, isUse := anthBlockToolUseID(b)
+		text := b.Get("type").Str == "text"
+		switch {
+		case isUse && held[id]:
+		case text && texts[strings.TrimSpace(b.Get("text").Str)]:
+		case text && !words:
+			// The first text: without the blank line the gate put
+			// between the waiting text and the reply.
+			raw := b.Raw
+			if t := b.Get("text").Str; strings.TrimLeft(t, " \t\r\n") != t {
+				if r, err := sjson.Set(raw, "text", strings.TrimLeft(t, " \t\r\n")); err == nil {
+					raw = r
+				}
+			}
+			follow = append(follow, raw)
+			words = true
+		default:
+			follow = append(follow, b.Raw)
+		}
+		return true
+	})
+	if !words {
+		return nil, -1
+	}
+	return follow, lead
+}
+
+// anthKeepsContent reports whether a user message keeps anything once the
+// tool_result blocks answering held calls are moved out of it.
+func anthKeepsContent(msg gjson.Result, held map[string]bool) bool {
+	c := msg.Get("content")
+	if c.Type == gjson.String {
+		return strings.TrimSpace(c.Str) != ""
+	}
+	keeps := false
+	c.ForEach(func(_, b gjson.Result) bool {
+		keeps = b.Get("type").Str != "tool_result" || !held[b.Get("tool_use_id").Str]
+		return !keeps
+	})
+	return keeps
+}
+
+// anthFollowEdits returns the edits that put every step, each followed by
+// a user message with its results, before the app's message m, and make
+// m's content the model's follow-up blocks; the user message next (when
+// it exists) loses the tool_result blocks moved to the steps.
+func anthFollowEdits(body []byte, contents [][]string, results func(k int, move bool) []string, m, next gjson.Result, follow []string, moved map[string]bool) ([]edit, error) {
+	var before []byte
+	for k := range contents {
+		before = append(before, `{"role":"assistant","content":[`...)
+		before = append(before, strings.Join(contents[k], ",")...)
+		before = append(before, "]},"...)
+		if rs := results(k, true); len(rs) > 0 {
+			before = append(before, `{"role":"user","content":[`...)
+			before = append(before, strings.Join(rs, ",")...)
+			before = append(before, "]},"...)
+		}
+	}
+	edits := []edit{{start: m.Index, end: m.Index, repl: string(before)}}
+	e, err := editOf(body, m.Get("content"), "["+strings.Join(follow, ",")+"]")
+	if err != nil {
+		return nil, err
+	}
+	edits = append(edits, e)
+	if !next.Exists() || len(moved) == 0 {
+		return edits, nil
+	}
+	msg, err := anthWithResults(next, nil, moved)
 	if err != nil {
 		return nil, err
 	}

@@ -347,6 +347,9 @@ func FuzzAnthropicRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":"Delete 7"},{"role":"assistant","content":"` + waitText + `"},{"role":"user","content":"ok?"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"text","text":"` + waitText + `"},{"type":"tool_use","id":"toolu_get","name":"get_post","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_get","content":"r"},{"type":"text","text":"x"}]}]}`))
 	f.Add(anthFixture(f, "request-2.json"))
+	// The model's reply after the link (a resumed answer).
+	f.Add([]byte(`{"messages":[{"role":"user","content":"Delete 7"},{"role":"assistant","content":[{"type":"text","text":"I'll delete it."},{"type":"text","text":"\n\n` + waitText + `"},{"type":"text","text":"\n\nDone."},{"type":"tool_use","id":"toolu_list","name":"list_posts","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_list","content":"[]"}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","content":"` + waitText + `\n\nDone."},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_get","content":"r"}]}]}`))
 	stored := []byte(`{"role":"assistant","content":[{"type":"text","text":"I'll delete it."},{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{"post":7}},{"type":"tool_use","id":"toolu_get","name":"get_post","input":{}}]}`)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := anthRestorer(stored, Result{CallID: "toolu_del", Content: "The person declined; nothing ran."})

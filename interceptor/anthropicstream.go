@@ -553,9 +553,10 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 		}
 	}
 	usage := root.Get("usage")
-	if s.t != nil && s.t.pending != nil && !s.ending {
-		// Refused calls go back to the model: this response's end is
-		// withheld, for the follow-up's (or Finish's) to take its place.
+	if s.t != nil && s.t.withholds() && !s.ending {
+		// Refused calls go back to the model, or held ones may be answered
+		// while the stream waits: this response's end is withheld, for the
+		// follow-up's (or Finish's) to take its place.
 		s.ending, s.slowAll = true, true
 		s.t.carry = sumUsage(s.t.carry, anthOverlay(s.startUsage, usage.Raw))
 		s.t.endData = string(data)
@@ -689,6 +690,9 @@ func (s *anthStream) settle() {
 		s.writeTextBlock(text)
 	}
 	s.hold, s.heldBytes = -1, 0
+	if s.t != nil {
+		s.t.holdsStep(v, s.toolUses == 0 && s.t.allowed())
+	}
 }
 
 // writeToolUse writes a passed call whole: content_block_start with the

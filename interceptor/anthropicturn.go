@@ -102,6 +102,17 @@ func (t *anthTurn) Continuation() ([]byte, bool) {
 	return t.continuation(!t.streaming || t.s.err == nil && t.s.ending, appendAnthStep)
 }
 
+// Resume implements Turn: the follow-up request is the last request with
+// {"role":"assistant","content":[{"type":"text","text":<the waiting
+// text>}]} appended to messages, history then restored by restore; its
+// response continues the message as a continuation's does.
+func (t *anthTurn) Resume(restore func([]byte) ([]byte, error)) ([]byte, bool) {
+	return t.resumeWith(func(req []byte, text string) ([]byte, error) {
+		b := append([]byte(`{"role":"assistant","content":[{"type":"text","text":`), gjson.AppendJSONString(nil, text)...)
+		return appendMessages(req, append(b, "}]}"...))
+	}, restore)
+}
+
 // Continue implements Turn.
 func (t *anthTurn) Continue() {
 	if t.advance() && t.streaming {

@@ -721,8 +721,9 @@ func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (ke
 		if settled || s.inCont {
 			reason = finishReason(reason, st.passed > 0, s.inCont)
 		}
-		if s.t != nil && s.t.pending != nil && !s.ending {
-			// Refused calls go back to the model: this response's end is
+		if s.t != nil && s.t.withholds() && !s.ending {
+			// Refused calls go back to the model, or held ones may be
+			// answered while the stream waits: this response's end is
 			// withheld, for the follow-up's (or Finish's) to take its place.
 			s.ending, s.slowAll = true, true
 			s.t.endReason = fr.Str
@@ -977,6 +978,12 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		ev = append(ev, `]},"logprobs":null,"finish_reason":null}]}`...)
 		s.out = ev
 		s.writeNew("", ev)
+	}
+	if s.t != nil {
+		s.t.holdsStep(v, st.passed == 0 && len(s.choices) == 1 && st.index == 0 && s.t.allowed())
+		if s.t.held != "" && s.t.idRaw == "" {
+			s.t.idRaw = root.Get("id").Raw
+		}
 	}
 }
 

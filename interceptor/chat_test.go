@@ -89,6 +89,9 @@ func (h *fakeHolder) Hold(_ context.Context, calls []Call, message []byte) Verdi
 	}
 	if held {
 		v.Text = h.text
+		if i := strings.LastIndex(h.text, "/h/"); i >= 0 {
+			v.Step = h.text[i+3:]
+		}
 	}
 	return v
 }

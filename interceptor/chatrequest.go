@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -35,8 +36,14 @@ const stepIDLen = 26
 // by the tool messages that answer its calls: first the app's own (moved
 // from after the app's message; they answer calls that passed), then one
 // {"role":"tool"} message per Result, except for call ids already answered.
-// The app's tool messages that answer no restored call stay after the
-// last. Nothing else in the body changes: it is spliced, not re-encoded.
+// When words follow the message's last link (the model's reply after the
+// person answered, in the same response; see Turn.Resume), the app's
+// message comes next, made those words: its content what follows the link
+// (a string's rest; the rest of the text part and the parts after it), its
+// tool_calls those no step holds, which then are not appended to the last
+// stored message. The app's tool messages that answer no restored call
+// stay after the last. Nothing else in the body changes: it is spliced,
+// not re-encoded.
 // The result is a new slice when anything was restored, else body.
 func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r Restorer) ([]byte, error) {
 	if !hasLink(body, linkPrefix) {
@@ -84,7 +91,7 @@ func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, 
 		for end < len(list) && list[end].Get("role").Str == "tool" {
 			end++
 		}
-		repl, err := restoreChatSteps(steps, ids, m, list[i+1:end])
+		repl, err := restoreChatSteps(steps, ids, m, list[i+1:end], linkPrefix)
 		if err != nil {
 			return nil, fmt.Errorf("chat request: %w", err)
 		}
@@ -99,8 +106,9 @@ func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, 
 
 // restoreChatSteps returns the messages that take the place of the app's
 // message app and its tool messages tools: each step's stored message and
-// the tool messages answering its calls (see RewriteRequest).
-func restoreChatSteps(steps []Restored, ids []string, app gjson.Result, tools []gjson.Result) (string, error) {
+// the tool messages answering its calls, then the model's words after the
+// last link, if any (see RewriteRequest).
+func restoreChatSteps(steps []Restored, ids []string, app gjson.Result, tools []gjson.Result, prefix string) (string, error) {
 	stored := make([]gjson.Result, len(steps))
 	held := make(map[string]bool) // call ids the stored messages hold
 	for k, st := range steps {
@@ -112,12 +120,16 @@ func restoreChatSteps(steps []Restored, ids []string, app gjson.Result, tools []
 		}
 		forEachCall(stored[k], func(tc gjson.Result) { held[tc.Get("id").Str] = true })
 	}
+	follow, err := chatFollowUp(app, prefix, held)
+	if err != nil {
+		return "", err
+	}
 	answered := make(map[string]bool)
 	used := make([]bool, len(tools))
 	var out []string
 	for k, st := range steps {
 		msg := strings.TrimSpace(stored[k].Raw)
-		if k == len(steps)-1 {
+		if k == len(steps)-1 && follow == "" {
 			var err error
 			if msg, err = mergeCalls(stored[k], app, held); err != nil {
 				return "", fmt.Errorf("step %s: %w", ids[k], err)
@@ -143,12 +155,125 @@ func restoreChatSteps(steps []Restored, ids []string, app gjson.Result, tools []
 			out = append(out, string(append(b, '}')))
 		}
 	}
+	if follow != "" {
+		out = append(out, follow)
+	}
 	for j, tm := range tools {
 		if !used[j] {
 			out = append(out, tm.Raw)
 		}
 	}
 	return strings.Join(out, ","), nil
+}
+
+// chatFollowUp returns the app's message app made the model's words that
+// came after the last link in it, or "" when none did: an answer that went
+// on after the person answered (see Turn.Resume), or after a refused call
+// went back to the model, holds the waiting text and then the model's
+// reply. The message keeps its other members; its content becomes what
+// follows the link, and its tool_calls those that no restored step holds
+// (held, by id): the follow-up's own calls, which the app's tool messages
+// after it answer.
+func chatFollowUp(app gjson.Result, prefix string, held map[string]bool) (string, error) {
+	content, ok := followContent(app.Get("content"), prefix, "text")
+	if !ok {
+		return "", nil
+	}
+	msg, err := sjson.SetRaw(app.Raw, "content", content)
+	if err != nil {
+		return "", err
+	}
+	var extra []string
+	forEachCall(app, func(tc gjson.Result) {
+		if !held[tc.Get("id").Str] {
+			extra = append(extra, tc.Raw)
+		}
+	})
+	switch {
+	case len(extra) > 0:
+		msg, err = sjson.SetRaw(msg, "tool_calls", "["+strings.Join(extra, ",")+"]")
+	case app.Get("tool_calls").Exists():
+		msg, err = sjson.Delete(msg, "tool_calls")
+	}
+	return strings.TrimSpace(msg), err
+}
+
+// followContent returns, as raw JSON, what follows the last of this gate's
+// links in a message's content: a string's rest, or the rest of the text
+// part holding the link (as a text part of type part) followed by the
+// parts after it. ok is false when no words follow (a full stop after a
+// link is no message, nor a part without text alone).
+func followContent(content gjson.Result, prefix, part string) (raw string, ok bool) {
+	if content.Type == gjson.String {
+		rest, found := afterLastLink(content.Str, prefix)
+		if !found || !wordy(rest) {
+			return "", false
+		}
+		return string(gjson.AppendJSONString(nil, rest)), true
+	}
+	if !content.IsArray() {
+		return "", false
+	}
+	parts := content.Array()
+	at, rest := -1, ""
+	for i, p := range parts {
+		if r, found := afterLastLink(p.Get("text").Str, prefix); found {
+			at, rest = i, r
+		}
+	}
+	if at < 0 {
+		return "", false
+	}
+	var out []string
+	words := wordy(rest)
+	if words {
+		b := append([]byte(`{"type":`), gjson.AppendJSONString(nil, part)...)
+		b = append(b, `,"text":`...)
+		b = gjson.AppendJSONString(b, rest)
+		out = append(out, string(append(b, '}')))
+	}
+	for _, p := range parts[at+1:] {
+		text := p.Get("text")
+		if text.Type != gjson.String || wordy(text.Str) {
+			out = append(out, p.Raw)
+			words = words || text.Type == gjson.String
+		}
+	}
+	if !words {
+		return "", false // no words: a call after the link stays with the step, as it came
+	}
+	return "[" + strings.Join(out, ",") + "]", true
+}
+
+// afterLastLink returns what follows the last link in s (prefix and a
+// step id), blank space at its start dropped; found is false when s holds
+// no link.
+func afterLastLink(s, prefix string) (rest string, found bool) {
+	if prefix == "" {
+		return "", false
+	}
+	end := -1
+	for i := 0; ; {
+		j := strings.Index(s[i:], prefix)
+		if j < 0 {
+			break
+		}
+		at := i + j + len(prefix)
+		if len(s)-at >= stepIDLen && isStepID(s[at:at+stepIDLen]) && (len(s) == at+stepIDLen || !isStepChar(s[at+stepIDLen])) {
+			end = at + stepIDLen
+		}
+		i = at
+	}
+	if end < 0 {
+		return "", false
+	}
+	return strings.TrimLeft(s[end:], " \t\r\n"), true
+}
+
+// wordy reports whether s holds a letter or a digit: words, not just the
+// punctuation an app may put after a link.
+func wordy(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // hasLink reports whether body holds prefix, plainly or JSON-escaped with

@@ -269,6 +269,10 @@ func FuzzChatRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"text","text":"` + waitText + `"}],"tool_calls":[{"id":"call_app"}]}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":"` + strings.ReplaceAll(waitText, "/", `\/`) + `"}]}`))
 	f.Add([]byte(toolsRequest))
+	// The model's reply after the link (a resumed answer), with a call of
+	// its own the app answered.
+	f.Add([]byte(`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"I'll delete it.\n\n` + waitText + `\n\nDone: post 7 is deleted.","tool_calls":[{"id":"call_list","type":"function","function":{"name":"list_posts","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_list","content":"[]"},{"role":"user","content":"ok"}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"text","text":"` + waitText + ` and then"},{"type":"text","text":"Done."}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
 		if err != nil {
@@ -279,6 +283,25 @@ func FuzzChatRequest(f *testing.F) {
 		}
 		if !bytes.Equal(out, body) && !gjson.ValidBytes(out) {
 			t.Fatalf("invalid output %q", out)
+		}
+		// A restored call is answered before any other message; the step's
+		// link is gone.
+		if !bytes.Equal(out, body) && !bytes.Contains(body, []byte("call_del")) {
+			msgs := gjson.GetBytes(out, "messages").Array()
+			for i, m := range msgs {
+				restored := false
+				forEachCall(m, func(tc gjson.Result) { restored = restored || tc.Get("id").Str == "call_del" })
+				if !restored {
+					continue
+				}
+				answered := false
+				for j := i + 1; j < len(msgs) && msgs[j].Get("role").Str == "tool"; j++ {
+					answered = answered || msgs[j].Get("tool_call_id").Str == "call_del"
+				}
+				if !answered {
+					t.Fatalf("restored call unanswered:\n%s", out)
+				}
+			}
 		}
 
 		// The same body's tools, on their way to the provider.

@@ -120,6 +120,14 @@ func (t *chatTurn) Continuation() ([]byte, bool) {
 	return t.continuation(!t.streaming || t.s.err == nil && t.s.ending, appendStep)
 }
 
+// Resume implements Turn: the follow-up request is the last request with
+// {"role":"assistant","content":<the waiting text>} appended to messages,
+// history then restored by restore; its response continues the message as
+// a continuation's does.
+func (t *chatTurn) Resume(restore func([]byte) ([]byte, error)) ([]byte, bool) {
+	return t.resumeWith(appendAssistantText, restore)
+}
+
 // Continue implements Turn.
 func (t *chatTurn) Continue() {
 	if t.advance() && t.streaming {
@@ -169,20 +177,7 @@ func (s *chatStream) continueResponse() {
 // appendStep returns the follow-up request body: req with the step's
 // assistant message and tool results appended to its messages.
 func appendStep(req []byte, step *chatStep) ([]byte, error) {
-	msgs := gjson.GetBytes(req, "messages")
-	if !msgs.IsArray() {
-		return nil, errors.New("chat request: no messages")
-	}
-	e, err := editOf(req, msgs, msgs.Raw)
-	if err != nil {
-		return nil, err
-	}
-	at := e.end - 1 // the closing bracket
-	var b []byte
-	if hasElements(msgs) {
-		b = append(b, ',')
-	}
-	b = append(b, `{"role":"assistant","content":`...)
+	b := []byte(`{"role":"assistant","content":`)
 	if step.content != "" {
 		b = gjson.AppendJSONString(b, step.content)
 	} else {
@@ -203,7 +198,15 @@ func appendStep(req []byte, step *chatStep) ([]byte, error) {
 		b = gjson.AppendJSONString(b, r.Content)
 		b = append(b, '}')
 	}
-	return applyEdits(req, []edit{{start: at, end: at, repl: string(b)}}), nil
+	return appendMessages(req, b)
+}
+
+// appendAssistantText returns req with {"role":"assistant","content":text}
+// appended to its messages: the message the app read in place of held
+// calls, as its next request would send it back.
+func appendAssistantText(req []byte, text string) ([]byte, error) {
+	b := append([]byte(`{"role":"assistant","content":`), gjson.AppendJSONString(nil, text)...)
+	return appendMessages(req, append(b, '}'))
 }
 
 // hasElements reports whether the JSON array arr has at least one element.

@@ -72,15 +72,21 @@ func fold(k string) string {
 
 // topLevel reads the named top-level keys of an object in one pass,
 // values as gjson results; ok is false when one of them is given twice,
-// or in another case ("Method"), which some parsers take for it.
+// or in another case ("Method", "requeststate"), which some parsers take
+// for it. Both sides are folded: a name may itself hold capitals.
 func topLevel(v gjson.Result, names ...string) (vals []gjson.Result, ok bool) {
 	vals = make([]gjson.Result, len(names))
 	seen := make([]bool, len(names))
+	folded := make([]string, len(names))
+	for i, n := range names {
+		folded[i] = fold(n)
+	}
 	ok = true
 	v.ForEach(func(k, val gjson.Result) bool {
 		key := k.String()
+		fk := fold(key)
 		for i, n := range names {
-			if key == n || fold(key) == n {
+			if key == n || fk == folded[i] {
 				if seen[i] || key != n {
 					ok = false
 					return false

@@ -44,6 +44,11 @@ type Verdict struct {
 	// Text is what the app reads in place of the held calls ("" when none
 	// is held). It follows the model's own text after a blank line.
 	Text string
+	// Step is the id of the step every held call waits in, when they all
+	// wait in one step made for this response ("" otherwise: none held, or
+	// some attached to a step that was already waiting). A stream that
+	// waits for the person's answer (ResponseWriter.Held) waits for it.
+	Step string
 	// Pass says, per call (same order as the calls given to Hold), whether
 	// it goes to the app untouched. Missing entries are false.
 	Pass []bool
@@ -119,7 +124,8 @@ type Adapter interface {
 // Turn rewrites the upstream responses that answer one request into one
 // answer for the app. It is used by one goroutine, in this order: for each
 // response, Stream (then the body through its Write and Close) or JSON;
-// then Continuation; if it reports a follow-up and the caller sends it,
+// then Continuation, or when it reports none, Held and (once the person
+// answered) Resume; if either gives a follow-up and the caller sends it,
 // Continue and the next response (or Fail when it brings no usable
 // answer); finally Finish, once.
 type Turn interface {
@@ -141,6 +147,25 @@ type Turn interface {
 	// continues the same message. It does nothing unless Continuation
 	// reported one.
 	Continue()
+	// AllowResume lets a stream wait for the person's answers to held
+	// calls and go on (see Held). Call it before the first response.
+	AllowResume()
+	// Held reports, once the current response has ended and Continuation
+	// reports none, the step whose held calls the answer may wait for ("" for
+	// none): resume allowed, a stream, every held call of the response in
+	// one step, no call of the turn that reached the app (the app would
+	// answer it first) and a follow-up left. While it is not "", the
+	// stream's end is withheld, as for a continuation.
+	Held() string
+	// Resume returns the follow-up request for the held step, once the
+	// person has answered it: the last request body with the assistant
+	// message the app read appended (its text holding the step's link),
+	// passed through restore, which restores the history behind the link
+	// as for the app's next request (RewriteRequest with the gate). Send it
+	// as a continuation (Continue, then the response): the model's reply
+	// continues the same message. ok is false when there is nothing to
+	// resume or restore changed nothing.
+	Resume(restore func(body []byte) ([]byte, error)) (body []byte, ok bool)
 	// Fail ends a follow-up that brought no usable answer: the app reads
 	// "Toolgate could not continue: " + reason, and the withheld end.
 	Fail(reason string)

@@ -357,6 +357,12 @@ func TestParseMCPRequestRefusesCaseVariants(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"wipe_all"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","Arguments":{"post":8}}}`,
 		`{"jsonrpc":"2.0","ID":1,"method":"tools/call","params":{"name":"x"}}`,
+		// Keys spelt in camel case: the fold must meet them folded too
+		// (found by FuzzParseMCPRequest: "requestStAte" was read as no state).
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","requestStAte":"tg1.a.b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","requeststate":"tg1.a.b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","InputResponses":{"a":{"action":"accept"}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","inputresponses":{"a":{"action":"accept"}}}}`,
 	} {
 		if _, err := ParseMCPRequest([]byte(body)); err == nil {
 			t.Errorf("read %s", body)

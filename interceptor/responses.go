@@ -270,12 +270,13 @@ func isClientCall(typ string) bool {
 // when it is no call this adapter inspects: an item of an unknown type (or
 // a message, a reasoning item) carrying a name. openai-go decodes name and
 // arguments whatever the type (ResponseOutputItemUnion), so an app reading
-// the name would run it; such a response is refused. mcp_call and
-// mcp_approval_request items name tools that run on the provider's side
-// and pass unread.
+// the name would run it; such a response is refused. So is an mcp_call
+// or mcp_approval_request item naming a gated tool: the tool runs on the
+// provider's side, but openai-go hands the item to the app with that name,
+// and an app must never be handed an object naming a gated action. The
+// provider's own tools are no gated names and pass.
 func respStrayCall(h Holder, it gjson.Result) (string, bool) {
-	switch it.Get("type").Str {
-	case "function_call", "custom_tool_call", "mcp_call", "mcp_approval_request":
+	if isCallType(it.Get("type").Str) {
 		return "", false
 	}
 	n := it.Get("name")
@@ -339,6 +340,7 @@ func (c *respCall) call() Call {
 
 // respVerdict is what becomes of one response's inspected calls.
 type respVerdict struct {
+	held  Verdict   // the Holder's verdict
 	text  string    // the message's text ("": no message)
 	slot  *respCall // the call whose place the message takes
 	msgID string
@@ -394,7 +396,7 @@ func judge(ctx context.Context, h Holder, t *respTurn, items []gjson.Result, cal
 	for i, c := range calls {
 		c.fate = fates[i]
 	}
-	var out respVerdict
+	out := respVerdict{held: v}
 	if completed && anyRefused && ids && t != nil && t.allowed() {
 		out.step = t.stepFor(items, calls, contents, responseID)
 	}

@@ -217,6 +217,7 @@ func FuzzResponsesRequest(f *testing.F) {
 	ref := `{"type":"item_reference","id":"` + SyntheticPrefix + testStep + `"}`
 	f.Add([]byte(`{"input":[{"role":"user","content":"go"},` + ref + `,{"role":"user","content":"ok"}]}`))
 	f.Add([]byte(`{"input":[{"role":"user","content":"go"},{"role":"assistant","content":"Sure.\n\n` + waitText + `"},{"type":"function_call_output","call_id":"call_held","output":"x"}]}`))
+	f.Add([]byte(`{"input":[{"role":"user","content":"go"},{"role":"assistant","content":"Sure.\n\n` + waitText + `\n\nDone: post 7 is deleted."},{"role":"user","content":"ok"}]}`))
 	f.Add([]byte(`{"previous_response_id":"resp_1","input":"Done?"}`))
 	f.Add([]byte(`{"conversation":{"id":"conv_1"},"input":[` + ref + `]}`))
 	f.Add([]byte(`{"store":false,"input":[{"type":"message","id":"` + SyntheticPrefix + `zzzzzzzzzzzzzzzzzzzzzzzzzz","role":"assistant","content":[]}]}`))

@@ -67,6 +67,12 @@ var (
 //     the original call, so the synthetic item is dropped and the results
 //     are put first in "input".
 //
+// An assistant message (not a synthetic item) holding a restored step's
+// link, in which words follow the last link (an app joining the answer's
+// text, which holds the model's reply after the person answered; see
+// Turn.Resume), stays as {"role":"assistant","content":<those words>}
+// after the restored items and results.
+//
 // A synthetic item whose step is unknown (or another owner's) cannot reach
 // the provider either: an item_reference to it is dropped, a message loses
 // its id. When r is a StateRestorer, the steps it gives for
@@ -166,6 +172,8 @@ func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 			q.drop(i) // another copy of a message already restored
 		case !restoredAny && synth:
 			q.sanitize(i)
+		case restoredAny && !synth && isAssistantMessage(it):
+			q.keepFollowUp(i, linkPrefix)
 		}
 	}
 	if stateful && inState {
@@ -203,6 +211,23 @@ func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 		return nil, fmt.Errorf("responses request: %w", err)
 	}
 	return applyEdits(body, []edit{e}), nil
+}
+
+// keepFollowUp keeps, in place of the restored assistant message i, the
+// words the model wrote after its last link, if any: an app that joins an
+// answer's text into one message carries there the model's reply after
+// the person answered (see Turn.Resume) or after a refused call went back.
+// They become {"role":"assistant","content":<the words>}, after the
+// restored items and their results.
+func (q *reqInput) keepFollowUp(i int, prefix string) {
+	rest, found := afterLastLink(itemText(q.items[i].res), prefix)
+	if !found || !wordy(rest) {
+		return
+	}
+	it := &q.items[i]
+	it.raw = `{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, rest)) + `}`
+	it.dropped = false
+	q.changed = true
 }
 
 // reqInput is a request's input items while history is restored.

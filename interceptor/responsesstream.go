@@ -521,8 +521,11 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 			s.outItems = append(s.outItems, it.Raw)
 		}
 	}
+	if len(r.calls) > 0 {
+		s.t.holdsStep(v.held, typ == "response.completed" && !anyClientCall(s.outItems) && s.t.allowed())
+	}
 	usage := root.Get("response.usage")
-	if s.t.pending != nil {
+	if s.t.withholds() {
 		if s.firstID == "" {
 			s.firstID = root.Get("response.id").Raw
 		}

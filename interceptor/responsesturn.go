@@ -252,7 +252,6 @@ func toolOutput(typ, callID, output string) string {
 // followUp returns the follow-up request body for step.
 func (t *respTurn) followUp(step *respStep) ([]byte, error) {
 	req := t.request
-	in := gjson.GetBytes(req, "input")
 	switch t.mode {
 	case 'p':
 		out, err := sjson.SetBytes(req, "previous_response_id", step.responseID)
@@ -263,32 +262,86 @@ func (t *respTurn) followUp(step *respStep) ([]byte, error) {
 	case 'c':
 		return sjson.SetRawBytes(req, "input", []byte(joinItems(step.outputs)))
 	case 'a':
-		add := append(append([]string(nil), step.items...), step.outputs...)
-		switch {
-		case in.IsArray():
-			joined := joinItems(add)
-			repl := in.Raw[:len(in.Raw)-1]
-			if hasElements(in) {
-				repl += ","
-			}
-			repl += joined[1:]
-			e, err := editOf(req, in, repl)
-			if err != nil {
-				return nil, err
-			}
-			return applyEdits(req, []edit{e}), nil
-		case in.Type == gjson.String:
-			user := `{"role":"user","content":` + in.Raw + `}`
-			e, err := editOf(req, in, joinItems(append([]string{user}, add...)))
-			if err != nil {
-				return nil, err
-			}
-			return applyEdits(req, []edit{e}), nil
-		case isNull(in):
-			return sjson.SetRawBytes(req, "input", []byte(joinItems(add)))
-		}
+		return appendInput(req, append(append([]string(nil), step.items...), step.outputs...))
 	}
 	return nil, errors.New("responses request: no input to continue")
+}
+
+// resumeRequest returns the request the app's next one would be, with
+// nothing new from the person, for the held calls of the response
+// responseID shown as text: with previous_response_id, that response's id
+// and an empty input (the gate gives the results, see StateRestorer);
+// with conversation, an empty input; otherwise the input with
+// {"role":"assistant","content":text} appended.
+func (t *respTurn) resumeRequest(req []byte, text, responseID string) ([]byte, error) {
+	switch t.mode {
+	case 'p':
+		if responseID == "" {
+			return nil, errors.New("responses request: no response id to continue from")
+		}
+		out, err := sjson.SetBytes(req, "previous_response_id", responseID)
+		if err != nil {
+			return nil, err
+		}
+		return sjson.SetRawBytes(out, "input", []byte("[]"))
+	case 'c':
+		return sjson.SetRawBytes(req, "input", []byte("[]"))
+	case 'a':
+		msg := append([]byte(`{"role":"assistant","content":`), gjson.AppendJSONString(nil, text)...)
+		return appendInput(req, []string{string(append(msg, '}'))})
+	}
+	return nil, errors.New("responses request: no input to continue")
+}
+
+// appendInput returns req with the items add appended to its input list (a
+// string input becomes [{"role":"user","content":<string>}] first; an
+// absent or null one the list of add), every other byte kept.
+func appendInput(req []byte, add []string) ([]byte, error) {
+	in := gjson.GetBytes(req, "input")
+	switch {
+	case in.IsArray():
+		joined := joinItems(add)
+		repl := in.Raw[:len(in.Raw)-1]
+		if hasElements(in) {
+			repl += ","
+		}
+		repl += joined[1:]
+		e, err := editOf(req, in, repl)
+		if err != nil {
+			return nil, err
+		}
+		return applyEdits(req, []edit{e}), nil
+	case in.Type == gjson.String:
+		user := `{"role":"user","content":` + in.Raw + `}`
+		e, err := editOf(req, in, joinItems(append([]string{user}, add...)))
+		if err != nil {
+			return nil, err
+		}
+		return applyEdits(req, []edit{e}), nil
+	case isNull(in):
+		return sjson.SetRawBytes(req, "input", []byte(joinItems(add)))
+	}
+	return nil, errors.New("responses request: no input to continue")
+}
+
+// Resume implements Turn: the follow-up request is the one the app's next
+// request would be with nothing new from the person (see resumeRequest),
+// history then restored by restore; its response continues the answer as
+// a continuation's does.
+func (t *respTurn) Resume(restore func([]byte) ([]byte, error)) ([]byte, bool) {
+	return t.resumeWith(func(req []byte, text string) ([]byte, error) {
+		return t.resumeRequest(req, text, t.s.r.id)
+	}, restore)
+}
+
+// anyClientCall reports whether any of the items is a call the app runs.
+func anyClientCall(items []string) bool {
+	for _, it := range items {
+		if isClientCall(gjson.Get(it, "type").Str) {
+			return true
+		}
+	}
+	return false
 }
 
 // Stream implements Turn.

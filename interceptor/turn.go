@@ -1,5 +1,12 @@
 package interceptor
 
+import (
+	"bytes"
+	"errors"
+
+	"github.com/tidwall/gjson"
+)
+
 // turnCore is the bookkeeping every adapter's Turn shares: the request last
 // sent upstream, the follow-ups allowed and sent, the step of refused calls
 // waiting to go back (S is the adapter's step), the follow-up body once
@@ -18,6 +25,61 @@ type turnCore[S any] struct {
 	streaming bool
 	acc       []byte // JSON mode: the answer so far
 	finished  bool
+
+	// Resume: the answer waits for the person's answers to held calls.
+	resume   bool   // AllowResume was called
+	held     string // the step the last response's held calls wait in, when the answer may go on after them
+	heldText string // the text shown in their place, which carries the step's link
+}
+
+// AllowResume implements Turn.
+func (c *turnCore[S]) AllowResume() { c.resume = true }
+
+// Held implements Turn.
+func (c *turnCore[S]) Held() string {
+	if c.finished || c.pending != nil {
+		return ""
+	}
+	return c.held
+}
+
+// holdsStep notes the step of a response's held calls when the answer may
+// wait for them and go on (see Turn.Held): resume allowed, a stream, one
+// step holding every held call, a follow-up left, and ok, which the
+// adapter gives: no call of the turn reached the app (the app would have
+// to answer it first) and the request allows a follow-up. Call it after
+// the response's pending step is known: refused calls go back first.
+func (c *turnCore[S]) holdsStep(v Verdict, ok bool) {
+	c.held, c.heldText = "", ""
+	if ok && c.resume && c.streaming && v.Step != "" && v.Text != "" && c.pending == nil && c.done < c.max && c.request != nil {
+		c.held, c.heldText = v.Step, v.Text
+	}
+}
+
+// withholds reports whether the current response's end is to be withheld:
+// a follow-up may continue the answer (refused calls go back, or held ones
+// may be answered while the stream waits).
+func (c *turnCore[S]) withholds() bool { return c.pending != nil || c.held != "" }
+
+// resumeWith makes the follow-up request for the held step (see
+// Turn.Resume): build appends to the last request the assistant message
+// the app read, its text holding the step's link, and restore restores
+// the history behind that link, as in the app's next request. A body that
+// restore leaves as it was restored nothing: no follow-up is made.
+func (c *turnCore[S]) resumeWith(build func(request []byte, text string) ([]byte, error), restore func([]byte) ([]byte, error)) ([]byte, bool) {
+	if c.Held() == "" {
+		return nil, false
+	}
+	body, err := build(c.request, c.heldText)
+	if err != nil {
+		return nil, false
+	}
+	restored, err := restore(body)
+	if err != nil || bytes.Equal(restored, body) {
+		return nil, false
+	}
+	c.next = restored
+	return restored, true
 }
 
 // Fail implements Turn.
@@ -45,13 +107,15 @@ func (c *turnCore[S]) continuation(ready bool, build func(request []byte, step *
 	return c.next, true
 }
 
-// advance makes the built follow-up the request last sent; false when
-// there is none to send (then nothing changes).
+// advance makes the built follow-up (a continuation's or a resume's) the
+// request last sent; false when there is none to send (then nothing
+// changes).
 func (c *turnCore[S]) advance() bool {
-	if c.next == nil || c.pending == nil || c.finished {
+	if c.next == nil || c.finished {
 		return false
 	}
 	c.request, c.next, c.pending = c.next, nil, nil
+	c.held, c.heldText = "", ""
 	c.done++
 	return true
 }
@@ -91,4 +155,24 @@ func (c *turnCore[S]) endJSON(text string, add func(body []byte, text string) ([
 		}
 	}
 	return c.acc
+}
+
+// appendMessages returns req with msgs (JSON messages, comma-separated)
+// appended to its "messages" array (Chat and Anthropic), every other byte
+// kept.
+func appendMessages(req, msgs []byte) ([]byte, error) {
+	list := gjson.GetBytes(req, "messages")
+	if !list.IsArray() {
+		return nil, errors.New("request: no messages")
+	}
+	e, err := editOf(req, list, list.Raw)
+	if err != nil {
+		return nil, err
+	}
+	at := e.end - 1 // the closing bracket
+	repl := string(msgs)
+	if hasElements(list) {
+		repl = "," + repl
+	}
+	return applyEdits(req, []edit{{start: at, end: at, repl: repl}}), nil
 }

@@ -83,18 +83,79 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	}
 }
 
-// Calls of the provider's own tools (they run on its side) keep passing
-// unread, whatever they are named.
-func TestProviderSideCallsPass(t *testing.T) {
-	body := `{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"mcp_tool_use","id":"mcptoolu_1","name":"delete_post","server_name":"blog","input":{"post":7}}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
-	out, err := Anthropic{}.RewriteJSON(context.Background(), []byte(body), newHolder("delete_post"))
-	if err != nil || string(out) != body {
-		t.Errorf("mcp_tool_use: %v, %s", err, out)
+// A call the provider runs on its own side (Anthropic's server_tool_use
+// and mcp_tool_use blocks, Responses' mcp_call and mcp_approval_request
+// items) is refused when it names a gated tool: the SDKs hand it to the app
+// as a call object with that name (anthropic-sdk-go's ContentBlockUnion,
+// openai-go's ResponseOutputItemUnion), and an app must never be handed an
+// object naming a gated action. The provider's real tools (web_search,
+// code_execution, an MCP server's own) keep passing byte for byte.
+func TestProviderSideCalls(t *testing.T) {
+	ctx := context.Background()
+	anthBlocks := func(name string) map[string]string {
+		return map[string]string{
+			"server_tool_use": `{"type":"server_tool_use","id":"srvtoolu_1","name":"` + name + `","input":{"query":"weather"}}`,
+			"mcp_tool_use":    `{"type":"mcp_tool_use","id":"mcptoolu_1","name":"` + name + `","server_name":"blog","input":{"post":7}}`,
+		}
 	}
-	resp := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"mcp_1","type":"mcp_call","status":"completed","arguments":"{}","name":"delete_post","server_label":"blog","output":"ok"}],"usage":null}`
-	rout, err := Responses{}.RewriteJSON(context.Background(), []byte(resp), newHolder("delete_post"))
-	if err != nil || string(rout) != resp {
-		t.Errorf("mcp_call: %v, %s", err, rout)
+	respItems := func(name string) map[string]string {
+		return map[string]string{
+			"mcp_call":             `{"id":"mcp_1","type":"mcp_call","status":"completed","arguments":"{\"post\":7}","name":"` + name + `","server_label":"blog","output":"ok"}`,
+			"mcp_approval_request": `{"id":"mcpr_1","type":"mcp_approval_request","arguments":"{\"post\":7}","name":"` + name + `","server_label":"blog"}`,
+		}
+	}
+	const anthEnv = `{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[`
+	const anthTail = `],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+	const respEnv = `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[`
+	const respTail = `],"usage":null}`
+	anthStream := func(block string) string {
+		return anthStart("msg_1") + anthEv(`{"type":"content_block_start","index":0,"content_block":`+block+`}`) +
+			anthEv(`{"type":"content_block_stop","index":0}`) + anthEnd("end_turn", 3)
+	}
+	respStream := func(item string) string {
+		syn := newSyn()
+		syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
+		syn.ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
+		syn.items = append(syn.items, item)
+		return syn.completed()
+	}
+
+	for typ, block := range anthBlocks("delete_post") {
+		if out, err := (Anthropic{}).RewriteJSON(ctx, []byte(anthEnv+block+anthTail), newHolder("delete_post")); err == nil {
+			t.Errorf("anthropic json, %s naming a gated tool: not refused; the app reads %s", typ, out)
+		}
+		if out, _, err := anthRewrite([]byte(anthStream(block)), newHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+			t.Errorf("anthropic stream, %s naming a gated tool: not refused (%v); the app reads %s", typ, err, out)
+		}
+	}
+	for typ, item := range respItems("delete_post") {
+		if out, err := (Responses{}).RewriteJSON(ctx, []byte(respEnv+item+respTail), newHolder("delete_post")); err == nil {
+			t.Errorf("responses json, %s naming a gated tool: not refused; the app reads %s", typ, out)
+		}
+		if out, err := respRewrite([]byte(respStream(item)), newHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+			t.Errorf("responses stream, %s naming a gated tool: not refused (%v); the app reads %s", typ, err, out)
+		}
+	}
+
+	for typ, block := range anthBlocks("web_search") {
+		body := anthEnv + block + anthTail
+		if out, err := (Anthropic{}).RewriteJSON(ctx, []byte(body), newHolder("delete_post")); err != nil || string(out) != body {
+			t.Errorf("anthropic json, %s of the provider's own tool: %v, %s", typ, err, out)
+		}
+		in := anthStream(block)
+		if out, _, err := anthRewrite([]byte(in), newHolder("delete_post")); err != nil || string(out) != in {
+			t.Errorf("anthropic stream, %s of the provider's own tool: %v, %s", typ, err, out)
+		}
+	}
+	for typ, item := range respItems("code_execution") {
+		body := respEnv + item + respTail
+		if out, err := (Responses{}).RewriteJSON(ctx, []byte(body), newHolder("delete_post")); err != nil || string(out) != body {
+			t.Errorf("responses json, %s of the provider's own tool: %v, %s", typ, err, out)
+		}
+		in := respStream(item)
+		if out, err := respRewrite([]byte(in), newHolder("delete_post")); err != nil || string(out) != in {
+			t.Errorf("responses stream, %s of the provider's own tool: %v, %s", typ, err, out)
+		}
 	}
 }
 

@@ -68,6 +68,7 @@ type ResponseWriter struct {
 	holder  Holder
 	maxJSON int64
 	request []byte // SetRequest; nil: no continuation
+	resume  bool   // AllowResume
 
 	mode     writerMode
 	kind     bodyType      // the first response's: sseBody or jsonBody, once inspected
@@ -164,7 +165,11 @@ func (rw *ResponseWriter) newTurn() Turn {
 	if rw.request != nil {
 		n = MaxContinuations
 	}
-	return rw.adapter.NewTurn(rw.ctx, rw.holder, rw.request, n)
+	t := rw.adapter.NewTurn(rw.ctx, rw.holder, rw.request, n)
+	if rw.resume {
+		t.AllowResume()
+	}
+	return t
 }
 
 // followUpHeader decides how a follow-up response is handled. Its status is
@@ -330,6 +335,60 @@ func (rw *ResponseWriter) judgeJSON() bool {
 		return false
 	}
 	return true
+}
+
+// AllowResume lets a streamed answer whose calls were held wait for the
+// person's answers and go on in the same response (see Held). Call it
+// before the next handler runs. It costs nothing until a call is held.
+func (rw *ResponseWriter) AllowResume() { rw.resume = true }
+
+// Held reports, once Continuation has reported no follow-up, the step whose
+// held calls the streamed answer may wait for ("" for none; see
+// Turn.Held). Its header and every event so far are out; its end (finish
+// chunk, message_delta and message_stop, response.completed, [DONE]) is
+// withheld until Close, or until a follow-up made by Resume ends it.
+func (rw *ResponseWriter) Held() string {
+	if rw.closed || !rw.ended || rw.endErr != nil || rw.mode != streaming || rw.next != nil {
+		return ""
+	}
+	return rw.turn.Held()
+}
+
+// keepAlive is an SSE comment line: every event-stream reader skips it (the
+// SSE rule for a line starting with a colon), as do the SDKs' own decoders
+// (openai-go's and anthropic-sdk-go's ssestream, the Node SDKs'
+// SSEDecoder); the blank line after it ends no event, as no field came.
+var keepAlive = []byte(": toolgate: waiting for the person's answer\n\n")
+
+// KeepAlive writes and flushes an SSE comment to a stream whose end is
+// withheld for held calls (see Held), so that the connection is not taken
+// for idle while the person answers. An error means the client cannot be
+// reached.
+func (rw *ResponseWriter) KeepAlive() error {
+	if rw.Held() == "" {
+		return errors.New("interceptor: keep-alive on a stream that is not waiting")
+	}
+	if _, err := rw.ResponseWriter.Write(keepAlive); err != nil {
+		return err
+	}
+	return rw.flushFn()
+}
+
+// Resume makes the follow-up request for the held step, once the person
+// has answered every hold of it (see Turn.Resume: restore restores the
+// history behind the step's link). To send it, call Continue, then the
+// next handler again with the same writer and a request carrying body, as
+// for a continuation; the model's reply continues the same message. ok is
+// false when there is nothing to resume; Close then ends the stream as it
+// would have ended without waiting.
+func (rw *ResponseWriter) Resume(restore func(body []byte) ([]byte, error)) (body []byte, ok bool) {
+	if rw.Held() == "" {
+		return nil, false
+	}
+	if body, ok = rw.turn.Resume(restore); ok {
+		rw.next = body
+	}
+	return body, ok
 }
 
 // Continue readies the writer for the follow-up response that Continuation

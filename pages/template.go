@@ -26,6 +26,9 @@ type page struct {
 	// Single: no hold waits and there is one: its status is the page's
 	// heading, said first.
 	Single bool
+	// Resumes: the app's answer is waiting for this step and goes on once
+	// the person has answered (gate.StepView.AssistantWaiting).
+	Resumes bool
 }
 
 type holdPage struct {
@@ -65,7 +68,7 @@ type option struct {
 }
 
 func newPage(sp speech, v gate.StepView, tokens map[string]string, notice string, refused *refusedAnswer, nonce string) page {
-	pg := page{Lang: sp.Tag, W: sp.W, App: v.App, Notice: notice, Total: len(v.Holds), Nonce: nonce}
+	pg := page{Lang: sp.Tag, W: sp.W, App: v.App, Notice: notice, Total: len(v.Holds), Nonce: nonce, Resumes: v.AssistantWaiting}
 	for i, h := range v.Holds {
 		hp := newHoldPage(sp, h, tokens[h.ID])
 		if pg.Current == nil && h.State == store.Waiting {
@@ -253,6 +256,7 @@ var pageTemplate = template.Must(template.Must(template.New("page").Funcs(funcs)
 {{with .App}}<header><p class="app">{{.}}</p></header>{{end}}
 <main>
 {{with .Notice}}<p role="alert" class="notice">{{.}}</p>{{end}}
+{{if and .Current .Resumes}}<p role="status" class="resumes">{{.W.Resumes}}</p>{{end}}
 {{with .Current}}
 <section class="card" id="hold-{{.ID}}" aria-labelledby="heading">
 {{if gt $.Total 1}}<p class="muted">{{printf $.W.QuestionOf $.Number $.Total}}</p>{{end}}

@@ -22,6 +22,7 @@ type words struct {
 	NothingWaiting  string // a link with nothing to answer
 	CannotShow      string // a waiting form that cannot be built now
 	FixFields       string // the notice above a form sent back with errors
+	Resumes         string // the app's answer waits: the assistant goes on once the person answers
 
 	// Buttons
 	Confirm string
@@ -114,6 +115,7 @@ var english = words{
 	NothingWaiting:             "Nothing is waiting for you here.",
 	CannotShow:                 "This question cannot be shown right now.",
 	FixFields:                  "Please fix the fields marked below. Nothing ran.",
+	Resumes:                    "Your assistant is waiting for your answer and continues as soon as you have answered.",
 	Confirm:                    "Confirm",
 	Decline:                    "Decline",
 	Submit:                     "Submit",
@@ -196,6 +198,7 @@ var german = words{
 	NothingWaiting:             "Hier wartet nichts auf Sie.",
 	CannotShow:                 "Diese Frage kann gerade nicht angezeigt werden.",
 	FixFields:                  "Bitte korrigieren Sie die markierten Felder. Es wurde nichts ausgeführt.",
+	Resumes:                    "Ihr Assistent wartet auf Ihre Antwort und macht weiter, sobald Sie geantwortet haben.",
 	Confirm:                    "Bestätigen",
 	Decline:                    "Ablehnen",
 	Submit:                     "Absenden",
@@ -278,6 +281,7 @@ var french = words{
 	NothingWaiting:             "Rien ne vous attend ici.",
 	CannotShow:                 "Cette question ne peut pas être affichée pour le moment.",
 	FixFields:                  "Veuillez corriger les champs signalés ci-dessous. Rien n'a été exécuté.",
+	Resumes:                    "Votre assistant attend votre réponse et continuera dès que vous aurez répondu.",
 	Confirm:                    "Confirmer",
 	Decline:                    "Refuser",
 	Submit:                     "Envoyer",
@@ -360,6 +364,7 @@ var spanish = words{
 	NothingWaiting:             "Aquí no hay nada esperándote.",
 	CannotShow:                 "Esta pregunta no se puede mostrar ahora.",
 	FixFields:                  "Corrige los campos marcados abajo. No se ejecutó nada.",
+	Resumes:                    "Tu asistente espera tu respuesta y continuará en cuanto hayas respondido.",
 	Confirm:                    "Confirmar",
 	Decline:                    "Rechazar",
 	Submit:                     "Enviar",

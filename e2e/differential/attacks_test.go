@@ -20,16 +20,17 @@ type attack struct {
 	name     string
 	provider string
 	stream   bool
-	// ambiguous: readers may disagree on these bytes, so the gate may refuse
-	// the ungated twin instead of passing it.
-	ambiguous bool
+	// mayRefuse: the gate may refuse the ungated twin instead of passing
+	// it, because readers disagree on these bytes, or (in a stream) the
+	// gate cannot place the call as it goes by (see cannotPlace).
+	mayRefuse bool
 	apply     func(b base) ([]byte, error)
 }
 
 // swap makes an attack of replacement pairs (old, new, old, new, ...)
 // built from the base's tool name.
-func swap(name, provider string, stream, ambiguous bool, pairs func(tool string) []string) attack {
-	return attack{name, provider, stream, ambiguous, func(b base) ([]byte, error) {
+func swap(name, provider string, stream, mayRefuse bool, pairs func(tool string) []string) attack {
+	return attack{name, provider, stream, mayRefuse, func(b base) ([]byte, error) {
 		return replaceSeq(b.body, pairs(b.tool)...)
 	}}
 }
@@ -139,6 +140,38 @@ func nameCases(provider string, stream bool, nameKey func(tool string) string) [
 	}
 }
 
+// cannotPlace is mayRefuse for a call the gate stops a stream on even when
+// it names no gated tool (true for a stream, false for a whole body, which
+// the gate reads as the SDKs do): a Chat tool call of an unknown type or
+// whose name comes in several deltas, a Responses item of an unknown type
+// or none that argument deltas are sent for. The gate judges a streamed
+// call on its first delta and forwards it at once; it cannot know there
+// what name the app will end up reading, because the SDKs do not agree:
+//
+//   - A name in several deltas: openai-go appends the fragments
+//     (ChatCompletionAccumulator.accumulateDelta in streamaccumulator.go:
+//     Name += ..., "lookup_get_wea"+"ther"), openai-node keeps the last one
+//     (ChatCompletionStream#accumulateChatCompletion in
+//     src/lib/ChatCompletionStream.ts: functionSnapshot.name = fn.name,
+//     "ther"). A gate that let the first fragment through as the name would
+//     miss "delete_" + "post".
+//   - A Chat call of an unknown type: openai-go's accumulator copies type and
+//     function.name whatever the type says; openai-node accumulates
+//     function and custom whatever the type, and at the end reads any type
+//     but "custom" as a function call (#accumulateChatCompletion and
+//     finalizeChatCompletion). The name may sit in a body the type does not
+//     point at, and may come in fragments there too.
+//   - A Responses item of an unknown type (or none) with argument deltas:
+//     openai-go reads the item and the final response whatever the type
+//     (ResponseOutputItemUnion), openai-node throws at the first argument
+//     delta for an item that is no function_call (validateOutputItemIdentity
+//     in src/internal/responses/response-accumulator.ts: "expected output
+//     item type 'function_call'").
+//
+// Refusing (stopping the stream) is the fail-closed choice; real providers
+// send a known type and the whole name in the call's first delta.
+func cannotPlace(stream bool) bool { return stream }
+
 func chatAttacks() []attack {
 	name := func(t string) string { return `"name":` + q(t) }
 	out := concatAll(
@@ -168,7 +201,7 @@ func chatAttacks() []attack {
 			swap("case-Tool_Calls", chat, s, true, func(string) []string {
 				return []string{`"tool_calls"`, `"Tool_Calls"`}
 			}),
-			swap("unknown-type-tool", chat, s, false, func(string) []string {
+			swap("unknown-type-tool", chat, s, cannotPlace(s), func(string) []string {
 				return []string{`"type":"function"`, `"type":"tool"`}
 			}),
 			swap("no-type", chat, s, false, func(string) []string {
@@ -186,7 +219,7 @@ func chatAttacks() []attack {
 				`"function":{"arguments":`, `"custom":{"input":`, `"arguments":""`, `"input":""`}
 		}),
 		attack{"legacy-function_call", chat, true, true, chatLegacyStream},
-		attack{"name-split-across-deltas", chat, true, false, chatNameSplit},
+		attack{"name-split-across-deltas", chat, true, cannotPlace(true), chatNameSplit},
 	)
 }
 
@@ -255,13 +288,13 @@ func responsesAttacks() []attack {
 	for _, stream := range []bool{false, true} {
 		s := stream
 		out = append(out,
-			swap("unknown-type", responses, s, false, func(string) []string {
+			swap("unknown-type", responses, s, cannotPlace(s), func(string) []string {
 				return []string{`"type":"function_call"`, `"type":"function_call_v2"`}
 			}),
 			swap("custom-tool-call", responses, s, false, func(string) []string {
 				return []string{`"type":"function_call"`, `"type":"custom_tool_call"`, `"arguments":"`, `"input":"`}
 			}),
-			swap("no-type", responses, s, false, func(string) []string {
+			swap("no-type", responses, s, cannotPlace(s), func(string) []string {
 				return []string{`"type":"function_call",`, ``}
 			}),
 		)

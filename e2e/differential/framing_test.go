@@ -25,6 +25,23 @@ func ambiguous(fr framing) framing {
 	}}
 }
 
+// endsUnread marks the ungated twins of a framing as cases the gate may
+// refuse because the stream may end inside an event no reader dispatches:
+// mixed-line-ends turns a data line's end and the blank line after it into
+// one CRLF when the first is a CR and the second an LF, so events run
+// together (in a stream of event: and data: lines, all of them). The gate
+// still reads that last event, as a reader that dispatches what is left at
+// the end would, and stops the stream when it holds call bytes it cannot
+// read (several events' data run together is no JSON): what it cannot
+// read it does not pass.
+func endsUnread(fr framing) framing {
+	return framing{fr.name, func(t testing.TB, b base) (modelCase, bool) {
+		c, ok := fr.apply(t, b)
+		c.MayRefuse = ok && !b.gated
+		return c, ok
+	}}
+}
+
 // reframe makes a framing that rewrites the body and keeps one write per
 // event.
 func reframe(name string, f func(body []byte) []byte) framing {
@@ -57,12 +74,27 @@ func withEvents(fr framing) framing {
 	}}
 }
 
+// readersDiffer marks a framing that receivers may read differently (a
+// bare CR, a BOM): where its bytes have one, through the gate every parser
+// must read what the spec's reader reads (the case's Canonical), not what
+// it reads of the raw bytes. (mixed-line-ends leaves no bare CR in a
+// stream of three-line events: every receiver reads those bytes alike.)
+func readersDiffer(fr framing) framing {
+	return framing{fr.name, func(t testing.TB, b base) (modelCase, bool) {
+		c, ok := fr.apply(t, b)
+		if ok && readersDisagree(c.body()) {
+			c.Canonical = canonicalSSE(c.body())
+		}
+		return c, ok
+	}}
+}
+
 var framings = []framing{
 	reframe("crlf", toCRLF),
-	reframe("cr", toCR),
-	reframe("mixed-line-ends", mixedEnds),
-	reframe("bom", withBOM),
-	reframe("bom-crlf", func(b []byte) []byte { return withBOM(toCRLF(b)) }),
+	readersDiffer(reframe("cr", toCR)),
+	endsUnread(readersDiffer(reframe("mixed-line-ends", mixedEnds))),
+	readersDiffer(reframe("bom", withBOM)),
+	readersDiffer(reframe("bom-crlf", func(b []byte) []byte { return withBOM(toCRLF(b)) })),
 	reframe("multi-data-lines", multiDataLines),
 	reframe("data-without-space", withoutSpace),
 	reframe("fields-without-colon", fieldsWithoutColon),
@@ -71,7 +103,7 @@ var framings = []framing{
 	reframe("unterminated-last-event", func(b []byte) []byte { return bytes.TrimSuffix(b, []byte("\n")) }),
 	rewrite("byte-by-byte", 1, func(b []byte) []byte { return b }),
 	rewrite("crlf-byte-by-byte", 1, toCRLF),
-	rewrite("cr-byte-by-byte", 1, toCR),
+	readersDiffer(rewrite("cr-byte-by-byte", 1, toCR)),
 	rewrite("pieces-of-7", 7, func(b []byte) []byte { return b }),
 	ambiguous(withEvents(reframe("no-event-lines", func(b []byte) []byte {
 		return mapLines(b, func(l string) []string {

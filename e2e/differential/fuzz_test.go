@@ -172,8 +172,10 @@ var splitBases = map[string]bool{
 // TestSSESplitsEveryByte writes a recorded stream of each provider, framed
 // with LF, CRLF and bare CR, to the gate in two writes, cut at every byte:
 // through the gate no split may yield a gated call, and a stream without
-// one must parse as it does straight. Only distinct gate outputs are
-// parsed.
+// one must parse as it does straight (framed with LF or CRLF) or as its
+// canonical form does straight (with bare CRs, which the Go SDKs read
+// otherwise than the spec: see canonicalSSE). Only distinct gate outputs
+// are parsed.
 func TestSSESplitsEveryByte(t *testing.T) {
 	for _, b := range bases(t) {
 		if !b.stream || !splitBases[b.provider+"/"+b.name] {
@@ -183,7 +185,11 @@ func TestSSESplitsEveryByte(t *testing.T) {
 			body := bytes.ReplaceAll(b.body, []byte("\n"), []byte(fr.end))
 			name := b.provider + "/" + b.name + "/" + fr.name
 			header := http.Header{"Content-Type": {"text/event-stream"}}
-			direct := parseAnswer(b.provider, true, answer{http.StatusOK, header, body})
+			want := body
+			if readersDisagree(body) {
+				want = canonicalSSE(body)
+			}
+			direct := parseAnswer(b.provider, true, answer{http.StatusOK, header, want})
 			seen := map[[32]byte]bool{}
 			failures := 0
 			for k := 1; k < len(body) && failures < 3; k++ {

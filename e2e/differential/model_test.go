@@ -136,11 +136,16 @@ var parserNames = map[string][2]string{
 	anthropic: {"anthropic-sdk-go", "@anthropic-ai/sdk (Node)"},
 }
 
-// outcome is what the parsers made of one case, straight and through the gate.
+// outcome is what the parsers made of one case, straight and through the
+// gate, and for a framing receivers read differently of its canonical form
+// straight.
 type outcome struct {
-	goDirect, goGated     parsed
-	nodeDirect, nodeGated parsed
+	goDirect, goGated, goCanonical       parsed
+	nodeDirect, nodeGated, nodeCanonical parsed
 }
+
+// canonicalKey is the fake provider's key for a case's canonical form.
+func canonicalKey(c modelCase) string { return c.Name + "#canonical" }
 
 // TestModelResponses runs the corpus through both Go SDKs and both Node
 // SDKs, straight and through the gate. Each case is a subtest named
@@ -150,6 +155,11 @@ func TestModelResponses(t *testing.T) {
 	provider := testkit.NewProvider(t)
 	for _, c := range cases {
 		provider.Serve(c.Name, c.reply())
+		if c.Canonical != nil {
+			r := c.reply()
+			r.Pieces = splitEvents(c.Canonical)
+			provider.Serve(canonicalKey(c), r)
+		}
 	}
 	gateURL := startModelGate(t, provider)
 	header := func(i int, c modelCase) map[string]string {
@@ -162,6 +172,11 @@ func TestModelResponses(t *testing.T) {
 		c := cases[i]
 		out[i].goDirect = goParse(context.Background(), goRequest{c.Provider, c.Stream, provider.URL, header(i, c), nil})
 		out[i].goGated = goParse(context.Background(), goRequest{c.Provider, c.Stream, gateURL, header(i, c), nil})
+		if c.Canonical != nil {
+			h := header(i, c)
+			h[testkit.ReplyKeyHeader] = canonicalKey(c)
+			out[i].goCanonical = goParse(context.Background(), goRequest{c.Provider, c.Stream, provider.URL, h, nil})
+		}
 	})
 
 	ns, withNode := findNode(t)
@@ -172,10 +187,16 @@ func TestModelResponses(t *testing.T) {
 			reqs = append(reqs,
 				nodeRequest{"direct " + c.Name, c.Provider, c.Stream, provider.URL + base, header(i, c)},
 				nodeRequest{"gated " + c.Name, c.Provider, c.Stream, gateURL + base, header(i, c)})
+			if c.Canonical != nil {
+				h := header(i, c)
+				h[testkit.ReplyKeyHeader] = canonicalKey(c)
+				reqs = append(reqs, nodeRequest{"canonical " + c.Name, c.Provider, c.Stream, provider.URL + base, h})
+			}
 		}
 		parses := ns.parseModel(t, reqs, 150*time.Second)
 		for i, c := range cases {
 			out[i].nodeDirect, out[i].nodeGated = parses["direct "+c.Name], parses["gated "+c.Name]
+			out[i].nodeCanonical = parses["canonical "+c.Name]
 		}
 	}
 
@@ -184,9 +205,28 @@ func TestModelResponses(t *testing.T) {
 		o := out[i]
 		names := parserNames[c.Provider]
 		t.Run(c.Name, func(t *testing.T) {
-			checkCase(t, c, names[0], o.goDirect, o.goGated)
+			if c.Canonical == nil {
+				checkCase(t, c, names[0], o.goDirect, o.goGated)
+				if withNode {
+					checkCase(t, c, names[1], o.nodeDirect, o.nodeGated)
+				}
+				return
+			}
+			// Receivers read this framing differently, and the gate makes
+			// every one read the spec's reading: each parser must read
+			// through the gate what it reads straight from the canonical
+			// form. That is stricter than comparing a Go SDK's parse with
+			// the Node SDK's, which would have to overlook what the SDKs
+			// themselves do differently (names seen on the way, errors
+			// one of them raises); the Node SDK, which follows the spec,
+			// pins the canonical form instead: it must read it as it reads
+			// the raw bytes.
+			checkCase(t, c, names[0], o.goCanonical, o.goGated)
 			if withNode {
-				checkCase(t, c, names[1], o.nodeDirect, o.nodeGated)
+				checkCase(t, c, names[1], o.nodeCanonical, o.nodeGated)
+				if !o.nodeCanonical.same(o.nodeDirect) {
+					t.Errorf("%s reads the canonical form otherwise than the raw bytes: the harness's spec reading (canonicalSSE) is wrong\n canonical: %s\n direct:    %s", names[1], o.nodeCanonical, o.nodeDirect)
+				}
 			}
 		})
 		if c.Gated && len(o.goDirect.gatedNames()) > 0 {
@@ -199,20 +239,27 @@ func TestModelResponses(t *testing.T) {
 	t.Logf("corpus: %d cases; of the gated ones, the Go SDKs read the gated call straight from the provider in %d, the Node SDKs in %d", len(cases), reach[0], reach[1])
 }
 
-// checkCase asserts the invariant on one parser's two parses of a case.
-func checkCase(t *testing.T, c modelCase, parser string, direct, gated parsed) {
+// checkCase asserts the invariant on one parser's parse of a case through
+// the gate against its parse straight from the provider (want): of the
+// case's bytes, or of their canonical form when receivers read them
+// differently.
+func checkCase(t *testing.T, c modelCase, parser string, want, gated parsed) {
 	t.Helper()
+	straight := "direct"
+	if c.Canonical != nil {
+		straight = "direct, canonical form"
+	}
 	if names := gated.gatedNames(); len(names) > 0 {
-		t.Errorf("%s read the gated call %s through the gate\n gated:  %s\n direct: %s", parser, strings.Join(names, ", "), gated, direct)
+		t.Errorf("%s read the gated call %s through the gate\n gated:  %s\n %s: %s", parser, strings.Join(names, ", "), gated, straight, want)
 		return
 	}
-	if c.Gated || gated.same(direct) {
+	if c.Gated || gated.same(want) {
 		return
 	}
 	if c.MayRefuse && gated.refused(c.Stream) {
 		return
 	}
-	t.Errorf("%s parsed an ungated response differently through the gate\n gated:  %s\n direct: %s", parser, gated, direct)
+	t.Errorf("%s parsed an ungated response differently through the gate\n gated:  %s\n %s: %s", parser, gated, straight, want)
 }
 
 // forEach runs f(0..n-1) on at most workers goroutines.
