@@ -1,0 +1,155 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/interceptor"
+
+	"github.com/toolgate/toolgate/store"
+)
+
+// auditLog reads every chained entry of the rig's store.
+func (r *rig) auditLog() []store.AuditRecord {
+	r.t.Helper()
+	ctx := context.Background()
+	if err := r.db.SyncAudit(ctx); err != nil {
+		r.t.Fatalf("chaining the audit log: %v", err)
+	}
+	entries, err := r.db.AuditEntries(ctx, store.AuditQuery{Limit: 1000})
+	if err != nil {
+		r.t.Fatalf("reading the audit log: %v", err)
+	}
+	out := make([]store.AuditRecord, len(entries))
+	for i, e := range entries {
+		if out[i], err = e.Record(); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// eventsOf is the log's events of one hold, as "kind answer by outcome".
+func eventsOf(log []store.AuditRecord, holdID string) []store.AuditRecord {
+	var out []store.AuditRecord
+	for _, e := range log {
+		if e.HoldID == holdID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func kinds(log []store.AuditRecord) string {
+	var k []string
+	for _, e := range log {
+		k = append(k, string(e.Kind))
+	}
+	return strings.Join(k, " ")
+}
+
+// TestWithdrawSettlesAndAudits: an operator withdraws one waiting hold of
+// a step of two: it is settled at once, the model reads the withdrawal,
+// the other hold still waits, nothing ran, the person's later confirm of
+// the withdrawn hold gets 409, and the audit names the operator.
+func TestWithdrawSettlesAndAudits(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	r.app.SetRecord("/posts/2", `{"title":"Two"}`)
+	step, _ := r.hold(ana, call(0, 1), call(1, 2))
+	holds := r.step(step)
+	ctx := context.Background()
+
+	h, err := r.gate.Withdraw(ctx, holds[0].ID, "operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.State != store.Settled || h.Answer != store.AnswerWithdrawn || h.AnsweredBy != "operator" || h.Outcome != OutcomeWithdrawn {
+		t.Errorf("withdrawn hold: state %s answer %q by %q outcome %q", h.State, h.Answer, h.AnsweredBy, h.Outcome)
+	}
+	wantResults(t, r.restore(ana, step, false), OutcomeWithdrawn, OutcomeWaiting)
+	if _, err := r.gate.Answer(ctx, step, holds[0].ID, ana, store.AnswerConfirm); Status(err) != 409 {
+		t.Errorf("confirming a withdrawn hold: %v (status %d), want 409", err, Status(err))
+	}
+	if _, err := r.gate.Withdraw(ctx, holds[0].ID, "operator"); !errors.Is(err, store.ErrAnswered) {
+		t.Errorf("withdrawing twice: %v, want ErrAnswered", err)
+	}
+	if _, err := r.gate.Withdraw(ctx, "AAAAAAAAAAAAAAAAAAAAAAAAAA", "operator"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("withdrawing an unknown hold: %v, want ErrNotFound", err)
+	}
+	if n := len(r.app.Calls()); n != 0 {
+		t.Errorf("%d releases, want none", n)
+	}
+
+	log := eventsOf(r.auditLog(), holds[0].ID)
+	if got := kinds(log); got != "held answered settled" {
+		t.Fatalf("events of the withdrawn hold: %s", got)
+	}
+	if a := log[1]; a.By != "operator" || a.Answer != store.AnswerWithdrawn || a.Owner != "ana" || a.Tenant != "acme" || a.Action != "delete_post" {
+		t.Errorf("answered: %+v", a.Event)
+	}
+	if s := log[2]; s.Outcome != OutcomeWithdrawn {
+		t.Errorf("settled: %+v", s.Event)
+	}
+	if got := kinds(eventsOf(r.auditLog(), holds[1].ID)); got != "held" {
+		t.Errorf("events of the hold still waiting: %s", got)
+	}
+}
+
+// TestAuditKeepsNoValues: a form's held event names its fields, never the
+// values the model gave, and the submitted values appear nowhere in the
+// log; the card's held event carries the card as shown and the policy's
+// version.
+func TestAuditKeepsNoValues(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	ctx := context.Background()
+
+	step, _ := r.hold(ana, interceptorCallTitled(0, "Model's secret title"))
+	form := r.step(step)[0]
+	if _, err := r.gate.Submit(ctx, step, form.ID, ana, "", nil, []byte(`{"title":"Person's title","body":"Person's body"}`), false); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	cardStep, _ := r.hold(ana, call(0, 1))
+	card := r.step(cardStep)[0]
+
+	log := r.auditLog()
+	raw, _ := json.Marshal(log)
+	for _, v := range []string{"Model's secret title", "Person's title", "Person's body"} {
+		if strings.Contains(string(raw), v) {
+			t.Errorf("the audit log holds the value %q", v)
+		}
+	}
+	held := eventsOf(log, form.ID)
+	if len(held) == 0 || held[0].Kind != store.EventHeld {
+		t.Fatalf("form events: %s", kinds(held))
+	}
+	var shown struct{ Fields []string }
+	if err := json.Unmarshal(held[0].Shown, &shown); err != nil || !slices.Contains(shown.Fields, "body") {
+		t.Errorf("form held shown = %s (%v), want its field names", held[0].Shown, err)
+	}
+	if got := kinds(held); got != "held answered released settled" {
+		t.Errorf("form events: %s", got)
+	}
+	c := eventsOf(log, card.ID)
+	if len(c) != 1 || !strings.Contains(string(c[0].Shown), `"One"`) {
+		t.Errorf("card held event: %+v", c)
+	}
+	if c[0].PolicyVersion == "" || c[0].PolicyVersion != r.policy.Digest() {
+		t.Errorf("policy version %q, want %q", c[0].PolicyVersion, r.policy.Digest())
+	}
+}
+
+// interceptorCallTitled is a draft_post call that gives a title and
+// leaves out the body.
+func interceptorCallTitled(i int, title string) interceptor.Call {
+	c := call(i, 0)
+	args := `{"title":` + jsonString(title) + `}`
+	c.Arguments = []byte(args)
+	c.Raw = []byte(`{"id":"` + c.ID + `","type":"function","function":{"name":"draft_post","arguments":` + jsonString(args) + `}}`)
+	return c
+}
