@@ -44,6 +44,7 @@ type envOptions struct {
 	policy  string // extra YAML for the actions block; "" uses the default
 	ttl     string // the app's default TTL
 	handler string // more lines for the model route's toolgate handler
+	admin   string // the admin global option; "" is "admin off"
 }
 
 // policyYAML is the test policy; APP is replaced by the fake app's URL.
@@ -224,8 +225,12 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	e.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 	pagesHost := fmt.Sprintf("127.0.0.1:%d", pagesPort)
 	e.pagesURL = "http://" + pagesHost + "/toolgate"
+	admin := opts.admin
+	if admin == "" {
+		admin = "admin off"
+	}
 	e.caddy = fmt.Sprintf(`{
-	admin off
+	%s
 	auto_https off
 	default_bind 127.0.0.1
 	log {
@@ -260,7 +265,7 @@ http://%s {
 		toolgate_pages
 	}
 }
-`, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
+`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
 	testkit.Run(t, e.caddy)
 	return e
 }
