@@ -85,15 +85,15 @@ func heldEvent(h *store.Hold) store.Event {
 	return store.Event{
 		Kind: store.EventHeld, HoldID: h.ID, StepID: h.StepID, Tenant: h.Tenant, Owner: h.Owner,
 		Action: h.Action, HoldKind: h.Kind, Protocol: h.Protocol, Policy: h.Policy,
-		Shown: auditShown(h),
+		Shown: ShownSummary(h),
 	}
 }
 
-// auditShown is what the audit keeps of what a hold shows: a card as the
-// person sees it (its sentence and rows, built from the record), or a
-// form's message and the names of its fields (never the values the model
-// gave, even those the form would show).
-func auditShown(h *store.Hold) json.RawMessage {
+// ShownSummary is what the audit log and the admin API tell of what a
+// hold shows: a card as the person sees it (its sentence and rows, built
+// from the record), or a form's message and the names of its fields
+// (never the values the model gave, even those the form would show).
+func ShownSummary(h *store.Hold) json.RawMessage {
 	if len(h.Shown) == 0 {
 		return nil
 	}
