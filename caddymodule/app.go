@@ -245,6 +245,7 @@ func (a *App) Start() error {
 	a.live.db = db
 	a.live.mu.Unlock()
 	a.live.markStarted()
+	setRunning(a) // the admin API's app (admin.go)
 	if p, ok := db.(*store.Postgres); ok {
 		a.logger.Info("store ready", zap.String("postgres", p.Target()), zap.Bool("reused", loaded))
 	} else {
@@ -313,6 +314,7 @@ func (a *App) openStore() (caddy.Destructor, error) {
 // settles them as unknown), and lets go of the store; the last config to
 // use it closes it.
 func (a *App) Stop() error {
+	clearRunning(a)
 	if a.live.stopLoop != nil {
 		a.live.stopLoop()
 	}
