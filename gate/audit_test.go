@@ -153,3 +153,36 @@ func interceptorCallTitled(i int, title string) interceptor.Call {
 	c.Raw = []byte(`{"id":"` + c.ID + `","type":"function","function":{"name":"draft_post","arguments":` + jsonString(args) + `}}`)
 	return c
 }
+
+// TestAuditRefusals: a call refused beside a held one is audited in the
+// step's transaction, one refused on its own by itself; each names the
+// action, the person, the reason, what the model read and the policy's
+// version.
+func TestAuditRefusals(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	_, v := r.hold(ana, call(0, 1), call(1, 99)) // no record for post 99
+	if len(v.Refusals) != 1 {
+		t.Fatalf("refusals: %+v", v.Refusals)
+	}
+	_, v2 := r.hold(ana, call(0, 98))
+	if len(v2.Refusals) != 1 {
+		t.Fatalf("refusals: %+v", v2.Refusals)
+	}
+	var refused []store.AuditRecord
+	for _, e := range r.auditLog() {
+		if e.Kind == store.EventRefused {
+			refused = append(refused, e)
+		}
+	}
+	if len(refused) != 2 {
+		t.Fatalf("refused events: %+v", refused)
+	}
+	for i, want := range []string{v.Refusals[0].Content, v2.Refusals[0].Content} {
+		e := refused[i]
+		if e.Action != "delete_post" || e.Owner != "ana" || e.Tenant != "acme" || e.Reason != "not_found" || e.Detail != want ||
+			e.PolicyVersion != r.policy.Digest() || e.Policy != "policy.yaml" || e.HoldID != "" || e.Protocol != "openai-chat" {
+			t.Errorf("refused event %d: %+v, want detail %q", i, e.Event, want)
+		}
+	}
+}
