@@ -19,6 +19,9 @@ type metrics struct {
 	decided  *prometheus.CounterVec
 	runs     *prometheus.HistogramVec
 	statuses *prometheus.CounterVec
+	// auditFailed counts audit events that could not be appended (the
+	// gate went on without them).
+	auditFailed *prometheus.CounterVec
 	// storeBytes is the store's size on disk, sampled by the app.
 	storeBytes prometheus.Gauge
 }
@@ -44,11 +47,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				Help: "Latency of released calls to the action's endpoint.", Buckets: prometheus.DefBuckets}, []string{"action"}),
 			statuses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "runs_total",
 				Help: "Released calls by the endpoint's status class."}, []string{"action", "status"}),
+			auditFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "audit_failures_total",
+				Help: "Audit events (shown, released, refused) that could not be appended to the audit log."}, []string{"event"}),
 			storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "store_bytes",
 				Help: "Size of the store of holds on disk, in bytes (sampled every 15s)."}),
 		}
 	})
-	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses, theMetrics.storeBytes} {
+	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses, theMetrics.auditFailed, theMetrics.storeBytes} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -62,6 +67,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 func (m *metrics) Held(action string)              { m.held.WithLabelValues(action).Inc() }
 func (m *metrics) Refused(action, reason string)   { m.refused.WithLabelValues(action, reason).Inc() }
 func (m *metrics) Decided(action, decision string) { m.decided.WithLabelValues(action, decision).Inc() }
+func (m *metrics) AuditFailed(event string)        { m.auditFailed.WithLabelValues(event).Inc() }
 func (m *metrics) Ran(action string, status int, d time.Duration) {
 	m.runs.WithLabelValues(action).Observe(d.Seconds())
 	class := "error"

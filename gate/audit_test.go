@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -184,5 +185,31 @@ func TestAuditRefusals(t *testing.T) {
 			e.PolicyVersion != r.policy.Digest() || e.Policy != "policy.yaml" || e.HoldID != "" || e.Protocol != "openai-chat" {
 			t.Errorf("refused event %d: %+v, want detail %q", i, e.Event, want)
 		}
+	}
+}
+
+// auditDown is a store whose audit log alone fails.
+type auditDown struct{ store.Store }
+
+func (auditDown) Audit(context.Context, ...store.Event) error { return store.ErrUnavailable }
+
+// TestAuditFailureBlocksNothing: with appending on its own failing, the
+// person still sees the page and the model still reads the refusal; each
+// lost event is counted by kind.
+func TestAuditFailureBlocksNothing(t *testing.T) {
+	r := newRig(t, rigOptions{wrap: func(s store.Store) store.Store { return auditDown{s} }})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	step, _ := r.hold(ana, call(0, 1))
+	if _, err := r.gate.View(context.Background(), step, ana, ""); err != nil {
+		t.Fatalf("view with the audit log down: %v", err)
+	}
+	if _, v := r.hold(ana, call(0, 99)); len(v.Refusals) != 1 {
+		t.Fatalf("refusal with the audit log down: %+v", v)
+	}
+	r.events.mu.Lock()
+	got := fmt.Sprint(r.events.auditFailed)
+	r.events.mu.Unlock()
+	if got != "map[refused:1 shown:1]" {
+		t.Errorf("audit failures counted: %s", got)
 	}
 }
