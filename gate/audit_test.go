@@ -8,8 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/policies"
 
 	"github.com/toolgate/toolgate/store"
 )
@@ -211,5 +215,58 @@ func TestAuditFailureBlocksNothing(t *testing.T) {
 	r.events.mu.Unlock()
 	if got != "map[refused:1 shown:1]" {
 		t.Errorf("audit failures counted: %s", got)
+	}
+}
+
+// TestAuditMCPForm: an MCP form's life — the ticket held with the
+// form's field names, redeemed by the client's retry, answered by the
+// person, the call going on to the server — is audited without the
+// model's or the person's values.
+func TestAuditMCPForm(t *testing.T) {
+	p, err := policies.Parse("p.yaml", []byte("actions:\n  draft_post:\n    effect: write\n    ask_for_missing: true\n    schema:\n      type: object\n      properties:\n        title: {type: string}\n        body: {type: string}\n      required: [title, body]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenBadger("", store.BadgerOptions{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	g := New(Config{Store: st, Secret: []byte("0123456789abcdef0123"), Policy: func(string) *policies.Policy { return p }})
+	who := func() Person { return Person{Owner: "ana", Tenant: "acme"} }
+	call := MCPCall{Name: "draft_post", Arguments: []byte(`{"title":"Model's title"}`), Modern: true, Elicit: interceptor.ElicitModes{Form: true}}
+	v := g.MCPFront(p, "p.yaml", who, time.Minute, 0).MCP(context.Background(), call)
+	call.State = gjson.GetBytes(v.Result, "requestState").String()
+	call.Responses = map[string][]byte{MCPFormKey: []byte(`{"action":"accept","content":{"body":"Person's body"}}`)}
+	if v = g.MCPFront(p, "p.yaml", who, time.Minute, 0).MCP(context.Background(), call); !v.Rewritten {
+		t.Fatalf("the answered call does not go on: %s", v.Result)
+	}
+	if err := st.SyncAudit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := st.AuditEntries(context.Background(), store.AuditQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		if strings.Contains(string(e.Body), "Model's title") || strings.Contains(string(e.Body), "Person's body") {
+			t.Errorf("entry %d holds a value: %s", e.Seq, e.Body)
+		}
+		r, _ := e.Record()
+		got = append(got, fmt.Sprintf("%s %s %s %s %s/%s %s%s", r.Kind, r.HoldKind, r.Protocol, r.Answer, r.Tenant, r.By, r.Endpoint, r.Outcome))
+		if r.Kind == store.EventHeld && !strings.Contains(string(r.Shown), `"fields":["body"]`) {
+			t.Errorf("held shown %s, want the form's field names", r.Shown)
+		}
+	}
+	want := []string{
+		"held ticket mcp  acme/ ",
+		"answered ticket mcp used acme/ana ",
+		"settled ticket mcp  acme/ used", // the ticket is redeemed
+		"answered ticket mcp submit acme/ana ",
+		"released ticket mcp  acme/ mcp tools/call draft_post",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -431,7 +431,7 @@ func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upst
 		return f.mcpRefuse(c, "answer", "the answer does not fit the tool's schema ("+err.Error()+"); nothing ran.")
 	}
 	g.cfg.Observer.Decided(c.Name, store.AnswerSubmit)
-	g.audit(answered)
+	g.audit(answered, store.Event{Kind: store.EventReleased, HoldID: t.ID, Endpoint: "mcp tools/call " + c.Name})
 	g.log.Info("mcp form answered", zap.String("ticket", t.ID), zap.String("action", c.Name), zap.String("answered_by", f.person.Owner))
 	return MCPVerdict{Rewritten: true, Arguments: args, State: upstream, Responses: rest, Relay: &MCPRelay{call: c, args: args}}
 }
