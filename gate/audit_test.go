@@ -270,3 +270,60 @@ func TestAuditMCPForm(t *testing.T) {
 		t.Errorf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestWithdrawRacesTheAnswer: 100 concurrent withdrawals and
+// confirmations of one hold: exactly one wins; the call runs once if a
+// confirmation won and never if a withdrawal did, and the audit records
+// one answer.
+func TestWithdrawRacesTheAnswer(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	step, _ := r.hold(ana, call(0, 1))
+	id := r.step(step)[0].ID
+	ctx := context.Background()
+	type result struct {
+		withdraw bool
+		err      error
+	}
+	results := make(chan result, 100)
+	start := make(chan struct{})
+	for i := range 100 {
+		go func() {
+			<-start
+			if i%2 == 0 {
+				_, err := r.gate.Withdraw(ctx, id, "admin")
+				results <- result{true, err}
+				return
+			}
+			_, err := r.gate.Answer(ctx, step, id, ana, store.AnswerConfirm)
+			results <- result{false, err}
+		}()
+	}
+	close(start)
+	var won []result
+	for range 100 {
+		select {
+		case res := <-results:
+			if res.err == nil {
+				won = append(won, res)
+			} else if Status(res.err) != 409 {
+				t.Errorf("a losing answer: %v (status %d), want 409", res.err, Status(res.err))
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the answers did not all return")
+		}
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d answers won", len(won))
+	}
+	wantRuns, wantEvents := 1, "held answered released settled"
+	if won[0].withdraw {
+		wantRuns, wantEvents = 0, "held answered settled"
+	}
+	if n := r.runs(id); n != wantRuns {
+		t.Errorf("the call ran %d times after a %+v win", n, won[0])
+	}
+	if got := kinds(eventsOf(r.auditLog(), id)); got != wantEvents {
+		t.Errorf("events after a %+v win: %s, want %s", won[0], got, wantEvents)
+	}
+}
