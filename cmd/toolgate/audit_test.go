@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -30,14 +32,42 @@ var auditStart = time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC)
 func writeAuditLog(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	at := auditStart
-	s, err := store.OpenBadger(dir, store.BadgerOptions{Now: func() time.Time { return at }})
+	clock := &auditClock{at: auditStart}
+	s, err := store.OpenBadger(dir, store.BadgerOptions{Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeEvents(t, s, clock)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// auditClock is the clock of a store the test writes, moved by hand.
+type auditClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *auditClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *auditClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = t
+}
+
+// writeEvents appends the six refusals to s, an hour apart on clock.
+func writeEvents(t *testing.T, s store.Store, clock *auditClock) {
+	t.Helper()
 	ctx := context.Background()
 	for i := 1; i <= 6; i++ {
-		at = auditStart.Add(time.Duration(i-1) * time.Hour)
+		clock.set(auditStart.Add(time.Duration(i-1) * time.Hour))
 		ev := store.Event{Kind: store.EventRefused, Owner: fmt.Sprintf("person-%d", i), Action: "delete_post", Reason: "no_owner"}
 		if err := s.Audit(ctx, ev); err != nil {
 			t.Fatal(err)
@@ -46,10 +76,44 @@ func writeAuditLog(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+}
+
+// TestAuditVerifyCommandPostgres: the same on PostgreSQL, tampered with
+// in the audit_log table; verify reads the chain while a replica has the
+// store open.
+func TestAuditVerifyCommandPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	bin := build(t)
+	for _, tt := range []struct{ name, sql, want string }{
+		{"holds", "", "holds: 6 entries, seq 1 to 6"},
+		{"edit", `UPDATE audit_log SET body = convert_to(replace(convert_from(body, 'UTF8'), 'person-3', 'mallory3'), 'UTF8') WHERE seq = 3`,
+			"audit chain broken at seq 3: its content does not match its hash (the entry was edited)"},
+		{"delete", `DELETE FROM audit_log WHERE seq = 3`, "audit chain broken at seq 3: missing: the entry after seq 2 is seq 4"},
+		{"reorder", `UPDATE audit_log SET seq = -1 WHERE seq = 3; UPDATE audit_log SET seq = 3 WHERE seq = 4; UPDATE audit_log SET seq = 4 WHERE seq = -1`,
+			"audit chain broken at seq 3: it holds the content of seq 4 (entries were reordered)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := pgtest.Database(t, dsn)
+			clock := &auditClock{at: auditStart}
+			replica, err := store.OpenPostgres(db, store.PostgresOptions{Now: clock.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer replica.Close()
+			writeEvents(t, replica, clock)
+			if tt.sql != "" {
+				pgtest.Exec(t, db, "SET search_path TO toolgate; "+tt.sql)
+			}
+			out, errOut, status := runAudit(t, bin, "verify", "--postgres", db)
+			wantStatus, got := 1, errOut
+			if tt.sql == "" {
+				wantStatus, got = 0, out
+			}
+			if status != wantStatus || !strings.Contains(got, tt.want) {
+				t.Errorf("status %d, want %d naming %q\nstdout %s\nstderr %s", status, wantStatus, tt.want, out, errOut)
+			}
+		})
 	}
-	return dir
 }
 
 // tamperBadger changes the directory's entries in one raw transaction.
