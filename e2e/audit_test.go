@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/policies"
 )
 
 // auditCommand runs `toolgate audit ARGS...` in this process, the
@@ -49,16 +50,23 @@ func (e *env) storeFlags(t *testing.T) []string {
 	return []string{"--" + m[1], m[2]}
 }
 
-// policyVersion is the SHA-256 of the env's policy file.
-func (e *env) policyVersion(t *testing.T) (file, version string) {
+// policyFile is the env's policy file and the policy as it reads it.
+func (e *env) policyFile(t *testing.T) (string, *policies.Policy) {
 	t.Helper()
 	m := regexp.MustCompile(`policy (\S+)`).FindStringSubmatch(e.caddy)
 	b, err := os.ReadFile(m[1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(b)
-	return m[1], hex.EncodeToString(sum[:])
+	p, err := policies.Parse(m[1], b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The policy's version is its file's SHA-256, cut short.
+	if sum := sha256.Sum256(b); !strings.HasPrefix(hex.EncodeToString(sum[:]), p.Version()) || p.Version() == "" {
+		t.Fatalf("policy version %q is not its file's hash", p.Version())
+	}
+	return m[1], p
 }
 
 // TestAuditExportsEveryHoldsLife: four holds — confirmed, declined,
@@ -73,7 +81,7 @@ func TestAuditExportsEveryHoldsLife(t *testing.T) {
 		e.app.SetRecord("/posts/"+post, `{"title":"`+title+`","status":"draft"}`)
 	}
 	start := time.Now().Add(-time.Second)
-	policyFile, version := e.policyVersion(t)
+	policyFile, policy := e.policyFile(t)
 
 	type held struct {
 		link string
@@ -190,7 +198,8 @@ func TestAuditExportsEveryHoldsLife(t *testing.T) {
 				full[k] = v
 			}
 			if j == 0 {
-				full["policy_version"] = version
+				full["policy_version"] = policy.Version()
+				full["action_version"] = policy.Action(actions[i]).Version()
 				step, _ = g["step_id"].(string)
 				if len(step) != 26 || !strings.Contains(h.link, step) {
 					t.Errorf("hold %d: held step_id %q, link %s", i, step, h.link)

@@ -261,9 +261,20 @@ func TestSyntheticSteps(t *testing.T) {
 				if finish != wantFinish {
 					t.Errorf("finish = %q, want %q", finish, wantFinish)
 				}
-				_, _, s := e.view(ana, link(t, msg.Content))
+				l := link(t, msg.Content)
+				_, _, s := e.view(ana, l)
 				if len(s.Holds) != tt.wantCards {
 					t.Errorf("page shows %d holds, want %d", len(s.Holds), tt.wantCards)
+				}
+				// Decline what waits: the same call again while its hold
+				// waits would attach to it (one card per intent), and the
+				// next case asks for its own cards.
+				for _, h := range s.Holds {
+					if h.State == "waiting" {
+						if st, body := e.answer(ana, l, h.ID, s.Tokens[h.ID], "decline", nil); st != http.StatusSeeOther {
+							t.Fatalf("declining %s: %d %s", h.ID, st, body)
+						}
+					}
 				}
 			})
 		}

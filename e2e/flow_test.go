@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +13,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/actions"
+	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/pages"
 )
 
 var del7 = call{"call_del7", "delete_post", `{"post":7}`, false}
@@ -200,9 +202,16 @@ func TestAnotherPersonCannotAnswer(t *testing.T) {
 	}
 	_, _, s := e.view(ana, l)
 	id := s.Holds[0].ID
-	// bo with ana's token, and bo with a token made for himself: both 409.
+	// bo with ana's token, and bo with a token made for himself (valid for
+	// him: only the owner check refuses it): both 409.
 	if st, _ := e.answer(bo, l, id, s.Tokens[id], "confirm", nil); st != http.StatusConflict {
 		t.Errorf("bo confirming with ana's token: %d", st)
+	}
+	bos := (&pages.Pages{Secret: []byte(secret)}).Token(id, gate.Person{Owner: "bo"})
+	for _, choice := range []string{"confirm", "decline"} {
+		if st, _ := e.answer(bo, l, id, bos, choice, nil); st != http.StatusConflict {
+			t.Errorf("bo answering %s with his own token: %d", choice, st)
+		}
 	}
 	if n := len(e.app.Calls()); n != 0 {
 		t.Fatal("another person's answer ran the call")
@@ -216,26 +225,34 @@ func TestAnotherPersonCannotAnswer(t *testing.T) {
 	}
 }
 
+// Of 100 confirms racing inside the store exactly one runs the call; the
+// other 99 get 409 and run nothing. racePosts lines the answers up behind
+// the sign-in and lets them go together; the step's other call carries a
+// long argument, and every claim reads the whole step in its transaction,
+// which keeps each claim open long enough for the others to start (with
+// the store's conflict detection off, several win).
 func TestSecondPressAndConcurrentConfirms(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	setupPost(e)
-	l, _ := e.hold(t, "ana")
+	e.app.SetRecord("/posts/8", `{"title":"Autumn meetup","status":"draft"}`)
+	long := call{"call_del8", "delete_post", fmt.Sprintf(`{"post":8,"note":%q}`, strings.Repeat("autumn meetup ", raceNoteRepeats)), false}
+	l, _ := e.hold(t, "ana", del7, long)
 	_, _, s := e.view(ana, l)
+	if len(s.Holds) != 2 {
+		t.Fatalf("%d holds, want 2", len(s.Holds))
+	}
+	// The long one is declined first: the confirm that wins completes the
+	// step and releases it.
+	if st, _ := e.answer(ana, l, s.Holds[1].ID, s.Tokens[s.Holds[1].ID], "decline", nil); st != http.StatusSeeOther {
+		t.Fatalf("decline: %d", st)
+	}
 	id, tok := s.Holds[0].ID, s.Tokens[s.Holds[0].ID]
 	const n = 100
-	statuses := make([]int, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			statuses[i], _ = e.answer(ana, l, id, tok, "confirm", nil)
-		}()
+	u, err := url.Parse(l)
+	if err != nil {
+		t.Fatal(err)
 	}
-	close(start)
-	wg.Wait()
+	statuses := racePosts(t, ana, l, n, url.Values{"hold": {id}, "token": {tok}, "answer": {"confirm"}}, map[string]string{"Origin": u.Scheme + "://" + u.Host})
 	count := map[int]int{}
 	for _, st := range statuses {
 		count[st]++
@@ -243,8 +260,8 @@ func TestSecondPressAndConcurrentConfirms(t *testing.T) {
 	if count[http.StatusSeeOther] != 1 || count[http.StatusConflict] != n-1 {
 		t.Errorf("statuses = %v, want one 303 and %d × 409", count, n-1)
 	}
-	if c := len(e.app.Calls()); c != 1 {
-		t.Errorf("the action ran %d times", c)
+	if c := e.app.Calls(); len(c) != 1 || c[0].URI != "/posts/7" || c[0].Header.Get(actions.HeaderIdempotency) != id {
+		t.Errorf("the action endpoint got %d requests, want one for post 7", len(c))
 	}
 	// A second press later, and a replayed decline: 409, nothing more runs.
 	for _, choice := range []string{"confirm", "decline"} {

@@ -340,6 +340,7 @@ type mcpEnv struct {
 	app      *testkit.App
 	gateURL  string
 	pagesURL string
+	caddy    string // the Caddyfile loaded
 }
 
 type mcpEnvOptions struct {
@@ -374,7 +375,7 @@ func newMCPEnv(t *testing.T, o mcpEnvOptions) *mcpEnv {
 	e.gateURL = fmt.Sprintf("http://127.0.0.1:%d/mcp", gatePort)
 	pagesHost := fmt.Sprintf("127.0.0.1:%d", pagesPort)
 	e.pagesURL = "http://" + pagesHost + "/toolgate"
-	testkit.Run(t, fmt.Sprintf(`{
+	e.caddy = fmt.Sprintf(`{
 	admin off
 	auto_https off
 	default_bind 127.0.0.1
@@ -408,7 +409,8 @@ http://%s {
 		toolgate_pages
 	}
 }
-`, storeOption(t, filepath.Join(dir, "store")), secret, e.pagesURL, gatePort, pol, extra, strings.TrimPrefix(e.server.URL, "http://"), pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw")))
+`, storeOption(t, filepath.Join(dir, "store")), secret, e.pagesURL, gatePort, pol, extra, strings.TrimPrefix(e.server.URL, "http://"), pagesHost, hash(t, "ana-pw"), hash(t, "bo-pw"))
+	testkit.Run(t, e.caddy)
 	return e
 }
 

@@ -209,13 +209,17 @@ func TestReplicasShareHolds(t *testing.T) {
 		t.Errorf("the history restored on B reads %q", got)
 	}
 	// The cap on holds waiting for one person counts them on every
-	// replica: three held on A, B and C, the fourth refused on any.
+	// replica: three held on A, B and C, the fourth refused on any. Each is
+	// another post: the same call again would attach to its waiting hold.
+	for post := 8; post <= 10; post++ {
+		rs.app.SetRecord(fmt.Sprintf("/posts/%d", post), `{"title":"Old meetup","status":"draft"}`)
+	}
 	for i := range rs.gates {
-		if l, _ := rs.env(i).hold(t, "carl", call{fmt.Sprintf("call_cap%d", i), "delete_post", `{"post":7}`, false}); l == "" {
+		if l, _ := rs.env(i).hold(t, "carl", call{fmt.Sprintf("call_cap%d", i), "delete_post", fmt.Sprintf(`{"post":%d}`, 7+i), false}); l == "" {
 			t.Fatalf("carl's hold %d on replica %d was not held", i, i)
 		}
 	}
-	res, _ := rs.env(1).refusedWith(t, "carl", "call_cap3", call{"call_cap3", "delete_post", `{"post":7}`, false})
+	res, _ := rs.env(1).refusedWith(t, "carl", "call_cap3", call{"call_cap3", "delete_post", `{"post":10}`, false})
 	if !strings.Contains(res, "too many of this person's requests are already waiting") {
 		t.Errorf("carl's fourth waiting hold: the model read %q", res)
 	}

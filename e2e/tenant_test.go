@@ -156,7 +156,9 @@ func TestMaxWaitingRefusesAndStoreSizeIsMeasured(t *testing.T) {
 	if l, _ := e.hold(t, "ana"); l == "" {
 		t.Fatal("the first call was not held")
 	}
-	res, text := e.refusedWith(t, "ana", "call_del7", del7)
+	// Another call: the same one again would attach to the waiting hold.
+	e.app.SetRecord("/posts/8", `{"title":"Autumn meetup","status":"draft"}`)
+	res, text := e.refusedWith(t, "ana", "call_del8", call{"call_del8", "delete_post", `{"post":8}`, false})
 	if !strings.Contains(res, "Toolgate refused delete_post: too many of this person's requests are already waiting for their answer; nothing ran.") || linkRe.MatchString(text) {
 		t.Errorf("over the cap: model read %q, app got %q", res, text)
 	}

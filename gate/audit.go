@@ -36,37 +36,16 @@ const auditTimeout = 5 * time.Second
 
 // audited is the store as the gate uses it: Put, Claim and Settle carry
 // the events of the changes they make (held, answered, settled).
-type audited struct {
-	store.Store
-	policy func(key string) *policies.Policy // Config.Policy, for the policy's version; may be nil
-}
+type audited struct{ store.Store }
 
 func (a audited) Put(ctx context.Context, holds []store.Hold, events ...store.Event) error {
 	events = slices.Clip(events)
 	for i := range holds {
 		if holds[i].State == store.Waiting {
-			ev := heldEvent(&holds[i])
-			ev.PolicyVersion = a.version(holds[i].Policy)
-			events = append(events, ev)
+			events = append(events, heldEvent(&holds[i]))
 		}
 	}
 	return a.Store.Put(ctx, holds, events...)
-}
-
-// version is the version of the policy loaded under key: the SHA-256 of
-// its file, so an auditor can tell which rules held a call.
-func (a audited) version(key string) string {
-	if a.policy == nil {
-		return ""
-	}
-	return policyVersion(a.policy(key))
-}
-
-func policyVersion(p *policies.Policy) string {
-	if p == nil {
-		return ""
-	}
-	return p.Digest()
 }
 
 func (a audited) Claim(ctx context.Context, id string, ans store.Answer, events ...store.Event) (store.Claimed, error) {
@@ -85,6 +64,7 @@ func heldEvent(h *store.Hold) store.Event {
 	return store.Event{
 		Kind: store.EventHeld, HoldID: h.ID, StepID: h.StepID, Tenant: h.Tenant, Owner: h.Owner,
 		Action: h.Action, HoldKind: h.Kind, Protocol: h.Protocol, Policy: h.Policy,
+		PolicyVersion: h.PolicyVersion, ActionVersion: h.ActionVersion,
 		Shown: ShownSummary(h),
 	}
 }
@@ -131,7 +111,8 @@ func (g *Gate) audit(events ...store.Event) {
 func (f *Front) refusedEvent(action, reason, text string) store.Event {
 	return store.Event{
 		Kind: store.EventRefused, Tenant: f.person.Tenant, Owner: f.person.Owner, Action: action,
-		Policy: f.policyKey, PolicyVersion: policyVersion(f.policy), Protocol: f.protocol, Reason: reason, Detail: text,
+		Policy: f.policyKey, PolicyVersion: f.policy.Version(), ActionVersion: f.policy.Action(action).Version(),
+		Protocol: f.protocol, Reason: reason, Detail: text,
 	}
 }
 

@@ -144,8 +144,8 @@ func TestAuditKeepsNoValues(t *testing.T) {
 	if len(c) != 1 || !strings.Contains(string(c[0].Shown), `"One"`) {
 		t.Errorf("card held event: %+v", c)
 	}
-	if c[0].PolicyVersion == "" || c[0].PolicyVersion != r.policy.Digest() {
-		t.Errorf("policy version %q, want %q", c[0].PolicyVersion, r.policy.Digest())
+	if c[0].PolicyVersion == "" || c[0].PolicyVersion != r.policy.Version() || c[0].ActionVersion != r.policy.Action("delete_post").Version() {
+		t.Errorf("versions %q %q, want %q %q", c[0].PolicyVersion, c[0].ActionVersion, r.policy.Version(), r.policy.Action("delete_post").Version())
 	}
 }
 
@@ -186,7 +186,7 @@ func TestAuditRefusals(t *testing.T) {
 	for i, want := range []string{v.Refusals[0].Content, v2.Refusals[0].Content} {
 		e := refused[i]
 		if e.Action != "delete_post" || e.Owner != "ana" || e.Tenant != "acme" || e.Reason != "not_found" || e.Detail != want ||
-			e.PolicyVersion != r.policy.Digest() || e.Policy != "policy.yaml" || e.HoldID != "" || e.Protocol != "openai-chat" {
+			e.PolicyVersion != r.policy.Version() || e.ActionVersion != r.policy.Action("delete_post").Version() || e.Policy != "policy.yaml" || e.HoldID != "" || e.Protocol != "openai-chat" {
 			t.Errorf("refused event %d: %+v, want detail %q", i, e.Event, want)
 		}
 	}

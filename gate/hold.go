@@ -133,6 +133,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			CallID: c.ID, Call: c.Raw, Message: message, Position: c.Position,
 			State: store.Waiting, Created: now,
 		}
+		stampVersions(&h, f.policy)
 		if h.ID, err = store.NewID(); err != nil {
 			return f.refuseAll(calls, "store", "the gate could not make a link")
 		}
@@ -264,56 +265,34 @@ func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan 
 	refuse := func(reason, format string, args ...any) plan {
 		return plan{refusal: &refusal{reason, fmt.Sprintf("Toolgate refused %s: "+format, append([]any{c.Name}, args...)...)}}
 	}
-	a := f.policy.Action(c.Name)
-	if a == nil {
-		return refuse("policy", "the policy does not declare it; nothing ran.")
+	d := decide(f.policy, c, f.toolSchema, f.protocol)
+	if d.askMisfit != nil {
+		f.g.log.Error("policy error: ask does not fit the tool's schema", zap.String("action", c.Name), zap.Error(d.askMisfit))
 	}
-	args := c.Arguments
-	if c.Type == "custom" {
-		args, _ = json.Marshal(map[string]string{"input": string(c.Arguments)})
-	}
-	schema := a.Schema
-	if schema == nil && f.toolSchema != nil {
-		schema = f.toolSchema(c.Name)
-	}
-	if interceptor.DuplicateKey(args) {
-		// The card would read one value and the app act on another.
-		return refuse("arguments", "its arguments give a key twice; nothing ran. Call it again with each key once.")
-	}
-	d := forms.Plan(a, schema, args)
-	if d.Outcome == forms.Refuse && a.AskForMissing && schema != nil {
-		// A mistake only knowable now: the ask does not fit the schema the
-		// request offered. Plan refused the call; the operator must hear.
-		if err := a.CheckAsk(schema); err != nil {
-			f.g.log.Error("policy error: ask does not fit the tool's schema", zap.String("action", c.Name), zap.Error(err))
-		}
-	}
-	if d.Outcome == forms.Refuse {
-		return refuse("arguments", "%s. Nothing ran; ask the person in words for what is missing, then call it again.", describeReasons(d))
-	}
-	if d.Outcome == forms.Pass && !a.Effect.NeedsCard() {
+	switch {
+	case d.refusal != nil:
+		return plan{refusal: d.refusal}
+	case d.pass:
 		return plan{pass: true}
 	}
-	if a.Run.URL == nil && f.protocol != ProtocolMCP {
-		return refuse("policy", "the policy gives it no endpoint to run on (only an MCP server runs it); nothing ran.")
-	}
+	a, schema, args := d.action, d.schema, d.args
 	if waiting >= MaxHeld {
 		return refuse("too_many", "at most %d calls can wait for the person at once; nothing ran. Call it again after they answer.", MaxHeld)
 	}
 	if f.person.Owner == "" {
 		return refuse("no_owner", "the gate could not tell whose conversation this is; nothing ran.")
 	}
-	if d.Outcome == forms.Ask {
-		form, err := f.g.buildForm(ctx, a, schema, d, "", f.person)
+	if d.form.Outcome == forms.Ask {
+		form, err := f.g.buildForm(ctx, a, schema, d.form, "", f.person)
 		if err != nil {
 			f.g.log.Error("building form", zap.String("action", c.Name), zap.Error(err))
-			return refuse("form", "the form for %s cannot be built; nothing ran.", describeReasons(d))
+			return refuse("form", "the form for %s cannot be built; nothing ran.", describeReasons(d.form))
 		}
 		var kept json.RawMessage
 		if a.Schema == nil {
 			kept = schema
 		}
-		shown, _ := json.Marshal(formShown{Fields: d.Fields, Reasons: d.Reasons, Accepted: d.Accepted, Schema: kept, Message: form.Message})
+		shown, _ := json.Marshal(formShown{Fields: d.form.Fields, Reasons: d.form.Reasons, Accepted: d.form.Accepted, Schema: kept, Message: form.Message})
 		params, _ := json.Marshal(form)
 		return plan{kind: store.KindForm, shown: shown, form: params, say: form.Message, args: args}
 	}

@@ -225,6 +225,7 @@ func (f *Front) mcpAskConfirm(ctx context.Context, c MCPCall, a *policies.Action
 		Kind: store.KindCard, Protocol: ProtocolMCP, Shown: pl.shown, Fingerprint: pl.print,
 		Arguments: pl.args, State: store.Waiting, Created: now, Expires: now.Add(ttl),
 	}
+	stampVersions(&h, f.policy)
 	var err error
 	if h.ID, err = store.NewID(); err == nil {
 		h.StepID, err = store.NewID()

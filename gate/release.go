@@ -86,9 +86,12 @@ func (g *Gate) detached(ctx context.Context) (context.Context, context.CancelFun
 func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
 	var outcome string
 	ok := true
+	moved := g.policyMoved(h) // gate/policyversion.go
 	switch {
 	case h.Kind == store.KindTicket:
 		outcome = "used"
+	case moved != "":
+		outcome = moved
 	case h.Answer == store.AnswerConfirm && h.Protocol == ProtocolMCP:
 		// The MCP client's retry runs it (Front.MCP), not the page.
 		outcome = OutcomeMCPConfirmed

@@ -38,6 +38,11 @@ const (
 	UncheckedUnreadable = uncheckedUnreadable
 )
 
+// Why an outcome is ResultNotRun, when the gate can say more.
+const (
+	NotRunPolicyChanged = "policy_changed" // the policy dropped or changed the action after the person was asked
+)
+
 // Why an outcome is ResultUnknown.
 const (
 	UnknownNoAnswer = "no_answer" // the app did not answer
@@ -53,7 +58,8 @@ type Result struct {
 	Kind   string `json:"kind"`
 	Status int    `json:"status,omitempty"` // the app's HTTP status, when the outcome names one
 	// Why says more for ResultUnchecked (not found, not allowed,
-	// unavailable, unreadable) and ResultUnknown (UnknownNoAnswer, ...).
+	// unavailable, unreadable), ResultUnknown (UnknownNoAnswer, ...) and
+	// ResultNotRun (NotRunPolicyChanged).
 	Why string `json:"why,omitempty"`
 
 	reply string // for ResultDone: the text the model read after the person's part
@@ -116,6 +122,8 @@ func readOutcome(outcome string) Result {
 		return Result{Kind: ResultChanged}
 	case outcomePolicyGone, outcomeNoEndpoint, outcomeAnswerLost:
 		return Result{Kind: ResultNotRun}
+	case outcomePolicyDropped, outcomePolicyChanged:
+		return Result{Kind: ResultNotRun, Why: NotRunPolicyChanged}
 	case OutcomeDeclined:
 		return Result{Kind: ResultDeclined}
 	}

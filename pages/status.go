@@ -70,6 +70,9 @@ func (w *words) personStatus(h gate.HoldView) status {
 	case gate.ResultNotSent:
 		return status{Head: w.NotRun, Detail: w.AppUnreachable}
 	case gate.ResultNotRun:
+		if r.Why == gate.NotRunPolicyChanged {
+			return status{Head: w.NotRun, Detail: w.PolicyChanged}
+		}
 		return status{Head: w.NotRun, Detail: w.GateCouldNotRun}
 	}
 	// gate.ResultUnknown, and any kind this page does not know.

@@ -60,6 +60,7 @@ type words struct {
 	AppRefusedValues           string
 	AppUnreachable             string
 	GateCouldNotRun            string
+	PolicyChanged              string // the policy dropped or changed the action after the person was asked
 	MayHaveRun                 string
 	NoAnswer                   string
 	AppFailed                  string // %d is the app's HTTP status
@@ -147,6 +148,7 @@ var english = words{
 	AppRefusedValues:           "The app refused the values.",
 	AppUnreachable:             "The app could not be reached.",
 	GateCouldNotRun:            "The gate could not run it.",
+	PolicyChanged:              "The gate's policy for this action changed after you were asked.",
 	MayHaveRun:                 "It may or may not have run.",
 	NoAnswer:                   "The app did not answer. It was not tried again.",
 	AppFailed:                  "The app failed (HTTP %d). It was not tried again.",
@@ -230,6 +232,7 @@ var german = words{
 	AppRefusedValues:           "Die App hat die Werte abgelehnt.",
 	AppUnreachable:             "Die App war nicht erreichbar.",
 	GateCouldNotRun:            "Das Gate konnte es nicht ausführen.",
+	PolicyChanged:              "Die Regeln des Gates für diese Aktion wurden geändert, nachdem Sie gefragt wurden.",
 	MayHaveRun:                 "Es wurde vielleicht ausgeführt, vielleicht auch nicht.",
 	NoAnswer:                   "Die App hat nicht geantwortet. Es wurde nicht erneut versucht.",
 	AppFailed:                  "Die App ist fehlgeschlagen (HTTP %d). Es wurde nicht erneut versucht.",
@@ -313,6 +316,7 @@ var french = words{
 	AppRefusedValues:           "L'application a refusé les valeurs.",
 	AppUnreachable:             "L'application n'a pas pu être jointe.",
 	GateCouldNotRun:            "La passerelle n'a pas pu l'exécuter.",
+	PolicyChanged:              "Les règles de la passerelle pour cette action ont changé depuis qu'on vous a posé la question.",
 	MayHaveRun:                 "L'action a peut-être été exécutée, peut-être pas.",
 	NoAnswer:                   "L'application n'a pas répondu. Aucune nouvelle tentative n'a été faite.",
 	AppFailed:                  "L'application a échoué (HTTP %d). Aucune nouvelle tentative n'a été faite.",
@@ -396,6 +400,7 @@ var spanish = words{
 	AppRefusedValues:           "La aplicación rechazó los valores.",
 	AppUnreachable:             "No se pudo contactar con la aplicación.",
 	GateCouldNotRun:            "La pasarela no pudo ejecutarlo.",
+	PolicyChanged:              "Las reglas de la pasarela para esta acción cambiaron después de que se le preguntara.",
 	MayHaveRun:                 "Puede que se haya ejecutado o puede que no.",
 	NoAnswer:                   "La aplicación no respondió. No se volvió a intentar.",
 	AppFailed:                  "La aplicación falló (HTTP %d). No se volvió a intentar.",

@@ -132,7 +132,7 @@ func (l *loader) checkAskAtLoad(a *Action, nodes askNodes) error {
 
 // ask reads an action's ask key.
 func (l *loader) ask(n *yaml.Node, nodes askNodes) (*Ask, error) {
-	f, err := l.fields(n, "ask", "message", "confirm", "textarea", "choices", "default", "choices_from", "default_from")
+	f, err := l.fields(n, "ask", askKeyNames...)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ type fieldSet struct {
 
 // card reads an action's card key.
 func (l *loader) card(n *yaml.Node, fields *fieldSet) (*Card, error) {
-	f, err := l.fields(n, "card", "reason", "record", "rows")
+	f, err := l.fields(n, "card", cardKeys...)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (l *loader) record(n *yaml.Node, fields *fieldSet) (*Template, error) {
 	if n.Kind != yaml.MappingNode {
 		return l.template(n, "card.record", fields)
 	}
-	f, err := l.fields(n, "card.record", "url", "method")
+	f, err := l.fields(n, "card.record", recordMappingKeys...)
 	if err != nil {
 		return nil, err
 	}

@@ -105,6 +105,19 @@
 // document in the file are refused, so a typo cannot silently switch a check
 // off.
 //
+// # The schema and versions
+//
+// policy.schema.json, in this package's folder, is the file's JSON Schema
+// for editors (a "# yaml-language-server: $schema=" line). FileSchema
+// generates it (go generate) from the types in filespec.go, whose yaml
+// tags are also the keys the loader accepts; a test fails while the
+// committed file is stale.
+//
+// Policy.Version is a short hash of the file's bytes, and Action.Version
+// one of what decides an action's calls (its effect, schema, card,
+// endpoint, MCP and form settings): holds record both, and the gate runs
+// nothing for a hold whose action changed since.
+//
 // # URL templates
 //
 // run.url and card.record may name top-level arguments in braces:

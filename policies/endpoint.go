@@ -22,7 +22,7 @@ func (l *loader) run(n *yaml.Node, fields *fieldSet) (Endpoint, error) {
 	if isNull(n) {
 		return e, nil
 	}
-	f, err := l.fields(n, "run", "method", "url", "headers")
+	f, err := l.fields(n, "run", runKeys...)
 	if err != nil {
 		return e, err
 	}
@@ -93,7 +93,7 @@ func (l *loader) mcp(a *Action, n *yaml.Node) (MCP, error) {
 	if isNull(n) {
 		return m, nil
 	}
-	f, err := l.fields(n, "mcp", "confirm")
+	f, err := l.fields(n, "mcp", mcpKeys...)
 	if err != nil {
 		return m, err
 	}

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -21,9 +22,15 @@ func FuzzParse(f *testing.F) {
 		if len(p.Actions) == 0 {
 			t.Fatal("loaded a policy without actions")
 		}
+		if v := p.Version(); len(v) != 12 || !isHex(v) {
+			t.Fatalf("policy version %q", v)
+		}
 		for name, a := range p.Actions {
 			if a.Name != name || a.Effect.NeedsCard() != (a.Card != nil) || (a.Run.Method == "") != (a.Run.URL == nil) || (a.MCP.Confirm && !a.Effect.NeedsCard()) {
 				t.Fatalf("action %q loaded inconsistently: %+v", name, a)
+			}
+			if v := a.Version(); len(v) != 12 || !isHex(v) {
+				t.Fatalf("action %q version %q", name, v)
 			}
 			// Whatever loaded must be usable without panics.
 			_ = a.CheckArguments([]byte(`{"post":7,"q":"x"}`))
@@ -32,4 +39,8 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func isHex(s string) bool {
+	return strings.Trim(s, "0123456789abcdef") == ""
 }

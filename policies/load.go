@@ -57,7 +57,7 @@ func parse(file string, data []byte) (*Policy, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, l.errf(root, "", "the file must be a mapping with app and actions")
 	}
-	top, err := l.fields(root, "", "app", "actions", "forbidden_keys")
+	top, err := l.fields(root, "", fileKeys...)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +95,7 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string) (*Action, err
 	if err := checkToolName(l.action); err != nil {
 		return nil, l.errf(key, "", "%w", err)
 	}
-	f, err := l.fields(n, "", "effect", "description", "schema", "card", "run", "reply", "ttl",
-		"ask_for_missing", "required_for_agents", "titles", "ask", "forbidden_keys", "mcp")
+	f, err := l.fields(n, "", actionKeys...)
 	if err != nil {
 		return nil, err
 	}

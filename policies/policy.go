@@ -63,6 +63,9 @@ func Parse(file string, data []byte) (*Policy, error) {
 	}
 	sum := sha256.Sum256(data)
 	p.digest = hex.EncodeToString(sum[:])
+	for _, a := range p.Actions {
+		a.version = actionVersion(a)
+	}
 	return p, nil
 }
 
@@ -134,6 +137,8 @@ type Action struct {
 	schema *jsonschema.Schema // Schema compiled once at load; nil without one
 	agent  *jsonschema.Schema // AgentSchema(Schema) compiled at load; nil when it is Schema
 	cache  *schemaCache       // schemas from requests, compiled once each
+
+	version string // Version, computed at load
 }
 
 // MCP is an action's behaviour on an MCP route.

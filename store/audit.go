@@ -84,9 +84,12 @@ type Event struct {
 	HoldKind Kind   `json:"hold_kind,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
 	// Policy is the key of the policy that declared the action (its
-	// file); PolicyVersion its version, when the policy has one.
+	// file); PolicyVersion and ActionVersion the versions of the policy
+	// and of its action the call was held or refused under (see
+	// Hold.PolicyVersion).
 	Policy        string `json:"policy,omitempty"`
 	PolicyVersion string `json:"policy_version,omitempty"`
+	ActionVersion string `json:"action_version,omitempty"`
 
 	// Shown is what the person is shown: a card's sentence and rows, or
 	// a form's message and field names (never values).

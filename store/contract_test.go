@@ -126,7 +126,7 @@ var testMessage = json.RawMessage("{\n  \"role\": \"assistant\",\n  \"content\":
 // newHold returns a waiting hold with every field a Put sets. The raw fields
 // carry spaces, newlines and HTML characters too.
 func newHold(id, stepID string, position int, created time.Time) store.Hold {
-	return store.Hold{
+	h := store.Hold{
 		ID:          id,
 		StepID:      stepID,
 		Owner:       "person-1",
@@ -147,6 +147,9 @@ func newHold(id, stepID string, position int, created time.Time) store.Hold {
 		Created:     created,
 		Expires:     created.Add(30 * time.Minute),
 	}
+	// The versions of its policy and action (policies.Policy.Version).
+	h.PolicyVersion, h.ActionVersion = "3f2a9c01b7de", "a81c44d09e5f"
+	return h
 }
 
 // putStep puts a step of n waiting holds and returns them.

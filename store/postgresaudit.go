@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// The audit log in PostgreSQL (see audit.go and pgschema/002_audit.sql).
+// The audit log in PostgreSQL (see audit.go and pgschema/003_audit.sql).
 // An append is an INSERT INTO audit_pending in the statement or
 // transaction of the change it reports. A chain round is one transaction
 // that locks audit_head's one row (FOR UPDATE), reads the pending events

@@ -7,7 +7,7 @@ import (
 )
 
 // listOrder is the order List pages in: newest first. The indexes of
-// pgschema/002_audit.sql have it as their last two columns, so every
+// pgschema/003_audit.sql have it as their last two columns, so every
 // filter reads one index range, in order, and stops at the page's end.
 const listOrder = `(coalesce(h.created, 0), h.id)`
 

@@ -18,7 +18,7 @@ func holdColumns(alias string) string {
 	return strings.ReplaceAll(`h.id, h.step_id, h.position, h.tenant, h.owner, h.policy, h.action, h.kind,
 		h.protocol, h.shown, h.fingerprint, h.call_id, h.call, h.arguments, h.waiting_text,
 		h.state, h.answer, h.answered_by, h.answer_values, h.outcome,
-		h.created, h.expires, h.answered_at, h.started_at`, "h.", alias+".")
+		h.created, h.expires, h.answered_at, h.started_at, h.policy_version, h.action_version`, "h.", alias+".")
 }
 
 // holdRow is one row of holdColumns being scanned. The strings a hold
@@ -41,7 +41,7 @@ func (r *holdRow) dest(extra ...any) []any {
 		&h.ID, &h.StepID, &h.Position, &f[0], &f[1], &f[2], &f[3], &r.kind,
 		&f[4], &r.raw[0], &f[5], &f[6], &r.raw[1], &r.raw[2], &f[7],
 		&r.state, &f[8], &f[9], &r.raw[3], &f[10],
-		&r.times[0], &r.expires, &r.times[1], &r.times[2],
+		&r.times[0], &r.expires, &r.times[1], &r.times[2], &h.PolicyVersion, &h.ActionVersion,
 	}, extra...)
 }
 
@@ -78,14 +78,15 @@ func holdArgs(h *Hold, keepUntil int64) []any {
 		f[4], nilIfEmpty(h.Shown), f[5], f[6], nilIfEmpty(h.Call), nilIfEmpty(h.Arguments), f[7],
 		string(h.State), f[8], f[9], nilIfEmpty(h.Values), f[10],
 		nanos(h.Created), h.Expires.UnixNano(), nanos(h.AnsweredAt), nanos(h.StartedAt), keepUntil,
+		h.PolicyVersion, h.ActionVersion,
 	}
 }
 
 const insertHold = `INSERT INTO holds (id, step_id, position, tenant, owner, owner_key, policy, action, kind,
 		protocol, shown, fingerprint, call_id, call, arguments, waiting_text,
 		state, answer, answered_by, answer_values, outcome,
-		created, expires, answered_at, started_at, keep_until)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
+		created, expires, answered_at, started_at, keep_until, policy_version, action_version)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)`
 
 // storableID reports whether an id can be a key: text columns refuse a
 // NUL byte and invalid UTF-8. Ids the store makes (NewID) always can; an

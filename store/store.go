@@ -104,6 +104,13 @@ type Hold struct {
 	Kind     Kind   `json:"kind"`     // card or form
 	Protocol string `json:"protocol"` // wire adapter that held it ("openai-chat", ...)
 
+	// PolicyVersion and ActionVersion are the versions of that policy and
+	// of its action the hold was made under (policies.Policy.Version,
+	// policies.Action.Version); "" for holds made before versions were
+	// recorded. The gate re-checks a hold whose policy has changed since.
+	PolicyVersion string `json:"policy_version,omitempty"`
+	ActionVersion string `json:"action_version,omitempty"`
+
 	// Shown is what the person was shown (card rows or form fields), as the
 	// part that built it encoded it; opaque to the store.
 	Shown       json.RawMessage `json:"shown,omitempty"`

@@ -1,4 +1,4 @@
--- Version 2 of Toolgate's PostgreSQL store: the audit log, and the
+-- Version 3 of Toolgate's PostgreSQL store: the audit log, and the
 -- indexes that let an operator list holds without reading the table.
 
 -- Events appended with the change they report, waiting to be chained.

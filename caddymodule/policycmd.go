@@ -1,0 +1,177 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/policies"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "policy",
+		Usage: "check <file>... | explain <file> <tool> <arguments-json> | schema",
+		Short: "Checks Toolgate policy files and explains what the gate does with a call",
+		Long: `
+check loads each policy file with the same checks as caddy validate and
+caddy run, without a Caddyfile: one line per file with a mistake, naming the
+file, the action and the key. It exits 1 when any file has a mistake.
+
+explain says what the gate would do with one call of a tool on a model
+route: pass it to the app, hold it for a card (which rows, read from which
+record) or a form (which fields), or refuse it and why, from the policy and
+the arguments alone. Nothing is read, stored or run.
+
+schema prints the policy file's JSON Schema, for editors that read a
+"# yaml-language-server: $schema=" line.`,
+		CobraFunc: func(cmd *cobra.Command) {
+			cmd.AddCommand(&cobra.Command{
+				Use:   "check <file>...",
+				Short: "Checks policy files as the gate loads them",
+				Args:  cobra.MinimumNArgs(1),
+				RunE: func(cmd *cobra.Command, args []string) error {
+					return quiet(cmd, policyCheck(cmd.OutOrStdout(), cmd.ErrOrStderr(), args))
+				},
+			})
+			cmd.AddCommand(&cobra.Command{
+				Use:   "schema",
+				Short: "Prints the policy file's JSON Schema, for editors",
+				Args:  cobra.NoArgs,
+				RunE: func(cmd *cobra.Command, _ []string) error {
+					_, err := cmd.OutOrStdout().Write(policies.FileSchema())
+					return quiet(cmd, err)
+				},
+			})
+			cmd.AddCommand(&cobra.Command{
+				Use:   "explain <file> <tool> <arguments-json>",
+				Short: "Says what the gate would do with one call",
+				Args:  cobra.ExactArgs(3),
+				RunE: func(cmd *cobra.Command, args []string) error {
+					return quiet(cmd, policyExplain(cmd.OutOrStdout(), args[0], args[1], args[2]))
+				},
+			})
+		},
+	})
+}
+
+// errPolicyMistakes ends toolgate policy check with exit status 1 once the
+// mistakes are printed.
+var errPolicyMistakes = errors.New("the policy files have mistakes")
+
+// quiet returns err, keeping cobra from printing the usage (the arguments
+// were right) and from repeating what was already printed.
+func quiet(cmd *cobra.Command, err error) error {
+	cmd.SilenceUsage = true
+	if errors.Is(err, errPolicyMistakes) {
+		cmd.SilenceErrors = true
+	}
+	return err
+}
+
+// policyCheck loads each file as the handlers do. The loader stops at a
+// file's first mistake, so each file with a mistake gives one line.
+func policyCheck(stdout, stderr io.Writer, files []string) error {
+	bad := 0
+	actions := 0
+	for _, file := range files {
+		p, err := policies.Load(file)
+		if err != nil {
+			bad++
+			fmt.Fprintln(stderr, err)
+			continue
+		}
+		actions += len(p.Actions)
+		fmt.Fprintf(stdout, "%s: ok, %s\n", file, actionSummary(p))
+	}
+	if bad > 0 {
+		fmt.Fprintf(stderr, "%d of %d policy files have a mistake\n", bad, len(files))
+		return errPolicyMistakes
+	}
+	fmt.Fprintf(stdout, "%d policy %s, %d actions, no mistakes\n", len(files), plural(len(files), "file", "files"), actions)
+	return nil
+}
+
+// actionSummary counts a policy's actions by effect: "3 actions (1 read,
+// 2 destructive)".
+func actionSummary(p *policies.Policy) string {
+	by := map[policies.Effect]int{}
+	for _, a := range p.Actions {
+		by[a.Effect]++
+	}
+	var parts []string
+	for _, e := range []policies.Effect{policies.Read, policies.Write, policies.Destructive, policies.External} {
+		if by[e] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", by[e], e))
+		}
+	}
+	return fmt.Sprintf("%d %s (%s)", len(p.Actions), plural(len(p.Actions), "action", "actions"), strings.Join(parts, ", "))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// policyExplain prints gate.Explain of one call.
+func policyExplain(w io.Writer, file, tool, args string) error {
+	p, err := policies.Load(file)
+	if err != nil {
+		return err
+	}
+	e := gate.Explain(p, tool, []byte(args))
+	switch e.Outcome {
+	case "pass":
+		if !e.Gated {
+			fmt.Fprintf(w, "pass: %s is not in the policy; the gate does not inspect its calls\n", tool)
+			return nil
+		}
+		fmt.Fprintf(w, "pass: a complete %s call; the app runs it as before\n", p.Action(tool).Effect)
+		return nil
+	case "refuse":
+		fmt.Fprintln(w, "refuse: nothing runs and nobody is asked; the model reads:")
+		fmt.Fprintf(w, "  %s\n", e.Refusal)
+		return nil
+	case "form":
+		fmt.Fprintln(w, "form: held until the person fills in")
+		for _, f := range e.Fields {
+			if r := e.Reasons[f]; r != "" {
+				fmt.Fprintf(w, "  field %s (%s)\n", f, r)
+			} else {
+				fmt.Fprintf(w, "  field %s (shown for review)\n", f)
+			}
+		}
+	case "card":
+		fmt.Fprintln(w, "card: held until the person confirms")
+		fmt.Fprintf(w, "  reason: %s\n", e.Card.Reason)
+		if e.Record != "" {
+			fmt.Fprintf(w, "  record: GET %s (read as the person, and again before the run)\n", e.Record)
+		}
+		for _, r := range e.Card.Rows {
+			fmt.Fprintf(w, "  row %s: %s\n", r.Label, r.Path)
+		}
+	}
+	switch {
+	case e.RunError != "":
+		fmt.Fprintf(w, "  run: %s fails after the answer: %s\n", e.Method, e.RunError)
+	case e.Run != "":
+		fmt.Fprintf(w, "  run: %s %s\n", e.Method, e.Run)
+	}
+	if e.TTL > 0 {
+		fmt.Fprintf(w, "  waits: %s\n", e.TTL)
+	} else {
+		fmt.Fprintln(w, "  waits: the gate's default TTL")
+	}
+	if slices.Contains([]string{"card", "form"}, e.Outcome) {
+		fmt.Fprintln(w, "  needs: the person's id (owner); without it the call is refused")
+	}
+	return nil
+}

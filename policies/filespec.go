@@ -1,0 +1,111 @@
+package policies
+
+import (
+	"reflect"
+	"strings"
+)
+
+// The types below are the policy file's shape, key by key. The loader takes
+// the keys each mapping may hold from their yaml tags (keysOf), refusing any
+// other, and policy.schema.json is generated from them (FileSchema, run by
+// go generate), so the file format, the loader and the schema cannot drift
+// apart. The loader still walks YAML nodes rather than decoding into these
+// types, so its errors name the action, the key and the line; the types say
+// what the schema allows, and each field's doc tag is the description an
+// editor shows.
+//
+// Tags: yaml is the key; doc the description; required:"true" a key the
+// loader refuses to go without. A field's Go type decides its schema, or
+// the type's fileSchema method when it has one.
+
+// policyFile is a whole policy file.
+type policyFile struct {
+	App           string                `yaml:"app" doc:"The app's name on the person's pages."`
+	Actions       map[string]actionFile `yaml:"actions" required:"true" doc:"The actions (tools) the gate watches, keyed by the tool name exactly as the model calls it."`
+	ForbiddenKeys fieldNames            `yaml:"forbidden_keys" doc:"Keys no form ever asks for, in any spelling (tenantId for tenant_id), in every action."`
+}
+
+// actionFile is one action under actions.
+type actionFile struct {
+	Effect            Effect                       `yaml:"effect" required:"true" doc:"What the action does: read and write calls pass when complete; destructive and external calls wait for the person to confirm a card."`
+	Description       string                       `yaml:"description" doc:"Notes for operators; the gate ignores them."`
+	Schema            toolSchemaFile               `yaml:"schema" doc:"The JSON Schema of the tool's arguments (type: object; 2020-12 unless $schema says otherwise). Calls are checked against it before any card or form; formats are asserted."`
+	Card              *cardFile                    `yaml:"card" doc:"What the person confirms. Required for destructive and external actions, refused for read and write."`
+	Run               *runFile                     `yaml:"run" doc:"The action's HTTP endpoint, called once the person confirms. May be left out when only MCP routes gate the action (the MCP server runs it)."`
+	Reply             localizedFile                `yaml:"reply" doc:"What the model reads after a successful run: a string, or one per language with an en entry."`
+	TTL               ttlFile                      `yaml:"ttl" doc:"How long the person has to answer: whole seconds (1800) or a Go duration (30m), 1s to 24h; absent or 0 means the gate's default."`
+	AskForMissing     bool                         `yaml:"ask_for_missing" doc:"Read and write only: a call that leaves out required fields, or gives values the schema refuses, becomes a form for the person instead of a refusal."`
+	RequiredForAgents fieldNames                   `yaml:"required_for_agents" doc:"Fields agents must give although the schema leaves them optional: offered to the model as required and not nullable, and calls are checked that way."`
+	Titles            map[string]map[string]string `yaml:"titles" doc:"Field labels by the person's language: field, then BCP 47 tag, then title. The schema's own title stands in for other languages."`
+	Ask               *askFile                     `yaml:"ask" doc:"Shapes the forms of an ask_for_missing action."`
+	ForbiddenKeys     fieldNames                   `yaml:"forbidden_keys" doc:"Keys no form of this action asks for, added to the file's."`
+	MCP               *mcpFile                     `yaml:"mcp" doc:"How MCP routes treat the action."`
+}
+
+// cardFile is an action's card.
+type cardFile struct {
+	Reason localizedFile     `yaml:"reason" required:"true" doc:"The sentence the person answers: a string, or one per language with an en entry (the en text is what the card is built and fingerprinted from, and what the model reads)."`
+	Record recordFile        `yaml:"record" doc:"The URL of the record the call acts on, read with GET as the person to fill the rows, and read again before the run to see it has not changed. May name top-level arguments in braces: {post}."`
+	Rows   map[string]string `yaml:"rows" doc:"Label: gjson path of its value in the record, shown under the reason in the file's order. Needs record."`
+}
+
+// recordMappingFile is card.record given as a mapping.
+type recordMappingFile struct {
+	URL    string     `yaml:"url" required:"true" doc:"The record's URL; may name top-level arguments in braces."`
+	Method recordVerb `yaml:"method" doc:"GET, the only method a record is read with."`
+}
+
+// runFile is an action's run.
+type runFile struct {
+	Method  runMethod         `yaml:"method" doc:"GET, POST (the default), PUT, PATCH or DELETE."`
+	URL     string            `yaml:"url" required:"true" doc:"The endpoint's URL; may name top-level arguments in braces ({post}), escaped for their place. The scheme and host may not name fields."`
+	Headers map[string]string `yaml:"headers" doc:"Static headers sent with every run. Idempotency-Key, X-Toolgate-*, Host, Content-Length and Transfer-Encoding are the gate's."`
+}
+
+// mcpFile is an action's mcp.
+type mcpFile struct {
+	Confirm bool `yaml:"confirm" doc:"Destructive and external only: a client that declares URL-mode elicitation may have the person confirm the card; false (the default) refuses such calls over MCP."`
+}
+
+// askFile is an action's ask.
+type askFile struct {
+	Message     string                 `yaml:"message" doc:"The one sentence above the form, plain text without a URL."`
+	Confirm     fieldNames             `yaml:"confirm" doc:"Fields every form of the action shows for review. They never make a complete call wait."`
+	Textarea    fieldNames             `yaml:"textarea" doc:"Text fields shown as several lines."`
+	Choices     map[string]choicesFile `yaml:"choices" doc:"A field's choices, in order: a mapping of value to label, a list of one-key mappings, or a list of values."`
+	Default     map[string]defaultFile `yaml:"default" doc:"The value a field opens on when the model gave none that validation accepted."`
+	ChoicesFrom map[string]string      `yaml:"choices_from" doc:"Field: GET URL read as the person for its choices, a JSON list of {\"value\": ..., \"label\": ...}. May not name fields."`
+	DefaultFrom map[string]string      `yaml:"default_from" doc:"Field: GET URL read as the person for its default, {\"value\": ...}. May not name fields."`
+}
+
+// keysOf returns the yaml keys of struct type t, in field order: the keys
+// the loader accepts in the mapping t describes.
+func keysOf(t reflect.Type) []string {
+	keys := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		if k := yamlKey(f); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// yamlKey returns the key of a field from its yaml tag, "" for none.
+func yamlKey(f reflect.StructField) string {
+	k, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if k == "-" {
+		return ""
+	}
+	return k
+}
+
+// The keys the loader accepts in each mapping, read once from the types.
+var (
+	fileKeys          = keysOf(reflect.TypeFor[policyFile]())
+	actionKeys        = keysOf(reflect.TypeFor[actionFile]())
+	cardKeys          = keysOf(reflect.TypeFor[cardFile]())
+	recordMappingKeys = keysOf(reflect.TypeFor[recordMappingFile]())
+	runKeys           = keysOf(reflect.TypeFor[runFile]())
+	mcpKeys           = keysOf(reflect.TypeFor[mcpFile]())
+	askKeyNames       = keysOf(reflect.TypeFor[askFile]())
+)

@@ -1,0 +1,96 @@
+package policies
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// versionLen is how many hex digits of a sha256 a version keeps: 48 bits
+// tell apart the versions of one file and of one action in it.
+const versionLen = 12
+
+// Version returns the policy's version: the first 12 hex digits of the
+// sha256 of the file's bytes. Holds record the version they were made
+// under; "" on a nil Policy.
+func (p *Policy) Version() string {
+	if p == nil || len(p.digest) < versionLen {
+		return ""
+	}
+	return p.digest[:versionLen]
+}
+
+// Version returns the version of what decides the action's calls and where
+// they go: its effect, schema, card (reason, record and rows), endpoint
+// (method, URL, headers), MCP behaviour and what its forms ask, as 12 hex
+// digits of a sha256. Words that decide nothing — the description, the
+// reply, translations, titles, the TTL — are left out, so editing them
+// leaves the version as it was. A hold made under another version of its
+// policy runs only while its action's version is unchanged.
+func (a *Action) Version() string {
+	if a == nil {
+		return ""
+	}
+	return a.version
+}
+
+// actionVersion computes Action.version once the action is read.
+func actionVersion(a *Action) string {
+	tmpl := func(t *Template) string {
+		if t == nil {
+			return ""
+		}
+		return t.String()
+	}
+	type card struct {
+		Reason string
+		Record string
+		Rows   []Row
+	}
+	type ask struct {
+		Message               string
+		Confirm, Textarea     []string
+		Choices               map[string][]Choice
+		Defaults              map[string]any
+		ChoicesFrom, DefaultF map[string]string
+	}
+	v := struct {
+		Name              string
+		Effect            Effect
+		Schema            json.RawMessage
+		Card              *card
+		Method, URL       string
+		Headers           map[string]string
+		MCPConfirm        bool
+		AskForMissing     bool
+		RequiredForAgents []string
+		Ask               *ask
+		ForbiddenKeys     []string
+	}{
+		Name: a.Name, Effect: a.Effect, Schema: a.Schema,
+		Method: a.Run.Method, URL: tmpl(a.Run.URL), Headers: a.Run.Headers,
+		MCPConfirm: a.MCP.Confirm, AskForMissing: a.AskForMissing,
+		RequiredForAgents: a.RequiredForAgents, ForbiddenKeys: a.ForbiddenKeys,
+	}
+	if a.Card != nil {
+		v.Card = &card{Reason: a.Card.Reason, Record: tmpl(a.Card.Record), Rows: a.Card.Rows}
+	}
+	if k := a.Ask; k != nil {
+		v.Ask = &ask{Message: k.Message, Confirm: k.Confirm, Textarea: k.Textarea, Choices: k.Choices, Defaults: k.Defaults,
+			ChoicesFrom: map[string]string{}, DefaultF: map[string]string{}}
+		for f, t := range k.ChoicesFrom {
+			v.Ask.ChoicesFrom[f] = tmpl(t)
+		}
+		for f, t := range k.DefaultFrom {
+			v.Ask.DefaultF[f] = tmpl(t)
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Every part is a string, number, boolean, list or map of them.
+		panic(fmt.Sprintf("encoding action %q for its version: %v", a.Name, err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:versionLen]
+}
