@@ -99,6 +99,15 @@ type App struct {
 	// opened: a reload that changes it takes effect at the next start.
 	MaxWaiting int `json:"max_waiting,omitempty"`
 
+	// AuditRetention is how long an entry of the audit log (every event
+	// of every hold's life: see the README's "Audit trail") is kept, by
+	// the time of its event. Older entries are pruned from the chain's
+	// start, and the chain then verifies from the last one pruned.
+	// Default: 2160h (90 days); negative (the Caddyfile's
+	// `audit_retention forever`): never pruned. Like MaxWaiting it is read
+	// when the store is opened.
+	AuditRetention caddy.Duration `json:"audit_retention,omitempty"`
+
 	// SweepInterval is how often the sweeper ends what a crash, a stop or
 	// a store outage left open: a release cut mid-run is settled as
 	// unknown (never run again), an answered step whose release never
@@ -152,14 +161,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
 	a.Pages = repl.ReplaceAll(a.Pages, "")
-	a.dsn = repl.ReplaceAll(a.Postgres, "")
-	if a.Postgres == "" {
-		a.dir = repl.ReplaceAll(a.Store, "")
-		if a.dir == "" {
-			a.dir = filepath.Join(caddy.AppDataDir(), "toolgate")
-		}
-		a.dir = filepath.Clean(a.dir)
-	}
+	a.dir, a.dsn = storeLocation(repl, a.Store, a.Postgres)
 	if a.TTL == 0 {
 		a.TTL = caddy.Duration(gate.DefaultTTL)
 	}
@@ -243,6 +245,7 @@ func (a *App) Start() error {
 	a.live.db = db
 	a.live.mu.Unlock()
 	a.live.markStarted()
+	setRunning(a) // the admin API's app (admin.go)
 	if p, ok := db.(*store.Postgres); ok {
 		a.logger.Info("store ready", zap.String("postgres", p.Target()), zap.Bool("reused", loaded))
 	} else {
@@ -254,6 +257,20 @@ func (a *App) Start() error {
 	// may have releases in flight on other replicas.
 	go a.background(ctx, a.live.loopDone, !loaded && a.dsn == "")
 	return nil
+}
+
+// storeLocation is where the store of an app configured with these
+// Store and Postgres values lives, placeholders resolved: a Badger
+// directory (clean; Caddy's data directory by default), or a DSN.
+func storeLocation(repl *caddy.Replacer, dirConfig, dsnConfig string) (dir, dsn string) {
+	if dsnConfig != "" {
+		return "", repl.ReplaceAll(dsnConfig, "")
+	}
+	dir = repl.ReplaceAll(dirConfig, "")
+	if dir == "" {
+		dir = filepath.Join(caddy.AppDataDir(), "toolgate")
+	}
+	return filepath.Clean(dir), ""
 }
 
 // storeKey keys the app's store in the stores pool.
@@ -271,6 +288,8 @@ func (a *App) openStore() (caddy.Destructor, error) {
 			Retention:  time.Duration(a.Retention),
 			MaxWaiting: max(a.MaxWaiting, 0),
 			Logger:     a.logger.Named("postgres"),
+
+			AuditRetention: time.Duration(a.AuditRetention),
 		})
 		if err != nil {
 			return nil, err
@@ -281,6 +300,8 @@ func (a *App) openStore() (caddy.Destructor, error) {
 		Retention:  time.Duration(a.Retention),
 		MaxWaiting: max(a.MaxWaiting, 0),
 		Logger:     a.logger.Named("badger"),
+
+		AuditRetention: time.Duration(a.AuditRetention),
 	})
 	if err != nil {
 		return nil, err
@@ -293,6 +314,7 @@ func (a *App) openStore() (caddy.Destructor, error) {
 // settles them as unknown), and lets go of the store; the last config to
 // use it closes it.
 func (a *App) Stop() error {
+	clearRunning(a)
 	if a.live.stopLoop != nil {
 		a.live.stopLoop()
 	}

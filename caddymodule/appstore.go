@@ -42,12 +42,12 @@ func (s *appStore) get(ctx context.Context) (store.Store, error) {
 	return s.live.db, nil
 }
 
-func (s *appStore) Put(ctx context.Context, holds []store.Hold) error {
+func (s *appStore) Put(ctx context.Context, holds []store.Hold, events ...store.Event) error {
 	db, err := s.get(ctx)
 	if err != nil {
 		return err
 	}
-	return db.Put(ctx, holds)
+	return db.Put(ctx, holds, events...)
 }
 
 func (s *appStore) Get(ctx context.Context, id string) (store.Hold, error) {
@@ -66,12 +66,12 @@ func (s *appStore) Step(ctx context.Context, stepID string) ([]store.Hold, error
 	return db.Step(ctx, stepID)
 }
 
-func (s *appStore) Claim(ctx context.Context, id string, a store.Answer) (store.Claimed, error) {
+func (s *appStore) Claim(ctx context.Context, id string, a store.Answer, events ...store.Event) (store.Claimed, error) {
 	db, err := s.get(ctx)
 	if err != nil {
 		return store.Claimed{}, err
 	}
-	return db.Claim(ctx, id, a)
+	return db.Claim(ctx, id, a, events...)
 }
 
 func (s *appStore) Begin(ctx context.Context, id string) (store.Hold, error) {
@@ -82,12 +82,12 @@ func (s *appStore) Begin(ctx context.Context, id string) (store.Hold, error) {
 	return db.Begin(ctx, id)
 }
 
-func (s *appStore) Settle(ctx context.Context, id, outcome string) error {
+func (s *appStore) Settle(ctx context.Context, id, outcome string, events ...store.Event) error {
 	db, err := s.get(ctx)
 	if err != nil {
 		return err
 	}
-	return db.Settle(ctx, id, outcome)
+	return db.Settle(ctx, id, outcome, events...)
 }
 
 func (s *appStore) Unsettled(ctx context.Context, after string, limit int) ([]store.Hold, error) {
@@ -96,6 +96,46 @@ func (s *appStore) Unsettled(ctx context.Context, after string, limit int) ([]st
 		return nil, err
 	}
 	return db.Unsettled(ctx, after, limit)
+}
+
+func (s *appStore) List(ctx context.Context, f store.HoldFilter, cursor string, limit int) (store.HoldPage, error) {
+	db, err := s.get(ctx)
+	if err != nil {
+		return store.HoldPage{}, err
+	}
+	return db.List(ctx, f, cursor, limit)
+}
+
+func (s *appStore) Audit(ctx context.Context, events ...store.Event) error {
+	db, err := s.get(ctx)
+	if err != nil {
+		return err
+	}
+	return db.Audit(ctx, events...)
+}
+
+func (s *appStore) SyncAudit(ctx context.Context) error {
+	db, err := s.get(ctx)
+	if err != nil {
+		return err
+	}
+	return db.SyncAudit(ctx)
+}
+
+func (s *appStore) AuditHead(ctx context.Context) (store.AuditHead, error) {
+	db, err := s.get(ctx)
+	if err != nil {
+		return store.AuditHead{}, err
+	}
+	return db.AuditHead(ctx)
+}
+
+func (s *appStore) AuditEntries(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	db, err := s.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return db.AuditEntries(ctx, q)
 }
 
 func (s *appStore) Stats(ctx context.Context) (store.Stats, error) {

@@ -41,6 +41,7 @@ func init() {
 //		action_timeout <duration>
 //		max_waiting    <count>
 //		sweep_interval <duration>
+//		audit_retention <duration>|forever
 //	}
 //
 // max_waiting 0 means no cap.
@@ -90,6 +91,20 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 			if a.SweepInterval == 0 {
 				return d.Errf("sweep_interval: want a positive duration")
 			}
+		case "audit_retention":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			if s == "forever" {
+				a.AuditRetention = -1 // never pruned; in JSON, 0 is the default
+				return nil
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return d.Errf("audit_retention: want a positive duration, or forever, got %q", s)
+			}
+			a.AuditRetention = caddy.Duration(dur)
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}

@@ -25,6 +25,9 @@ type metrics struct {
 	shadowed *prometheus.CounterVec
 	// notices counts notices by their final fate (gate/notify.go).
 	notices *prometheus.CounterVec
+	// auditFailed counts audit events that could not be appended (the
+	// gate went on without them).
+	auditFailed *prometheus.CounterVec
 	// storeBytes is the store's size on disk, sampled by the app.
 	storeBytes prometheus.Gauge
 }
@@ -54,11 +57,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				Help: "Calls of actions in shadow mode, passed untouched, by what enforce mode would have done: card, form or refuse."}, []string{"action", "would"}),
 			notices: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "notices_total",
 				Help: "Notices to a policy's notify URL by event (held, settled) and result: delivered, failed (every attempt failed) or dropped."}, []string{"action", "event", "result"}),
+			auditFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "audit_failures_total",
+				Help: "Audit events (shown, released, refused) that could not be appended to the audit log."}, []string{"event"}),
 			storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "store_bytes",
 				Help: "Size of the store of holds on disk, in bytes (sampled every 15s)."}),
 		}
 	})
-	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses, theMetrics.shadowed, theMetrics.notices, theMetrics.storeBytes} {
+	for _, c := range []prometheus.Collector{theMetrics.held, theMetrics.refused, theMetrics.decided, theMetrics.runs, theMetrics.statuses, theMetrics.shadowed, theMetrics.notices, theMetrics.auditFailed, theMetrics.storeBytes} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -76,6 +81,7 @@ func (m *metrics) Shadowed(action, would string)   { m.shadowed.WithLabelValues(
 func (m *metrics) Notified(action, event, result string) {
 	m.notices.WithLabelValues(action, event, result).Inc()
 }
+func (m *metrics) AuditFailed(event string) { m.auditFailed.WithLabelValues(event).Inc() }
 func (m *metrics) Ran(action string, status int, d time.Duration) {
 	m.runs.WithLabelValues(action).Observe(d.Seconds())
 	class := "error"

@@ -45,6 +45,7 @@ type envOptions struct {
 	policy  string // extra YAML for the actions block; "" uses the default
 	ttl     string // the app's default TTL
 	handler string // more lines for the model route's toolgate handler
+	admin   string // the admin global option; "" is "admin off"
 	// pagesRoute replaces what the pages' route runs (default: basic_auth
 	// for ana and bo, then toolgate_pages).
 	pagesRoute string
@@ -232,8 +233,12 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	e.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 	pagesHost := fmt.Sprintf("127.0.0.1:%d", pagesPort)
 	e.pagesURL = "http://" + pagesHost + "/toolgate"
+	admin := opts.admin
+	if admin == "" {
+		admin = "admin off"
+	}
 	e.caddy = fmt.Sprintf(`{
-	admin off
+	%s
 	auto_https off
 	default_bind 127.0.0.1
 	log {
@@ -264,7 +269,7 @@ http://%s {
 		%s
 	}
 }
-`, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
+`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
 	testkit.Run(t, e.caddy)
 	return e
 }

@@ -111,6 +111,7 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 			complete = false
 		}
 	}
+	var shown []store.Event
 	for i, h := range holds {
 		if h.Answer == "refused" || !seen[i].view {
 			continue // refused at hold time: nothing to answer; or not theirs to see
@@ -120,7 +121,11 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 			return StepView{}, err
 		}
 		v.Holds = append(v.Holds, hv)
+		if hv.State == store.Waiting {
+			shown = append(shown, store.Event{Kind: store.EventShown, HoldID: h.ID, By: who.Owner})
+		}
 	}
+	g.audit(shown...)
 	return v, nil
 }
 

@@ -107,6 +107,7 @@ func New(cfg Config) *Gate {
 		cfg.Context = context.Background()
 	}
 	cfg.Pages = strings.TrimRight(cfg.Pages, "/")
+	cfg.Store = audited{cfg.Store} // every change of a hold carries its audit event (audit.go)
 	g := &Gate{cfg: cfg, log: log}
 	g.life, g.stop = context.WithCancel(cfg.Context)
 	g.track.idle = make(chan struct{})

@@ -82,6 +82,8 @@ type events struct {
 	refused  map[string]int // reason → count
 	decided  map[string]int // decision → count
 	runsSeen int
+	// auditFailed counts audit events not appended, by kind
+	auditFailed map[string]int
 }
 
 func (e *events) Held(string) {}
@@ -99,6 +101,16 @@ func (e *events) Ran(string, int, time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.runsSeen++
+}
+
+// AuditFailed counts audit events the gate could not append.
+func (e *events) AuditFailed(kind string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.auditFailed == nil {
+		e.auditFailed = map[string]int{}
+	}
+	e.auditFailed[kind]++
 }
 
 func (e *events) refusals(reason string) int {

@@ -114,7 +114,8 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	}
 	var holds []store.Hold
 	var says []string
-	var joined []attached // calls attached to holds already waiting
+	var refused []store.Event // kept with the step, or on their own when nothing waits
+	var joined []attached     // calls attached to holds already waiting
 	cards, others := false, false
 	waiting := 0
 	for i, c := range calls {
@@ -154,6 +155,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			g.cfg.Observer.Refused(c.Name, p.refusal.reason)
 			g.log.Warn("call refused", zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("reason", p.refusal.reason), zap.String("why", p.refusal.text))
 			v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: p.refusal.text})
+			refused = append(refused, f.refusedEvent(c.Name, p.refusal.reason, p.refusal.text))
 		} else {
 			h.Kind, h.Shown, h.Fingerprint, h.Arguments = p.kind, p.shown, p.print, p.args
 			cards = cards || p.kind == store.KindCard
@@ -164,10 +166,11 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		holds = append(holds, h)
 	}
 	if waiting == 0 {
+		g.audit(refused...)
 		v.Text = attachedText(joined, g)
 		return v
 	}
-	if err := g.cfg.Store.Put(ctx, holds); err != nil {
+	if err := g.cfg.Store.Put(ctx, holds, refused...); err != nil {
 		if errors.Is(err, store.ErrLimit) {
 			g.log.Warn("calls refused: too many holds waiting", zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
 			return f.refuseAll(calls, "too_many_waiting", "too many of this person's requests are already waiting for their answer")
@@ -350,10 +353,13 @@ func (f *Front) card(ctx context.Context, a *policies.Action, args []byte) (card
 
 func (f *Front) refuseAll(calls []interceptor.Call, reason, why string) interceptor.Verdict {
 	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
+	var refused []store.Event
 	for _, c := range calls {
 		f.g.cfg.Observer.Refused(c.Name, reason)
 		v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: fmt.Sprintf("Toolgate refused %s: %s; nothing ran.", c.Name, why)})
+		refused = append(refused, f.refusedEvent(c.Name, reason, v.Refusals[len(v.Refusals)-1].Content))
 	}
+	f.g.audit(refused...)
 	return v
 }
 

@@ -148,6 +148,7 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	switch {
 	case pl.refusal != nil:
 		f.g.cfg.Observer.Refused(c.Name, pl.refusal.reason)
+		f.g.audit(f.refusedEvent(c.Name, pl.refusal.reason, pl.refusal.text))
 		return MCPVerdict{Result: interceptor.MCPToolError(pl.refusal.text, c.Modern)}
 	case pl.pass:
 		f.g.log.Debug("mcp call passes", zap.String("action", c.Name))
@@ -193,9 +194,11 @@ func (f *Front) serverTakes(ctx context.Context, c MCPCall) (MCPVerdict, bool) {
 }
 
 func (f *Front) mcpRefuse(c MCPCall, reason, why string) MCPVerdict {
+	text := "Toolgate refused " + c.Name + ": " + why
 	f.g.cfg.Observer.Refused(c.Name, reason)
 	f.g.log.Info("mcp call refused", zap.String("action", c.Name), zap.String("reason", reason))
-	return MCPVerdict{Result: interceptor.MCPToolError("Toolgate refused "+c.Name+": "+why, c.Modern)}
+	f.g.audit(f.refusedEvent(c.Name, reason, text))
+	return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
 }
 
 // mcpAskForm answers input_required with the form, backed by a form
@@ -408,11 +411,14 @@ func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upst
 		keys = append(keys, fd.Key)
 	}
 	fields := strings.Join(keys, ", ")
+	answered := store.Event{Kind: store.EventAnswered, HoldID: t.ID, By: f.person.Owner, Answer: store.AnswerSubmit}
 	switch ans.Action {
 	case "decline":
+		g.audit(withAnswer(answered, store.AnswerDecline))
 		g.cfg.Observer.Decided(c.Name, store.AnswerDecline)
 		return MCPVerdict{Result: interceptor.MCPToolError("The person declined to fill in "+fields+"; nothing ran.", c.Modern)}
 	case "cancel":
+		g.audit(withAnswer(answered, store.AnswerLater))
 		g.cfg.Observer.Decided(c.Name, store.AnswerLater)
 		return MCPVerdict{Result: interceptor.MCPToolError("The person closed the form without answering ("+fields+"); nothing ran.", c.Modern)}
 	}
@@ -433,6 +439,7 @@ func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upst
 		return f.mcpRefuse(c, "answer", "the answer does not fit the tool's schema ("+err.Error()+"); nothing ran.")
 	}
 	g.cfg.Observer.Decided(c.Name, store.AnswerSubmit)
+	g.audit(answered, store.Event{Kind: store.EventReleased, HoldID: t.ID, Endpoint: "mcp tools/call " + c.Name})
 	g.log.Info("mcp form answered", zap.String("ticket", t.ID), zap.String("action", c.Name), zap.String("answered_by", f.person.Owner))
 	return MCPVerdict{Rewritten: true, Arguments: args, State: upstream, Responses: rest, Relay: &MCPRelay{call: c, args: args}}
 }
@@ -485,6 +492,7 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 		return MCPVerdict{Result: interceptor.MCPToolError(OutcomeChanged, c.Modern)}
 	}
 	g.log.Info("mcp confirmed call goes to the server", zap.String("hold_id", h.ID), zap.String("action", c.Name), zap.String("answered_by", h.AnsweredBy))
+	g.audit(store.Event{Kind: store.EventReleased, HoldID: h.ID, Endpoint: "mcp tools/call " + c.Name})
 	return MCPVerdict{Rewritten: true, Arguments: h.Arguments, State: upstream, Responses: rest, Relay: &MCPRelay{call: c, args: h.Arguments}}
 }
 

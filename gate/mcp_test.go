@@ -65,12 +65,17 @@ func TestArgsDigestIsCanonical(t *testing.T) {
 // database does.
 type downStore struct{ store.Store }
 
-func (downStore) Put(context.Context, []store.Hold) error { return store.ErrUnavailable }
+func (downStore) Put(context.Context, []store.Hold, ...store.Event) error {
+	return store.ErrUnavailable
+}
 func (downStore) Get(context.Context, string) (store.Hold, error) {
 	return store.Hold{}, store.ErrUnavailable
 }
-func (downStore) Claim(context.Context, string, store.Answer) (store.Claimed, error) {
+func (downStore) Claim(context.Context, string, store.Answer, ...store.Event) (store.Claimed, error) {
 	return store.Claimed{}, store.ErrUnavailable
+}
+func (downStore) Audit(context.Context, ...store.Event) error {
+	return store.ErrUnavailable
 }
 
 // With the store down nothing is asked for and nothing goes on: the client

@@ -185,7 +185,7 @@ func (f *faultStore) Begin(ctx context.Context, id string) (store.Hold, error) {
 	return f.Store.Begin(ctx, id)
 }
 
-func (f *faultStore) Settle(ctx context.Context, id, outcome string) error {
+func (f *faultStore) Settle(ctx context.Context, id, outcome string, events ...store.Event) error {
 	f.mu.Lock()
 	if f.settle {
 		// The settlement of a release (confirm or submit), Begin or not:
@@ -198,7 +198,7 @@ func (f *faultStore) Settle(ctx context.Context, id, outcome string) error {
 		}
 	}
 	f.mu.Unlock()
-	return f.Store.Settle(ctx, id, outcome)
+	return f.Store.Settle(ctx, id, outcome, events...)
 }
 
 // modelHold is the reference model of one hold.

@@ -22,8 +22,11 @@ const (
 	OutcomeChanged  = "The record changed while waiting; nothing ran."
 	OutcomeExpired  = "The person did not answer in time; nothing ran."
 	OutcomeMovedOn  = "The person moved on without answering; nothing ran."
-	OutcomeWaiting  = "Still waiting for the person's answer; nothing has run yet."
-	OutcomeRunning  = "The person answered; the action is still running."
+	// OutcomeWithdrawn: an operator withdrew the waiting hold (the admin
+	// API's expire).
+	OutcomeWithdrawn = "An operator withdrew the request before the person answered; nothing ran."
+	OutcomeWaiting   = "Still waiting for the person's answer; nothing has run yet."
+	OutcomeRunning   = "The person answered; the action is still running."
 	// OutcomeAnswered: the person confirmed (or submitted) a hold whose
 	// step releases its calls together, once the person has answered each.
 	OutcomeAnswered = "The person answered; nothing has run yet: it runs once they have answered the other held calls."

@@ -115,6 +115,8 @@ func unansweredOutcome(h store.Hold) string {
 		return OutcomeMovedOn
 	case h.Answer == store.AnswerTimedOut:
 		return OutcomeExpired
+	case h.Answer == store.AnswerWithdrawn:
+		return OutcomeWithdrawn
 	case h.Kind == store.KindForm:
 		return formDeclined(h)
 	}
@@ -231,6 +233,7 @@ func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args 
 	start := g.cfg.Now()
 	resp, err := g.cfg.Actions.Run(ctx, a.Run.Method, u, a.Run.Headers, args, who, h.ID)
 	g.cfg.Observer.Ran(h.Action, resp.Status, g.cfg.Now().Sub(start))
+	g.audit(releasedEvent(h, a, resp, err, g.cfg.Now().Sub(start)))
 	if err != nil {
 		g.log.Error("running action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
 	}

@@ -130,6 +130,7 @@ func (f *Front) watchOne(ctx context.Context, c interceptor.Call, waiting int) b
 	if o, ok := g.cfg.Observer.(ShadowObserver); ok {
 		o.Shadowed(c.Name, would)
 	}
+	g.audit(f.shadowedEvent(c.Name, p))
 	return would != WouldRefuse
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/store"
 )
 
 // shadowCounts is an Observer that also counts shadow verdicts.
@@ -94,6 +95,17 @@ func TestShadowPassesAndLogsTheCard(t *testing.T) {
 	}
 	if reads := r.app.Reads(); len(reads) != 2 || reads[0].URI != "/posts/7" || reads[0].Header.Get("X-Toolgate-Person") != "ana" {
 		t.Errorf("record reads %+v", reads)
+	}
+	// The audit names each call enforce mode would have held, with the
+	// card it would have shown; nothing else happened.
+	log := r.auditLog()
+	if kinds(log) != "shadowed shadowed" {
+		t.Fatalf("audit: %s", kinds(log))
+	}
+	for _, e := range log {
+		if e.Action != "delete_post" || e.Owner != "ana" || e.HoldKind != store.KindCard || !strings.Contains(string(e.Shown), `"value":"Spring meetup"`) || e.HoldID != "" {
+			t.Errorf("audited %+v (shown %s)", e.Event, e.Shown)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -52,8 +53,13 @@ type BadgerOptions struct {
 	// GCInterval is how often the store gives back the space of records
 	// past their retention and of overwritten versions (value-log garbage
 	// collection, and a forced compaction once enough has expired; see
-	// Badger). Default: 1m.
+	// Badger), and prunes audit entries past AuditRetention. Default: 1m.
 	GCInterval time.Duration
+	// AuditRetention is how long an entry of the audit log is kept (by
+	// the time of its event): older entries are pruned from the chain's
+	// start, and the chain verifies from the last one pruned. Default:
+	// 90 days. Negative: never pruned.
+	AuditRetention time.Duration
 }
 
 // Badger is the embedded Store: one Badger database in a directory, opened
@@ -70,6 +76,9 @@ type BadgerOptions struct {
 //	                    (Claim deletes it; Badger drops it at Expires)
 //	c/<owner>           touched by every capped Put for owner (a conflict key)
 //	i/<len>/<key>/...   the step index (index.go)
+//	t/<created>/<id>    a hold by the time it was made, for List (badgerlist.go)
+//	ap/, a/, ah         the audit log: pending events, chained entries, the
+//	                    chain's head (badgeraudit.go; kept without a TTL)
 //	g/<n>, 0x00, 0xffff filler the GC writes already expired (badgergc.go)
 //
 // Every entry carries a Badger TTL: a hold's and its step's records, its
@@ -107,10 +116,16 @@ type Badger struct {
 	ownerLocks [64]sync.Mutex
 
 	ledger   ledger        // bytes written, by when Badger may drop them
-	gcStop   chan struct{} // closed by Close: the GC loop returns
+	gcStop   chan struct{} // closed by Close: the GC and chain loops return
 	gcDone   chan struct{} // closed by the GC loop when it has returned
 	stopOnce sync.Once
 	logger   *zap.Logger
+
+	auditRetention time.Duration // BadgerOptions.AuditRetention; negative: never pruned
+	pendingSeq     atomic.Uint64 // the number of the last pending audit event given out
+	chainWake      chan struct{} // an append wakes the chain loop (buffered, one)
+	chainDone      chan struct{} // closed by the chain loop when it has returned
+	chainMu        sync.Mutex    // one chain round (or prune) at a time
 }
 
 // OpenBadger opens (creating if needed) the store in dir. A directory
@@ -130,6 +145,9 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	}
 	if opts.GCInterval == 0 {
 		opts.GCInterval = DefaultGCInterval
+	}
+	if opts.AuditRetention == 0 {
+		opts.AuditRetention = DefaultAuditRetention
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -173,28 +191,43 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening badger %q: %w", dir, err)
 	}
-	b := &Badger{
-		db:         db,
-		dir:        dir,
-		retention:  opts.Retention,
-		now:        opts.Now,
-		maxWaiting: opts.MaxWaiting,
-		ledger:     ledger{due: make(map[uint64]int64), width: bucketWidth(opts.GCInterval)},
-		gcStop:     make(chan struct{}),
-		gcDone:     make(chan struct{}),
-		logger:     logger,
+	// Pending audit events are numbered in the order appended, across
+	// restarts: on from the last one stored, or from the wall clock.
+	last, err := lastPending(db)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("opening badger %q: reading the audit log: %w", dir, err)
 	}
+	b := &Badger{
+		db:             db,
+		dir:            dir,
+		retention:      opts.Retention,
+		now:            opts.Now,
+		maxWaiting:     opts.MaxWaiting,
+		ledger:         ledger{due: make(map[uint64]int64), width: bucketWidth(opts.GCInterval)},
+		gcStop:         make(chan struct{}),
+		gcDone:         make(chan struct{}),
+		logger:         logger,
+		auditRetention: opts.AuditRetention,
+		chainWake:      make(chan struct{}, 1),
+		chainDone:      make(chan struct{}),
+	}
+	b.pendingSeq.Store(max(last, uint64(time.Now().UnixNano())))
 	go b.collect(opts.GCInterval)
+	go b.chainLoop(opts.GCInterval)
+	b.wakeChainer() // what the last process left pending
 	return b, nil
 }
 
 // Close stops the GC loop (waiting for a round in progress to end) and
+// the chain loop (which first chains the audit events still pending), and
 // closes the database, flushing what is in memory. Closing twice is
 // harmless; every call after Close fails with ErrUnavailable.
 func (b *Badger) Close() error {
 	b.stopOnce.Do(func() {
 		close(b.gcStop)
 		<-b.gcDone
+		<-b.chainDone
 	})
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("closing badger: %w", err)

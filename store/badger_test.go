@@ -6,11 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -36,9 +39,13 @@ func openStore(tb testing.TB, dir string, opts store.BadgerOptions) *store.Badge
 // The store contract on Badger, on disk in a temporary directory.
 func TestBadgerContract(t *testing.T) {
 	runContract(t, func(t *testing.T, cfg contractConfig) store.Store {
-		return openStore(t, t.TempDir(), store.BadgerOptions{
-			Now: cfg.Now, Retention: cfg.Retention, MaxWaiting: cfg.MaxWaiting,
-		})
+		opts := store.BadgerOptions{
+			Now: cfg.Now, Retention: cfg.Retention, MaxWaiting: cfg.MaxWaiting, AuditRetention: cfg.AuditRetention,
+		}
+		if cfg.AuditRetention != 0 {
+			opts.GCInterval = 20 * time.Millisecond // prunes the audit log as often
+		}
+		return openStore(t, t.TempDir(), opts)
 	})
 }
 
@@ -228,4 +235,54 @@ func TestBadgerCloseStopsGC(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// The audit log outlives the process: entries chained before a close are
+// there after it and the chain goes on from them; events a process
+// appended but did not chain (it died first) are chained by the next
+// open, after them.
+func TestBadgerAuditAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := store.OpenBadger(dir, store.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.Audit(ctx, store.Event{Kind: "test", Reason: "first " + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What a process that died between an append and its chaining
+	// leaves: a pending event.
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(txn *badger.Txn) error {
+		return txn.Set([]byte("ap/09999999999999999999"), []byte(`{"time":"2030-01-01T00:00:00Z","kind":"test","reason":"left pending"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStore(t, dir, store.BadgerOptions{})
+	if err := s.Audit(ctx, store.Event{Kind: "test", Reason: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	_, records := chained(t, s)
+	var got []string
+	for _, r := range records {
+		got = append(got, r.Reason)
+	}
+	if want := "[first 0 first 1 first 2 left pending second]"; fmt.Sprint(got) != want {
+		t.Errorf("entries after a restart: %v, want %s", got, want)
+	}
+	mustVerify(t, s, 1, 5)
 }

@@ -23,9 +23,12 @@ import (
 // once, in the step's record); a step or hold id already stored is refused
 // (ids are random, so a repeat is a bug, never a retry to absorb). With
 // MaxWaiting set, a step that would take a (tenant, owner) over the cap is
-// refused with ErrLimit.
-func (b *Badger) Put(ctx context.Context, holds []Hold) error {
+// refused with ErrLimit. Events are appended in the same transaction.
+func (b *Badger) Put(ctx context.Context, holds []Hold, events ...Event) error {
 	if err := checkPut(holds); err != nil {
+		return err
+	}
+	if err := checkEvents(events); err != nil {
 		return err
 	}
 	now := b.now()
@@ -64,7 +67,7 @@ func (b *Badger) Put(ctx context.Context, holds []Hold) error {
 		defer b.lockOwners(owners)()
 	}
 
-	return b.update(ctx, func(w *writeTxn) error {
+	err = b.update(ctx, func(w *writeTxn) error {
 		// Reading the keys first also puts them in the read set, so two
 		// Puts of one id conflict and the retry refuses the second.
 		if err := absent(w.Txn, stepKey(stepID)); err != nil {
@@ -87,6 +90,9 @@ func (b *Badger) Put(ctx context.Context, holds []Hold) error {
 			if err := w.set(holdKey(step.IDs[i]), values[i], expires[i]); err != nil {
 				return fmt.Errorf("putting holds: %w", err)
 			}
+			if err := w.set(listKey(&sorted[i]), nil, expires[i]); err != nil {
+				return fmt.Errorf("putting holds: %w", err)
+			}
 		}
 		if err := w.set(stepKey(stepID), stepValue, stepExpires); err != nil {
 			return fmt.Errorf("putting holds: %w", err)
@@ -98,8 +104,12 @@ func (b *Badger) Put(ctx context.Context, holds []Hold) error {
 				}
 			}
 		}
-		return nil
+		return b.stageEvents(w, events, now)
 	})
+	if err == nil && len(events) > 0 {
+		b.wakeChainer()
+	}
+	return err
 }
 
 // checkPut refuses input that is not one new step. Errors name indexes, not
@@ -281,9 +291,13 @@ func (b *Badger) Step(ctx context.Context, stepID string) ([]Hold, error) {
 // A waiting hold past Expires gives ErrExpired unless a.AllowExpired; an
 // answered, running or settled hold gives ErrAnswered. The claimed hold
 // leaves its owner's waiting entries (it no longer counts for the cap).
-func (b *Badger) Claim(ctx context.Context, id string, a Answer) (Claimed, error) {
+// Events are appended in the winning claim's transaction.
+func (b *Badger) Claim(ctx context.Context, id string, a Answer, events ...Event) (Claimed, error) {
 	if a.Choice == "" {
 		return Claimed{}, errors.New("claiming hold: empty answer choice")
+	}
+	if err := checkEvents(events); err != nil {
+		return Claimed{}, err
 	}
 	var c Claimed
 	err := b.update(ctx, func(w *writeTxn) error {
@@ -339,10 +353,13 @@ func (b *Badger) Claim(ctx context.Context, id string, a Answer) (Claimed, error
 			step = append(step, sibling)
 		}
 		c = Claimed{Hold: h, Step: step, Complete: complete}
-		return nil
+		return b.stageEvents(w, events, now)
 	})
 	if err != nil {
 		return Claimed{}, err
+	}
+	if len(events) > 0 {
+		b.wakeChainer()
 	}
 	return c, nil
 }
@@ -386,12 +403,18 @@ func (b *Badger) Begin(ctx context.Context, id string) (Hold, error) {
 // index. A waiting hold must be claimed first (the gate claims an expired
 // one with AnswerTimedOut). Settling a settled hold again with the same
 // outcome succeeds, so a caller may retry a Settle whose result it did not
-// see; another outcome gives ErrAnswered and the first one stands.
-func (b *Badger) Settle(ctx context.Context, id, outcome string) error {
+// see; another outcome gives ErrAnswered and the first one stands. Events
+// are appended in the transaction that settles it (not by such a retry).
+func (b *Badger) Settle(ctx context.Context, id, outcome string, events ...Event) error {
 	if outcome == "" {
 		return errors.New("settling hold: empty outcome")
 	}
-	return b.update(ctx, func(w *writeTxn) error {
+	if err := checkEvents(events); err != nil {
+		return err
+	}
+	staged := false
+	err := b.update(ctx, func(w *writeTxn) error {
+		staged = false
 		h, exp, err := getHold(w.Txn, id)
 		if err != nil {
 			return err
@@ -415,8 +438,13 @@ func (b *Badger) Settle(ctx context.Context, id, outcome string) error {
 		if err := w.delete(unsettledKey(h.ID)); err != nil {
 			return fmt.Errorf("settling hold: %w", err)
 		}
-		return nil
+		staged = len(events) > 0
+		return b.stageEvents(w, events, b.now())
 	})
+	if err == nil && staged {
+		b.wakeChainer()
+	}
+	return err
 }
 
 // Unsettled walks the unsettled index from after: one key per open hold,

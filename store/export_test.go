@@ -49,3 +49,13 @@ func Migrations() ([]string, error) {
 
 // Redact is redact.
 func Redact(text, dsn string) string { return redact(text, dsn) }
+
+// ListQuery is the statement and parameters of one page of p.List.
+func ListQuery(p *Postgres, f HoldFilter, cursor string, limit int) (string, []any, error) {
+	c, from, err := decodeCursor(cursor)
+	if err != nil {
+		return "", nil, err
+	}
+	q, args := p.listQuery(f, c, from, limit)
+	return q, args, nil
+}

@@ -63,6 +63,10 @@ type PostgresOptions struct {
 	// across every replica: see BadgerOptions.MaxWaiting. Default: 0, no
 	// cap.
 	MaxWaiting int
+	// AuditRetention is how long an entry of the audit log is kept: see
+	// BadgerOptions.AuditRetention (pruned by the retention loop, every
+	// RetentionInterval). Default: 90 days. Negative: never pruned.
+	AuditRetention time.Duration
 }
 
 // Postgres is the Store shared by several processes: holds in PostgreSQL
@@ -101,7 +105,10 @@ type Postgres struct {
 	maxWaiting int
 	logger     *zap.Logger
 
-	retentionKey int64 // the advisory lock of the retention loop
+	retentionKey   int64         // the advisory lock of the retention loop
+	auditRetention time.Duration // PostgresOptions.AuditRetention; negative: never pruned
+	chainWake      chan struct{} // an append wakes the chain loop (buffered, one)
+	chainDone      chan struct{} // closed by the chain loop when it has returned
 
 	closed   atomic.Bool
 	stop     context.CancelFunc // cancels loopCtx: the retention loop returns
@@ -138,6 +145,9 @@ func OpenPostgres(dsn string, opts PostgresOptions) (*Postgres, error) {
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultPostgresTimeout
+	}
+	if opts.AuditRetention == 0 {
+		opts.AuditRetention = DefaultAuditRetention
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -187,8 +197,14 @@ func OpenPostgres(dsn string, opts PostgresOptions) (*Postgres, error) {
 		stop:         stop,
 		loopCtx:      loopCtx,
 		done:         make(chan struct{}),
+
+		auditRetention: opts.AuditRetention,
+		chainWake:      make(chan struct{}, 1),
+		chainDone:      make(chan struct{}),
 	}
 	go p.retain(opts.RetentionInterval)
+	go p.chainLoop()
+	p.wakeChainer() // what was left pending
 	return p, nil
 }
 
@@ -216,14 +232,16 @@ func parseDSN(dsn string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// Close stops the retention loop (waiting for a round in progress to
-// end) and closes the pool. Closing twice is harmless; every call after
+// Close stops the retention and chain loops (waiting for a round in
+// progress to end) and closes the pool. Events still pending stay in the
+// database: another replica, or the next start, chains them. Closing twice is harmless; every call after
 // Close fails with ErrUnavailable.
 func (p *Postgres) Close() error {
 	p.stopOnce.Do(func() {
 		p.closed.Store(true)
 		p.stop()
 		<-p.done
+		<-p.chainDone
 		p.pool.Close()
 	})
 	return nil

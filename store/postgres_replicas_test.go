@@ -25,6 +25,7 @@ func TestPostgresContractReplicas(t *testing.T) {
 				Now:               cfg.Now,
 				Retention:         cfg.Retention,
 				MaxWaiting:        cfg.MaxWaiting,
+				AuditRetention:    cfg.AuditRetention,
 				RetentionInterval: 20 * time.Millisecond,
 				Logger:            failOnWarning(t),
 			}))
@@ -43,8 +44,8 @@ func (r *replicas) pick() store.Store {
 	return r.stores[r.next.Add(1)%uint64(len(r.stores))]
 }
 
-func (r *replicas) Put(ctx context.Context, holds []store.Hold) error {
-	return r.pick().Put(ctx, holds)
+func (r *replicas) Put(ctx context.Context, holds []store.Hold, events ...store.Event) error {
+	return r.pick().Put(ctx, holds, events...)
 }
 func (r *replicas) Get(ctx context.Context, id string) (store.Hold, error) {
 	return r.pick().Get(ctx, id)
@@ -52,14 +53,14 @@ func (r *replicas) Get(ctx context.Context, id string) (store.Hold, error) {
 func (r *replicas) Step(ctx context.Context, stepID string) ([]store.Hold, error) {
 	return r.pick().Step(ctx, stepID)
 }
-func (r *replicas) Claim(ctx context.Context, id string, a store.Answer) (store.Claimed, error) {
-	return r.pick().Claim(ctx, id, a)
+func (r *replicas) Claim(ctx context.Context, id string, a store.Answer, events ...store.Event) (store.Claimed, error) {
+	return r.pick().Claim(ctx, id, a, events...)
 }
 func (r *replicas) Begin(ctx context.Context, id string) (store.Hold, error) {
 	return r.pick().Begin(ctx, id)
 }
-func (r *replicas) Settle(ctx context.Context, id, outcome string) error {
-	return r.pick().Settle(ctx, id, outcome)
+func (r *replicas) Settle(ctx context.Context, id, outcome string, events ...store.Event) error {
+	return r.pick().Settle(ctx, id, outcome, events...)
 }
 func (r *replicas) Unsettled(ctx context.Context, after string, limit int) ([]store.Hold, error) {
 	return r.pick().Unsettled(ctx, after, limit)
@@ -72,6 +73,21 @@ func (r *replicas) Indexed(ctx context.Context, key string) ([]string, error) {
 }
 func (r *replicas) Unindex(ctx context.Context, key, stepID string) error {
 	return r.pick().Unindex(ctx, key, stepID)
+}
+func (r *replicas) List(ctx context.Context, f store.HoldFilter, cursor string, limit int) (store.HoldPage, error) {
+	return r.pick().List(ctx, f, cursor, limit)
+}
+func (r *replicas) Audit(ctx context.Context, events ...store.Event) error {
+	return r.pick().Audit(ctx, events...)
+}
+func (r *replicas) SyncAudit(ctx context.Context) error {
+	return r.pick().SyncAudit(ctx)
+}
+func (r *replicas) AuditHead(ctx context.Context) (store.AuditHead, error) {
+	return r.pick().AuditHead(ctx)
+}
+func (r *replicas) AuditEntries(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	return r.pick().AuditEntries(ctx, q)
 }
 func (r *replicas) Stats(ctx context.Context) (store.Stats, error) {
 	return r.pick().Stats(ctx)

@@ -45,6 +45,7 @@ func TestPostgresContract(t *testing.T) {
 			Now:               cfg.Now,
 			Retention:         cfg.Retention,
 			MaxWaiting:        cfg.MaxWaiting,
+			AuditRetention:    cfg.AuditRetention,
 			RetentionInterval: 20 * time.Millisecond,
 			Logger:            failOnWarning(t),
 		})

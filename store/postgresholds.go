@@ -21,9 +21,13 @@ import (
 //
 // The whole transaction is one batch: the statements go to the database
 // in one round trip, and the commit (or the rollback of a refusal) in a
-// second.
-func (p *Postgres) Put(ctx context.Context, holds []Hold) error {
+// second. Events are inserted as pending in the same batch.
+func (p *Postgres) Put(ctx context.Context, holds []Hold, events ...Event) error {
 	if err := checkPut(holds); err != nil {
+		return err
+	}
+	pending, err := pendingArgs(events)
+	if err != nil {
 		return err
 	}
 	var (
@@ -52,7 +56,7 @@ func (p *Postgres) Put(ctx context.Context, holds []Hold) error {
 	}
 	owners := p.waitingOwners(holds)
 
-	return p.run(ctx, "putting holds", false, func(ctx context.Context) error {
+	err = p.run(ctx, "putting holds", false, func(ctx context.Context) error {
 		return p.tx(ctx, func(tx pgx.Tx) error {
 			b := &pgx.Batch{}
 			b.Queue("SELECT "+fmt.Sprintf(dbNow, 1), p.nowParam())
@@ -70,15 +74,22 @@ func (p *Postgres) Put(ctx context.Context, holds []Hold) error {
 			for i := range holds {
 				b.Queue(insertHold, holdArgs(&holds[i], keep[i])...)
 			}
-			return p.readPut(tx.SendBatch(ctx, b), holds, owners, keep)
+			if len(events) > 0 {
+				b.Queue(insertPending("", 1, 3), pending[0], pending[1], p.nowParam())
+			}
+			return p.readPut(tx.SendBatch(ctx, b), holds, owners, keep, len(events) > 0)
 		})
 	})
+	if err == nil && len(events) > 0 {
+		p.wakeChainer()
+	}
+	return err
 }
 
 // readPut reads the results of Put's batch, in its order, and returns the
 // first refusal: a hold past its retention, an id already stored, then
 // the cap.
-func (p *Postgres) readPut(br pgx.BatchResults, holds []Hold, owners []pgOwner, keep []int64) (err error) {
+func (p *Postgres) readPut(br pgx.BatchResults, holds []Hold, owners []pgOwner, keep []int64, events bool) (err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil {
 			err = db(cerr)
@@ -115,6 +126,11 @@ func (p *Postgres) readPut(br pgx.BatchResults, holds []Hold, owners []pgOwner, 
 		if _, err := br.Exec(); isUniqueViolation(err) {
 			return fmt.Errorf("putting holds: holds[%d]: id already exists", i)
 		} else if err != nil {
+			return db(err)
+		}
+	}
+	if events {
+		if _, err := br.Exec(); err != nil {
 			return db(err)
 		}
 	}
@@ -220,12 +236,14 @@ func (p *Postgres) Step(ctx context.Context, stepID string) ([]Hold, error) {
 
 // claimHold answers a waiting hold ($1) with $2 by $3 (values $4) unless
 // it expired on the store clock ($6) and $5 does not allow it, and returns
-// it as now stored (claimed true) with every other hold of its step.
+// it as now stored (claimed true) with every other hold of its step. When
+// it answers the hold, it appends the events $7 (hold ids), $8 (events).
 var claimHold = `WITH u AS (
 		UPDATE holds h SET state = 'answered', answer = $2, answered_by = $3, answer_values = $4,
 			answered_at = ` + fmt.Sprintf(dbNow, 6) + `
 		WHERE h.id = $1 AND h.state = 'waiting' AND ($5::boolean OR h.expires > ` + fmt.Sprintf(dbNow, 6) + `)
-		RETURNING ` + holdColumns("h") + `)
+		RETURNING ` + holdColumns("h") + `),
+	a AS (` + insertPending("u", 7, 6) + `)
 	SELECT ` + holdColumns("u") + `, true FROM u
 	UNION ALL
 	SELECT ` + holdColumns("h") + `, false FROM holds h WHERE h.step_id = (SELECT step_id FROM u) AND h.id <> $1`
@@ -247,16 +265,21 @@ var claimHold = `WITH u AS (
 // Of any number of racing claims exactly one updates the row; the others
 // wait for its lock, find it answered and get ErrAnswered. A hold that is
 // not waiting gives ErrAnswered, one that expired ErrExpired (unless
-// a.AllowExpired).
-func (p *Postgres) Claim(ctx context.Context, id string, a Answer) (Claimed, error) {
+// a.AllowExpired). Events are inserted as pending by the UPDATE's
+// statement, only when it answered the hold.
+func (p *Postgres) Claim(ctx context.Context, id string, a Answer, events ...Event) (Claimed, error) {
 	if a.Choice == "" {
 		return Claimed{}, errors.New("claiming hold: empty answer choice")
 	}
 	if !storableID(id) {
 		return Claimed{}, ErrNotFound
 	}
+	pending, err := pendingArgs(events)
+	if err != nil {
+		return Claimed{}, err
+	}
 	var c Claimed
-	err := p.run(ctx, "claiming hold", false, func(ctx context.Context) (err error) {
+	err = p.run(ctx, "claiming hold", false, func(ctx context.Context) (err error) {
 		now := p.nowParam()
 		b := &pgx.Batch{}
 		// Only waiting rows are locked, and only while the hold is: a
@@ -268,7 +291,7 @@ func (p *Postgres) Claim(ctx context.Context, id string, a Answer) (Claimed, err
 		b.Queue(`SELECT h.id FROM holds h
 			WHERE h.step_id = (SELECT step_id FROM holds WHERE id = $1 AND state = 'waiting') AND h.state = 'waiting'
 			ORDER BY h.position FOR UPDATE`, id)
-		b.Queue(claimHold, id, []byte(a.Choice), append([]byte{}, a.By...), nilIfEmpty(a.Values), a.AllowExpired, now)
+		b.Queue(claimHold, id, []byte(a.Choice), append([]byte{}, a.By...), nilIfEmpty(a.Values), a.AllowExpired, now, pending[0], pending[1])
 		b.Queue(`SELECT message FROM steps WHERE id = (SELECT step_id FROM holds WHERE id = $1)`, id)
 		// Why a claim did not take the hold, as it is once the claim ran.
 		b.Queue(`SELECT state, expires > `+fmt.Sprintf(dbNow, 2)+` FROM holds WHERE id = $1`, id, now)
@@ -347,6 +370,9 @@ func (p *Postgres) Claim(ctx context.Context, id string, a Answer) (Claimed, err
 	if err != nil {
 		return Claimed{}, err
 	}
+	if len(events) > 0 {
+		p.wakeChainer()
+	}
 	return c, nil
 }
 
@@ -398,23 +424,35 @@ func (p *Postgres) notAnswered(ctx context.Context, id string) error {
 // … WHERE state IN ('answered', 'running'); the first of racing
 // settlements wins. When no row changed, one read of the row, then final,
 // tells a retry with the same outcome (nil) from another outcome
-// (ErrAnswered), a waiting hold and a missing one.
-func (p *Postgres) Settle(ctx context.Context, id, outcome string) error {
+// (ErrAnswered), a waiting hold and a missing one. Events are inserted as
+// pending by the UPDATE's statement, only when it settled the hold.
+func (p *Postgres) Settle(ctx context.Context, id, outcome string, events ...Event) error {
 	if outcome == "" {
 		return errors.New("settling hold: empty outcome")
 	}
 	if !storableID(id) {
 		return ErrNotFound
 	}
+	pending, err := pendingArgs(events)
+	if err != nil {
+		return err
+	}
 	// A settlement may be retried whatever broke: a second run of one that
-	// committed finds it settled with the same outcome.
-	return p.run(ctx, "settling hold", true, func(ctx context.Context) error {
-		tag, err := p.pool.Exec(ctx, `UPDATE holds SET state = 'settled', outcome = $2, answer_values = NULL
-			WHERE id = $1 AND state IN ('answered', 'running')`, id, []byte(outcome))
+	// committed finds it settled with the same outcome (and appends
+	// nothing again).
+	settled := false
+	err = p.run(ctx, "settling hold", true, func(ctx context.Context) error {
+		var n int
+		err := p.pool.QueryRow(ctx, `WITH u AS (
+				UPDATE holds SET state = 'settled', outcome = $2, answer_values = NULL
+				WHERE id = $1 AND state IN ('answered', 'running') RETURNING id),
+			a AS (`+insertPending("u", 3, 5)+`)
+			SELECT count(*) FROM u`, id, []byte(outcome), pending[0], pending[1], p.nowParam()).Scan(&n)
 		if err != nil {
 			return db(err)
 		}
-		if tag.RowsAffected() == 1 {
+		if n == 1 {
+			settled = true
 			return nil
 		}
 		var state string
@@ -432,6 +470,10 @@ func (p *Postgres) Settle(ctx context.Context, id, outcome string) error {
 		}
 		return nil
 	})
+	if settled && len(events) > 0 {
+		p.wakeChainer()
+	}
+	return err
 }
 
 // Unsettled pages through the partial index of unsettled holds by id.

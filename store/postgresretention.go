@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 )
 
@@ -47,7 +48,8 @@ func (p *Postgres) retain(interval time.Duration) {
 	}
 }
 
-// retainOnce deletes every record past its retention, in batches, when no
+// retainOnce deletes every record past its retention, and prunes audit
+// entries past the audit retention, in batches, when no
 // other replica is doing it: it holds a session advisory lock (tried, not
 // waited for) on one connection for the round. The lock goes with the
 // connection, so a replica that dies mid-round frees it.
@@ -85,6 +87,21 @@ func (p *Postgres) retainOnce(ctx context.Context) (deleted int64, err error) {
 			if tag.RowsAffected() < retentionBatch || ctx.Err() != nil {
 				break
 			}
+		}
+	}
+	for p.auditRetention >= 0 && ctx.Err() == nil {
+		var n int64
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var err error
+			n, err = p.pruneAudit(ctx, tx)
+			return err
+		})
+		if err != nil {
+			return deleted, fmt.Errorf("pruning audit entries: %w", err)
+		}
+		deleted += n
+		if n < auditBatch {
+			break
 		}
 	}
 	return deleted, nil

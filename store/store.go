@@ -29,6 +29,13 @@
 //     replicas whose clocks disagree still agree on expiry.
 //   - Retention: DELETE … WHERE keep_until < now in batches of 1,000 rows,
 //     by one replica at a time (pg_try_advisory_lock).
+//   - The audit log: an event is an INSERT INTO audit_pending in the
+//     transaction (or statement) of the change it reports; one chainer
+//     at a time, on any replica, chains pending events: it locks the
+//     chain's head row (SELECT … FROM audit_head FOR UPDATE), so chain
+//     rounds run one after the other across replicas, assigns the next
+//     seq to each inside that transaction, and commits the entries with
+//     the new head. One chain, whatever the number of replicas.
 //
 // The contract is tested once, as a table of cases run against every
 // backend (contract_test.go).
@@ -75,13 +82,14 @@ const (
 
 // Answers a hold can be claimed with.
 const (
-	AnswerConfirm  = "confirm"   // the person confirmed the card
-	AnswerSubmit   = "submit"    // the person submitted the form
-	AnswerDecline  = "decline"   // the person declined
-	AnswerLater    = "later"     // the person closed the form without answering ("Not now")
-	AnswerMovedOn  = "moved_on"  // the person wrote a new message instead
-	AnswerTimedOut = "timed_out" // settled after expiry
-	AnswerUsed     = "used"      // an MCP ticket redeemed by the client's retry
+	AnswerConfirm   = "confirm"   // the person confirmed the card
+	AnswerSubmit    = "submit"    // the person submitted the form
+	AnswerDecline   = "decline"   // the person declined
+	AnswerLater     = "later"     // the person closed the form without answering ("Not now")
+	AnswerMovedOn   = "moved_on"  // the person wrote a new message instead
+	AnswerTimedOut  = "timed_out" // settled after expiry
+	AnswerUsed      = "used"      // an MCP ticket redeemed by the client's retry
+	AnswerWithdrawn = "withdrawn" // an operator withdrew the waiting hold (the admin API)
 )
 
 // Hold is one gated call waiting for (or answered by) a person.
@@ -202,7 +210,11 @@ type Store interface {
 	// MaxWaiting Waiting, unexpired holds. The count is exact under any
 	// concurrency: racing Puts for one (tenant, owner) never together
 	// pass the cap. A hold stops counting once claimed or expired.
-	Put(ctx context.Context, holds []Hold) error
+	//
+	// Events are appended to the audit log in the same transaction: when
+	// Put returns nil they are kept, when it fails they are not (so is
+	// it for Claim and Settle).
+	Put(ctx context.Context, holds []Hold, events ...Event) error
 	// Get returns one hold by id.
 	Get(ctx context.Context, id string) (Hold, error)
 	// Step returns the holds of a step in Position order; ErrNotFound when
@@ -211,8 +223,9 @@ type Store interface {
 	// Claim moves a waiting hold to Answered in one atomic operation that
 	// exactly one of any number of racing callers wins; the others get
 	// ErrAnswered. An expired hold gives ErrExpired (unless
-	// Answer.AllowExpired).
-	Claim(ctx context.Context, id string, a Answer) (Claimed, error)
+	// Answer.AllowExpired). Events are appended only by the claim that
+	// wins.
+	Claim(ctx context.Context, id string, a Answer, events ...Event) (Claimed, error)
 	// Begin marks an answered hold Running just before its action is sent:
 	// one atomic operation that exactly one of any number of racing callers
 	// wins (across processes sharing the backend). Any state but Answered
@@ -223,8 +236,10 @@ type Store interface {
 	// Settled and drops Values. Settling again with the same outcome
 	// succeeds (a retry); with another outcome it fails with ErrAnswered
 	// (the first settlement stands). A Waiting hold must be claimed first
-	// (an error that is neither ErrAnswered nor ErrUnavailable).
-	Settle(ctx context.Context, id, outcome string) error
+	// (an error that is neither ErrAnswered nor ErrUnavailable). Events
+	// are appended only by the call that settles the hold (not by a
+	// retry that finds it settled).
+	Settle(ctx context.Context, id, outcome string, events ...Event) error
 	// Unsettled lists holds that are not Settled — waiting (expired or
 	// not), answered, running; tickets too — with id > after, in id order,
 	// at most limit (limit > 0). Listed holds carry every field but
@@ -245,6 +260,26 @@ type Store interface {
 	Indexed(ctx context.Context, key string) ([]string, error)
 	// Unindex takes a step off a key.
 	Unindex(ctx context.Context, key, stepID string) error
+	// List pages through the holds the store keeps, newest first,
+	// selected by f (see HoldFilter), limit at most MaxListLimit. cursor
+	// is "" or a HoldPage.Next. Listed holds carry every field but
+	// Message. It is for operators: each page reads a bounded number of
+	// records (PostgreSQL: through an index for each filter).
+	List(ctx context.Context, f HoldFilter, cursor string, limit int) (HoldPage, error)
+
+	// Audit appends events to the audit log on their own, for what
+	// changes no hold (the person opened the page; a call refused
+	// before anything was stored). See audit.go for the log.
+	Audit(ctx context.Context, events ...Event) error
+	// SyncAudit chains every event appended before it was called, so
+	// that AuditEntries and AuditHead show them.
+	SyncAudit(ctx context.Context) error
+	// AuditHead reads where the chain ends, and the checkpoint it
+	// starts from once pruned.
+	AuditHead(ctx context.Context) (AuditHead, error)
+	// AuditEntries reads chained entries in seq order (see AuditQuery).
+	AuditEntries(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
+
 	// Stats reports the store's size, for a metric.
 	Stats(ctx context.Context) (Stats, error)
 	// Close releases the backend. Closing twice is harmless; every call

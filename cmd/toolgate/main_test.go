@@ -34,7 +34,7 @@ func TestCommand(t *testing.T) {
 		for _, l := range strings.Split(string(out), "\n") {
 			mods[strings.TrimSpace(l)] = true
 		}
-		for _, want := range []string{"toolgate", "http.handlers.toolgate", "http.handlers.toolgate_pages", "http.handlers.toolgate_mcp", "http.handlers.reverse_proxy"} {
+		for _, want := range []string{"toolgate", "http.handlers.toolgate", "http.handlers.toolgate_pages", "http.handlers.toolgate_mcp", "admin.api.toolgate", "http.handlers.reverse_proxy"} {
 			if !mods[want] {
 				t.Errorf("list-modules lacks %s", want)
 			}
