@@ -94,7 +94,7 @@ func policyCheck(stdout, stderr io.Writer, files []string) error {
 		fmt.Fprintf(stderr, "%d of %d policy files have a mistake\n", bad, len(files))
 		return errPolicyMistakes
 	}
-	fmt.Fprintf(stdout, "%d policy %s, %d actions, no mistakes\n", len(files), plural(len(files), "file", "files"), actions)
+	fmt.Fprintf(stdout, "%d policy %s, %d %s, no mistakes\n", len(files), plural(len(files), "file", "files"), actions, plural(actions, "action", "actions"))
 	return nil
 }
 
