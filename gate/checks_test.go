@@ -33,34 +33,37 @@ func (r *rig) wantWaiting(stepID string) {
 }
 
 // TestAnotherOwnerInTheTenantIsRefused: bo, signed in to ana's tenant,
-// can neither see, answer, submit nor restore her step, even with its
-// link and the ids of its holds. Nothing runs, the holds still wait, and
-// ana answers them after.
+// and ana of another tenant can neither see, answer, submit nor restore
+// her step, even with its link and the ids of its holds. Nothing runs, the
+// holds still wait, and ana answers them after.
 func TestAnotherOwnerInTheTenantIsRefused(t *testing.T) {
 	r := newRig(t, rigOptions{})
 	r.app.SetRecord("/posts/1", `{"title":"One"}`)
 	ctx := context.Background()
 	step, _ := r.hold(ana, call(0, 1), call(1, 0))
 	holds := r.step(step)
-	if _, err := r.gate.View(ctx, step, bo, ""); !errors.Is(err, ErrNotOwner) {
-		t.Errorf("bo viewing: %v, want ErrNotOwner", err)
-	}
-	for _, choice := range []string{store.AnswerConfirm, store.AnswerDecline} {
-		if _, err := r.gate.Answer(ctx, step, holds[0].ID, bo, choice); !errors.Is(err, ErrNotOwner) {
-			t.Errorf("bo answering %s: %v, want ErrNotOwner", choice, err)
+	// bo shares ana's tenant; ana of globex shares her id in another.
+	for _, other := range []Person{bo, anaGlobex} {
+		if _, err := r.gate.View(ctx, step, other, ""); !errors.Is(err, ErrNotOwner) {
+			t.Errorf("%v viewing: %v, want ErrNotOwner", other, err)
 		}
-	}
-	if _, err := r.gate.Answer(ctx, step, holds[1].ID, bo, store.AnswerDecline); !errors.Is(err, ErrNotOwner) {
-		t.Errorf("bo declining the form: %v, want ErrNotOwner", err)
-	}
-	if _, err := r.gate.Submit(ctx, step, holds[1].ID, bo, "", map[string][]string{"body": {"Spring"}}, nil, false); !errors.Is(err, ErrNotOwner) {
-		t.Errorf("bo submitting: %v, want ErrNotOwner", err)
-	}
-	if _, err := r.gate.Submit(ctx, step, holds[1].ID, bo, "", nil, []byte(`{"body":"Spring"}`), false); !errors.Is(err, ErrNotOwner) {
-		t.Errorf("bo submitting JSON: %v, want ErrNotOwner", err)
-	}
-	if res := r.restore(bo, step, true); res != nil {
-		t.Errorf("bo's request restored %q", res)
+		for _, choice := range []string{store.AnswerConfirm, store.AnswerDecline} {
+			if _, err := r.gate.Answer(ctx, step, holds[0].ID, other, choice); !errors.Is(err, ErrNotOwner) {
+				t.Errorf("%v answering %s: %v, want ErrNotOwner", other, choice, err)
+			}
+		}
+		if _, err := r.gate.Answer(ctx, step, holds[1].ID, other, store.AnswerDecline); !errors.Is(err, ErrNotOwner) {
+			t.Errorf("%v declining the form: %v, want ErrNotOwner", other, err)
+		}
+		if _, err := r.gate.Submit(ctx, step, holds[1].ID, other, "", map[string][]string{"body": {"Spring"}}, nil, false); !errors.Is(err, ErrNotOwner) {
+			t.Errorf("%v submitting: %v, want ErrNotOwner", other, err)
+		}
+		if _, err := r.gate.Submit(ctx, step, holds[1].ID, other, "", nil, []byte(`{"body":"Spring"}`), false); !errors.Is(err, ErrNotOwner) {
+			t.Errorf("%v submitting JSON: %v, want ErrNotOwner", other, err)
+		}
+		if res := r.restore(other, step, true); res != nil {
+			t.Errorf("%v's request restored %q", other, res)
+		}
 	}
 	r.wantWaiting(step)
 	if Status(ErrNotOwner) != 409 {

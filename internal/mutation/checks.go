@@ -12,16 +12,16 @@ var mutations = []mutation{
 	// The answer path: who may answer which hold, how.
 	{
 		Name:  "answer: the hold's owner",
-		File:  "gate/answer.go",
-		From:  "if !who.owns(h) {\n\t\tg.log.Warn(\"answer refused: not the owner\"",
-		To:    "if false && !who.owns(h) {\n\t\tg.log.Warn(\"answer refused: not the owner\"",
+		File:  "gate/approvers.go",
+		From:  "if who.Owner == h.Owner {\n\t\treturn rights{view: true",
+		To:    "if true {\n\t\treturn rights{view: true",
 		Tests: []string{"./gate:TestAnotherOwnerInTheTenantIsRefused", "./pages:TestAnswerWithOwnTokenForAnothersHold"},
 	},
 	{
 		Name:  "view: the step's owner",
 		File:  "gate/answer.go",
-		From:  "if !who.owns(holds[0]) {",
-		To:    "if false && !who.owns(holds[0]) {",
+		From:  "if !owner && !slices.ContainsFunc(seen, func(r rights) bool { return r.view }) {",
+		To:    "if false && !owner && !slices.ContainsFunc(seen, func(r rights) bool { return r.view }) {",
 		Tests: []string{"./gate:TestAnotherOwnerInTheTenantIsRefused", "./pages:TestPageIsShownOnlyToItsPerson"},
 	},
 	{
@@ -30,6 +30,27 @@ var mutations = []mutation{
 		From:  "return p.Owner != \"\" && h.Owner == p.Owner && h.Tenant == p.Tenant",
 		To:    "return p.Owner != \"\" && h.Owner == p.Owner",
 		Tests: []string{"./pages:TestPageIsShownOnlyToItsPerson"},
+	},
+	{
+		Name:  "identity: the tenant, for owners and approvers",
+		File:  "gate/approvers.go",
+		From:  "who.Owner == \"\" || who.Tenant != h.Tenant {",
+		To:    "who.Owner == \"\" {",
+		Tests: []string{"./gate:TestAnotherOwnerInTheTenantIsRefused"},
+	},
+	{
+		Name:  "approvers: the role or id",
+		File:  "gate/approvers.go",
+		From:  "a.Card != nil && a.Approvers.Includes(who.Owner, who.Roles) {",
+		To:    "a.Card != nil && a.Approvers != nil {",
+		Tests: []string{"./gate:TestWhoMayAnswer"},
+	},
+	{
+		Name:  "approvers: four_eyes",
+		File:  "gate/answer.go",
+		From:  "if choice == store.AnswerConfirm && !r.confirm {",
+		To:    "if false && choice == store.AnswerConfirm && !r.confirm {",
+		Tests: []string{"./gate:TestFourEyes"},
 	},
 	{
 		Name:  "hold: a call nobody owns",
@@ -47,7 +68,7 @@ var mutations = []mutation{
 	},
 	{
 		Name:  "answer: the step id",
-		File:  "gate/answer.go",
+		File:  "gate/approvers.go",
 		From:  "if h.StepID != stepID || h.Answer == \"refused\"",
 		To:    "if h.Answer == \"refused\"",
 		Tests: []string{"./gate:TestAnswerNamesTheHoldsOwnStep", "./pages:TestAnswerFitsTheHold"},
@@ -55,8 +76,8 @@ var mutations = []mutation{
 	{
 		Name:  "answer: the choice fits the hold's kind",
 		File:  "gate/answer.go",
-		From:  "default:\n\t\treturn HoldView{}, ErrChoice\n\t}\n\treturn g.claimAndRelease",
-		To:    "default:\n\t}\n\treturn g.claimAndRelease",
+		From:  "default:\n\t\treturn HoldView{}, ErrChoice\n\t}\n\tif choice == store.AnswerConfirm && !r.confirm {",
+		To:    "default:\n\t}\n\tif choice == store.AnswerConfirm && !r.confirm {",
 		Tests: []string{"./gate:TestAnswerFitsTheHoldsKind", "./pages:TestAnswerFitsTheHold"},
 	},
 	{
@@ -183,8 +204,8 @@ var mutations = []mutation{
 	{
 		Name:  "mcp: answered by the caller",
 		File:  "gate/mcp.go",
-		From:  "if h.AnsweredBy != f.person.Owner {",
-		To:    "if false && h.AnsweredBy != f.person.Owner {",
+		From:  "if !confirmedByRightPerson(h, a) {",
+		To:    "if false && !confirmedByRightPerson(h, a) {",
 		Tests: []string{"./gate:TestMCPConfirmedBySomeoneElseDoesNotRun"},
 	},
 	{
