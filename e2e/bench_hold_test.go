@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,9 +148,19 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // and settles it. confirms/s is b.N over the time the answers took; the
 // benchmark fails unless every action ran exactly once. One replica on
 // Badger is the baseline; one and three replicas on one PostgreSQL are
-// the shared store.
+// the shared store. gate-cpu-µs/op is the CPU the replicas spent per
+// confirmation, bench-cpu-µs/op this process's (the answerers, the app
+// and the provider); the rest of the machine's time goes to PostgreSQL
+// and to whatever else runs.
 //
 //	go test ./e2e -run '^$' -bench Confirmations -benchtime 2000x
+//
+// With TOOLGATE_BENCH_PPROF set to a directory, each replica serves
+// Caddy's admin endpoint and the benchmark saves a CPU profile of each
+// over the answers (TOOLGATE_BENCH_PPROF_SECONDS, 5 by default: take
+// enough confirmations to last that long) as <case>-replica<i>.profile;
+// with TOOLGATE_BENCH_PPROF_KIND=trace, an execution trace instead (for
+// where the answers wait: go tool trace -pprof=net|sync|syscall).
 func BenchmarkConfirmations(b *testing.B) {
 	b.Run("badger-1", func(b *testing.B) { confirmations(b, 1, "") })
 	b.Run("postgres-1", func(b *testing.B) { confirmations(b, 1, pgtest.Database(b, pgtest.DSN(b))) })
@@ -158,7 +170,7 @@ func BenchmarkConfirmations(b *testing.B) {
 // benchReplica is the Caddyfile of a replica for the answer path's
 // benchmark: a model route and pages whose answerer is a header.
 const benchReplica = `{
-	admin off
+	%[8]s
 	auto_https off
 	default_bind 127.0.0.1
 	persist_config off
@@ -207,14 +219,22 @@ func confirmations(b *testing.B, replicas int, dsn string) {
 		storeLine = "store badger " + filepath.Join(dir, "store")
 	}
 	bin := binary(b, "./cmd/toolgate")
-	var apis, pages []string
+	profDir := os.Getenv("TOOLGATE_BENCH_PPROF")
+	var apis, pages, admins []string
+	var procs []*proc
 	for i := range replicas {
 		api, page := testkit.FreePort(b), testkit.FreePort(b)
 		apis, pages = append(apis, fmt.Sprintf("http://127.0.0.1:%d", api)), append(pages, fmt.Sprintf("127.0.0.1:%d", page))
-		cf := fmt.Sprintf(benchReplica, storeLine, secret, "http://"+pages[0]+"/toolgate", api, pf, up.URL, page)
+		admin := "admin off"
+		if profDir != "" {
+			admins = append(admins, fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(b)))
+			admin = "admin " + admins[i]
+		}
+		cf := fmt.Sprintf(benchReplica, storeLine, secret, "http://"+pages[0]+"/toolgate", api, pf, up.URL, page, admin)
 		p := newProc(b, fmt.Sprintf("replica %d", i), bin, cf, []string{"TOOLGATE_DATABASE_URL=" + dsn},
 			strings.TrimPrefix(apis[i], "http://"), pages[i])
 		p.mustStart()
+		procs = append(procs, p)
 	}
 	client := &http.Client{
 		Transport:     &http.Transport{MaxIdleConnsPerHost: answerers},
@@ -253,6 +273,8 @@ func confirmations(b *testing.B, replicas int, dsn string) {
 		return nil
 	})
 
+	gateCPU, benchCPU := replicasCPU(b, procs), selfCPU(b)
+	profiled := profile(b, profDir, admins)
 	b.ResetTimer()
 	start := time.Now()
 	parallel(b, answerers, b.N, func(i int) error {
@@ -269,6 +291,9 @@ func confirmations(b *testing.B, replicas int, dsn string) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "confirms/s")
+	b.ReportMetric(float64((replicasCPU(b, procs)-gateCPU).Microseconds())/float64(b.N), "gate-cpu-µs/op")
+	b.ReportMetric(float64((selfCPU(b)-benchCPU).Microseconds())/float64(b.N), "bench-cpu-µs/op")
+	profiled()
 	runs := app.Runs()
 	for _, h := range holds {
 		if runs[h.id] != 1 {
@@ -327,6 +352,84 @@ func parallel(b *testing.B, workers, n int, f func(i int) error) {
 			}
 		case <-time.After(10 * time.Minute):
 			b.Fatal("workers did not finish within 10 minutes")
+		}
+	}
+}
+
+// replicasCPU is the CPU time (user and system) the processes have used
+// so far, read from /proc/<pid>/stat in clock ticks of 10 ms.
+func replicasCPU(b *testing.B, procs []*proc) time.Duration {
+	var total time.Duration
+	for _, p := range procs {
+		p.mu.Lock()
+		pid := p.cmd.Process.Pid
+		p.mu.Unlock()
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatalf("reading %s's CPU time: %v", p.name, err)
+		}
+		// The fields after the command's name, which ends with the last ')':
+		// state is the 3rd field of the line, utime the 14th, stime the 15th.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		for _, s := range f[11:13] {
+			ticks, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				b.Fatalf("reading %s's CPU time %q: %v", p.name, s, err)
+			}
+			total += time.Duration(ticks) * 10 * time.Millisecond
+		}
+	}
+	return total
+}
+
+// selfCPU is the CPU time (user and system) this process has used so far.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("reading this process's CPU time: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// profile starts a CPU profile of each replica through its admin
+// endpoint when dir is set, and returns the function that waits for the
+// profiles and saves them into dir.
+func profile(b *testing.B, dir string, admins []string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	seconds := cmp.Or(os.Getenv("TOOLGATE_BENCH_PPROF_SECONDS"), "5")
+	kind := cmp.Or(os.Getenv("TOOLGATE_BENCH_PPROF_KIND"), "profile")
+	name := strings.NewReplacer("/", "-").Replace(b.Name())
+	errs := make(chan error, len(admins))
+	for i, admin := range admins {
+		go func() {
+			resp, err := http.Get("http://" + admin + "/debug/pprof/" + kind + "?seconds=" + seconds)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			if err == nil && resp.StatusCode != 200 {
+				err = fmt.Errorf("profile of replica %d: %d %s", i, resp.StatusCode, got)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-replica%d.%s", name, i, kind)), got, 0o644)
+			}
+			errs <- err
+		}()
+	}
+	return func() {
+		for range admins {
+			select {
+			case err := <-errs:
+				if err != nil {
+					b.Error(err)
+				}
+			case <-time.After(10 * time.Minute):
+				b.Fatal("no profile within 10 minutes")
+			}
 		}
 	}
 }

@@ -18,10 +18,11 @@ import (
 // The gate's share of the audit log (store/audit.go). Every change of a
 // hold goes through audited, which hands the store the event that reports
 // it, to append in the same transaction: a hold is never held, answered or
-// settled unaudited, and a change that fails leaves no event. What changes
-// no hold (the person opened the page, the app's answer to a release, a
-// call refused before anything was stored) is appended on its own by
-// Gate.audit: if that fails, the gate logs it and counts it
+// settled unaudited, and a change that fails leaves no event. The app's
+// answer to a card's or a form's release goes with its settled event
+// (Gate.settle). What changes no hold (the person opened the page, a call
+// refused before anything was stored, an MCP release) is appended on its
+// own by Gate.audit: if that fails, the gate logs it and counts it
 // (AuditObserver) and goes on; refusing to show a page or to tell the
 // model about a refusal would protect nothing.
 

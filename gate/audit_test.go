@@ -327,3 +327,54 @@ func TestWithdrawRacesTheAnswer(t *testing.T) {
 		t.Errorf("events after a %+v win: %s, want %s", won[0], got, wantEvents)
 	}
 }
+
+// TestReleasedGoesWithSettled: a confirmed card's release appends what
+// the app answered in the settling transaction, so it is kept even when
+// appending on its own fails; when the outcome cannot be recorded
+// (another stood first), it is appended on its own, once.
+func TestReleasedGoesWithSettled(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		wrap func(store.Store) store.Store
+		want string // the hold's events
+	}{
+		{"audit on its own down", func(s store.Store) store.Store { return auditDown{s} }, "held answered released settled"},
+		{"another outcome stood", func(s store.Store) store.Store { return settledBefore{s} }, "held answered released"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, rigOptions{wrap: c.wrap})
+			r.app.SetRecord("/posts/1", `{"title":"One"}`)
+			step, _ := r.hold(ana, call(0, 1))
+			h := r.step(step)[0]
+			if _, err := r.gate.Answer(context.Background(), step, h.ID, ana, store.AnswerConfirm); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(r.app.Calls()); n != 1 {
+				t.Fatalf("%d releases, want one", n)
+			}
+			log := eventsOf(r.auditLog(), h.ID)
+			if got := kinds(log); got != c.want {
+				t.Fatalf("events: %s, want %s", got, c.want)
+			}
+			for _, e := range log {
+				if e.Kind == store.EventReleased && (e.Status != 200 || !strings.Contains(e.Endpoint, "/posts/")) {
+					t.Errorf("released: %+v", e.Event)
+				}
+			}
+		})
+	}
+}
+
+// settledBefore is a store where another outcome is recorded just before
+// each of the gate's settlements of a released hold (as the sweeper
+// could).
+type settledBefore struct{ store.Store }
+
+func (s settledBefore) Settle(ctx context.Context, id, outcome string, events ...store.Event) error {
+	if slices.ContainsFunc(events, func(e store.Event) bool { return e.Kind == store.EventReleased }) {
+		if err := s.Store.Settle(ctx, id, "another outcome"); err != nil {
+			return err
+		}
+	}
+	return s.Store.Settle(ctx, id, outcome, events...)
+}

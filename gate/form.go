@@ -202,19 +202,19 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID string, who Person, la
 }
 
 // runForm releases a submitted form with the person's values over the
-// model's arguments. ok as for send.
-func (g *Gate) runForm(ctx context.Context, h store.Hold) (outcome string, ok bool) {
+// model's arguments. released and ok as for send.
+func (g *Gate) runForm(ctx context.Context, h store.Hold) (outcome string, released []store.Event, ok bool) {
 	a := g.action(h)
 	if a == nil || a.Run.URL == nil {
-		return outcomePolicyGone, true
+		return outcomePolicyGone, nil, true
 	}
 	var s submitted
 	if err := json.Unmarshal(h.Values, &s); err != nil {
 		g.log.Error("reading submitted values", zap.String("hold_id", h.ID), zap.Error(err))
-		return outcomeAnswerLost, true
+		return outcomeAnswerLost, nil, true
 	}
-	ran, ok := g.send(ctx, h, a, s.Args)
-	return ran.After(filledIn(s.Filled)), ok
+	ran, released, ok := g.send(ctx, h, a, s.Args)
+	return ran.After(filledIn(s.Filled)), released, ok
 }
 
 // filledIn is the person's part of a submitted form's outcome.

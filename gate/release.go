@@ -81,10 +81,13 @@ func (g *Gate) detached(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // releaseHold brings one answered hold to Settled: it runs the call when
-// the answer asks for it and records the outcome. When another caller won
-// Begin, or the store failed before the send, it leaves the hold alone.
+// the answer asks for it and records the outcome, with the audit's record
+// of the app's answer (one durable write for both). When another caller
+// won Begin, or the store failed before the send, it leaves the hold
+// alone.
 func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
 	var outcome string
+	var released []store.Event
 	ok := true
 	moved := g.policyMoved(h) // gate/policyversion.go
 	switch {
@@ -96,14 +99,14 @@ func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
 		// The MCP client's retry runs it (Front.MCP), not the page.
 		outcome = OutcomeMCPConfirmed
 	case h.Answer == store.AnswerConfirm:
-		outcome, ok = g.runCard(ctx, h)
+		outcome, released, ok = g.runCard(ctx, h)
 	case h.Answer == store.AnswerSubmit:
-		outcome, ok = g.runForm(ctx, h)
+		outcome, released, ok = g.runForm(ctx, h)
 	default:
 		outcome = unansweredOutcome(h)
 	}
 	if ok {
-		g.settle(ctx, h, outcome)
+		g.settle(ctx, h, outcome, released...)
 	}
 }
 
@@ -124,22 +127,22 @@ func unansweredOutcome(h store.Hold) string {
 }
 
 // runCard rebuilds a confirmed card, compares it, and releases the call as
-// the person. ok is false when nothing is to be recorded (see send).
-func (g *Gate) runCard(ctx context.Context, h store.Hold) (outcome string, ok bool) {
+// the person. released and ok are as for send.
+func (g *Gate) runCard(ctx context.Context, h store.Hold) (outcome string, released []store.Event, ok bool) {
 	a := g.action(h)
 	if a == nil || a.Card == nil {
 		g.log.Error("policy no longer declares the held action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("policy", h.Policy))
 		g.cfg.Observer.Decided(h.Action, "policy_gone")
-		return outcomePolicyGone, true
+		return outcomePolicyGone, nil, true
 	}
 	if out := g.recheck(ctx, h, a); out != "" {
-		return out, true
+		return out, nil, true
 	}
 	if a.Run.URL == nil {
-		return outcomeNoEndpoint, true
+		return outcomeNoEndpoint, nil, true
 	}
-	ran, ok := g.send(ctx, h, a, h.Arguments)
-	return ran.After(PersonConfirmed), ok
+	ran, released, ok := g.send(ctx, h, a, h.Arguments)
+	return ran.After(PersonConfirmed), released, ok
 }
 
 // action is the policy's action of a hold as the policy reads now, or nil.
@@ -214,42 +217,50 @@ func (g *Gate) readRecord(ctx context.Context, h store.Hold, record *policies.Te
 // send releases one call: it wins Begin first, so that it alone sends it.
 // ok is false when it did not (another caller won, the store failed, the
 // gate is stopping): nothing was sent and nothing is to be recorded.
-func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args []byte) (ran Ran, ok bool) {
+// released is the audit's record of the app's answer, for settle to
+// append with the outcome.
+func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args []byte) (ran Ran, released []store.Event, ok bool) {
 	u, err := a.Run.URL.Expand(args)
 	if err != nil {
 		g.log.Error("policy error: expanding run url", zap.String("action", h.Action), zap.Error(err))
-		return Ran{Text: clausePolicyURL}, true
+		return Ran{Text: clausePolicyURL}, nil, true
 	}
 	if ctx.Err() != nil {
-		return Ran{}, false
+		return Ran{}, nil, false
 	}
 	if _, err := g.cfg.Store.Begin(ctx, h.ID); err != nil {
 		if !errors.Is(err, store.ErrAnswered) {
 			g.log.Error("beginning release; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
 		}
-		return Ran{}, false
+		return Ran{}, nil, false
 	}
 	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
 	start := g.cfg.Now()
 	resp, err := g.cfg.Actions.Run(ctx, a.Run.Method, u, a.Run.Headers, args, who, h.ID)
 	g.cfg.Observer.Ran(h.Action, resp.Status, g.cfg.Now().Sub(start))
-	g.audit(releasedEvent(h, a, resp, err, g.cfg.Now().Sub(start)))
+	released = []store.Event{releasedEvent(h, a, resp, err, g.cfg.Now().Sub(start))}
 	if err != nil {
 		g.log.Error("running action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
 	}
-	return runOutcome(a, resp, err), true
+	return runOutcome(a, resp, err), released, true
 }
 
 // settle records a hold's outcome, on a context of its own (the release's
-// may have run out), retrying a store outage briefly. If another outcome
-// was recorded first, that one stands. If it cannot be recorded, the
-// sweeper settles the hold later (as unknown when it had begun).
-func (g *Gate) settle(ctx context.Context, h store.Hold, outcome string) {
+// may have run out), retrying a store outage briefly, and appends events
+// (a release's) in the same transaction. If another outcome was recorded
+// first, that one stands. If it cannot be recorded, the sweeper settles
+// the hold later (as unknown when it had begun), and events are appended
+// on their own: the audit keeps what the app answered whatever became of
+// the outcome.
+func (g *Gate) settle(ctx context.Context, h store.Hold, outcome string, events ...store.Event) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {
-		err := g.cfg.Store.Settle(ctx, h.ID, outcome)
+		err := g.cfg.Store.Settle(ctx, h.ID, outcome, events...)
+		if err != nil && !errors.Is(err, store.ErrUnavailable) {
+			g.audit(events...) // not settled by this call: nothing was appended
+		}
 		switch {
 		case err == nil:
 			g.log.Info("hold settled", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answer", h.Answer),
@@ -267,9 +278,11 @@ func (g *Gate) settle(ctx context.Context, h store.Hold, outcome string) {
 		select {
 		case <-ctx.Done():
 			g.log.Error("settling hold: store unavailable; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
+			g.audit(events...)
 			return
 		case <-g.life.Done():
 			g.log.Error("settling hold: the gate stopped; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
+			g.audit(events...)
 			return
 		case <-time.After(backoff):
 			backoff *= 2

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,5 +135,32 @@ func BenchmarkConfirmParallel(b *testing.B) {
 				}
 			}
 		})
+	})
+}
+
+// BenchmarkChainAudit is the audit log's work per event: b.N events of
+// confirmed holds (answered, released, settled: three per hold, as a
+// confirmation appends them), appended a hundred at a time, then chained
+// (SyncAudit, or the store's own chain loop); each entry is filled with
+// its hold's names.
+func BenchmarkChainAudit(b *testing.B) {
+	benchStores(b, func(b *testing.B, s store.Store) {
+		ids := putAll(b, s, benchSteps(b, b.N/3+1))
+		ctx := context.Background()
+		kinds := []store.EventKind{store.EventAnswered, store.EventReleased, store.EventSettled}
+		events := make([]store.Event, b.N)
+		for i := range events {
+			events[i] = store.Event{Kind: kinds[i%3], HoldID: ids[i/3]}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for batch := range slices.Chunk(events, 100) {
+			if err := s.Audit(ctx, batch...); err != nil {
+				b.Fatalf("Audit: %v", err)
+			}
+		}
+		if err := s.SyncAudit(ctx); err != nil {
+			b.Fatalf("SyncAudit: %v", err)
+		}
 	})
 }
