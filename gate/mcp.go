@@ -293,8 +293,10 @@ func (f *Front) issue(ctx context.Context, t store.Hold, kind string, c MCPCall,
 	}), nil
 }
 
-// mcpRetry redeems a requestState of ours: every binding is checked and
-// the ticket claimed once before anything else happens.
+// mcpRetry redeems a requestState of ours: every binding of the state and
+// of the ticket it names is checked, and only then is the ticket claimed,
+// once, before anything else happens. A state that fails any check uses
+// nothing up.
 func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCPVerdict {
 	g := f.g
 	st, ok := g.readState(c.State)
@@ -303,6 +305,8 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	}
 	now := g.cfg.Now()
 	switch {
+	case st.Kind != "form" && st.Kind != "card" && st.Kind != "relay":
+		return f.mcpRefuse(c, "bad_state", "its requestState is of an unknown kind; nothing ran.")
 	case now.UnixMilli() >= st.Expires:
 		return f.mcpRefuse(c, "expired", "its requestState expired; nothing ran. Call it again to start over.")
 	case !hmac.Equal([]byte(st.Person), []byte(g.personMAC(f.person))):
@@ -313,9 +317,19 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	if d, err := argsDigest(c.Arguments); err != nil || d != st.Digest {
 		return f.mcpRefuse(c, "bad_state", "its requestState was issued for other arguments; nothing ran.")
 	}
+	t, err := g.cfg.Store.Get(ctx, st.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return f.mcpRefuse(c, "bad_state", "its requestState is unknown to this gate; nothing ran.")
+	case err != nil:
+		g.log.Error("reading mcp ticket", zap.String("action", c.Name), zap.Error(err))
+		return f.mcpRefuse(c, "store", "the gate's store is unavailable; nothing ran.")
+	case !f.issuedFor(t, st.Kind, c):
+		return f.mcpRefuse(c, "bad_state", "its requestState does not match the gate's record; nothing ran.")
+	}
 	if st.Kind == "card" && f.confirmWait > 0 {
 		if ans, err := interceptor.ReadElicitAnswer(c.Responses[MCPConfirmKey]); err == nil && ans.Action == "accept" {
-			f.waitForAnswer(ctx, st.ID)
+			f.waitForAnswer(ctx, t)
 		}
 	}
 	claimed, err := g.cfg.Store.Claim(ctx, st.ID, store.Answer{Choice: store.AnswerUsed, By: f.person.Owner})
@@ -330,12 +344,9 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 		g.log.Error("claiming mcp ticket", zap.String("action", c.Name), zap.Error(err))
 		return f.mcpRefuse(c, "store", "the gate's store is unavailable; nothing ran.")
 	}
-	t := claimed.Hold
+	t = claimed.Hold
 	if err := g.cfg.Store.Settle(ctx, t.ID, "used"); err != nil {
 		g.log.Warn("settling mcp ticket", zap.String("ticket", t.ID), zap.Error(err))
-	}
-	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {
-		return f.mcpRefuse(c, "bad_state", "its requestState does not match the gate's record; nothing ran.")
 	}
 	rest := map[string][]byte{}
 	for k, v := range c.Responses {
@@ -348,24 +359,44 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 		return f.mcpFormAnswer(ctx, c, t, st.Upstream, rest)
 	case "card":
 		return f.mcpCardRetry(ctx, c, a, t, st.Upstream, rest)
-	case "relay":
-		g.log.Info("mcp call continues the server's round trip", zap.String("ticket", t.ID), zap.String("action", c.Name))
-		return MCPVerdict{Rewritten: true, Arguments: t.Arguments, State: st.Upstream, Responses: rest, Relay: &MCPRelay{call: c, args: t.Arguments}}
 	}
-	return f.mcpRefuse(c, "bad_state", "its requestState is of an unknown kind; nothing ran.")
+	g.log.Info("mcp call continues the server's round trip", zap.String("ticket", t.ID), zap.String("action", c.Name))
+	return MCPVerdict{Rewritten: true, Arguments: t.Arguments, State: st.Upstream, Responses: rest, Relay: &MCPRelay{call: c, args: t.Arguments}}
+}
+
+// issuedFor reports whether t is a ticket the gate issued to the caller,
+// for c's tool under this front's policy, behind a requestState of kind.
+// It reads only, so a state naming any other record (someone else's
+// ticket, a card hold, another kind of ticket) is refused before anything
+// is claimed.
+func (f *Front) issuedFor(t store.Hold, kind string, c MCPCall) bool {
+	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {
+		return false
+	}
+	return ticketKind(t) == kind
+}
+
+// ticketKind is the kind of requestState a ticket backs, read from what it
+// keeps (see issue's callers): a card's ticket names its card hold, a
+// form's keeps the form's decision, a relay's neither.
+func ticketKind(t store.Hold) string {
+	switch {
+	case t.CallID != "":
+		return "card"
+	case len(t.Shown) > 0:
+		return "form"
+	}
+	return "relay"
 }
 
 // waitForAnswer holds a confirmation's retry while its card waits for the
 // person, up to the front's confirmWait (and the card's expiry): a client
 // that retries as soon as it opened the page (its accept is consent, not
 // the answer) then gets the outcome in one round instead of being asked to
-// open the page again. Nothing is claimed while it waits.
-func (f *Front) waitForAnswer(ctx context.Context, ticketID string) {
+// open the page again. t is the card's ticket (issuedFor checked it).
+// Nothing is claimed while it waits.
+func (f *Front) waitForAnswer(ctx context.Context, t store.Hold) {
 	g := f.g
-	t, err := g.cfg.Store.Get(ctx, ticketID)
-	if err != nil || t.Kind != store.KindTicket || t.CallID == "" {
-		return
-	}
 	deadline := g.cfg.Now().Add(f.confirmWait)
 	tick := time.NewTicker(mcpPoll)
 	defer tick.Stop()

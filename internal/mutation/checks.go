@@ -157,14 +157,14 @@ var mutations = []mutation{
 		File:  "gate/mcp.go",
 		From:  "if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {",
 		To:    "if false {",
-		Tests: []string{"./gate:TestMCPStateMustMatchItsTicket"},
+		Tests: []string{"./gate:TestMCPStateMustMatchItsTicket", "./gate:TestMCPMismatchedStateUsesNothing"},
 	},
 	{
 		Name:  "mcp: the ticket is a ticket",
 		File:  "gate/mcp.go",
 		From:  "if t.Kind != store.KindTicket || t.Owner != f.person.Owner ||",
 		To:    "if t.Owner != f.person.Owner ||",
-		Tests: []string{"./gate:TestMCPStateMustMatchItsTicket"},
+		Tests: []string{"./gate:TestMCPMismatchedStateUsesNothing"},
 	},
 	{
 		Name:  "mcp: the ticket's owner",
@@ -172,6 +172,13 @@ var mutations = []mutation{
 		From:  "if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant",
 		To:    "if t.Kind != store.KindTicket || t.Tenant",
 		Tests: []string{"./gate:TestMCPStateMustMatchItsTicket"},
+	},
+	{
+		Name:  "mcp: the ticket backs the requestState's kind",
+		File:  "gate/mcp.go",
+		From:  "return ticketKind(t) == kind",
+		To:    "return true",
+		Tests: []string{"./gate:TestMCPMismatchedStateUsesNothing"},
 	},
 	{
 		Name:  "mcp: the ticket's card is the caller's",
@@ -183,8 +190,8 @@ var mutations = []mutation{
 	{
 		Name:  "mcp: answered by the caller",
 		File:  "gate/mcp.go",
-		From:  "if h.AnsweredBy != f.person.Owner {",
-		To:    "if false && h.AnsweredBy != f.person.Owner {",
+		From:  "if !confirmedByRightPerson(h, a) {",
+		To:    "if false && !confirmedByRightPerson(h, a) {",
 		Tests: []string{"./gate:TestMCPConfirmedBySomeoneElseDoesNotRun"},
 	},
 	{
