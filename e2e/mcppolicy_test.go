@@ -4,10 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/testkit"
 )
 
 // connectNoReuse connects as user as connect does, over a transport that
@@ -24,6 +31,65 @@ func (e *mcpEnv) connectNoReuse(t *testing.T, user string, opts *mcp.ClientOptio
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// reloadPolicy edits the env's policy file and reloads its Caddyfile, then
+// waits (up to 10 s) until only the new config's socket listens on the
+// gate's port. Caddy binds each config's listener anew (SO_REUSEPORT) and
+// closes the old one as the old server shuts down, after the reload has
+// returned: a connection the kernel queued on the old socket then is
+// reset before any server reads it.
+func (e *mcpEnv) reloadPolicy(t *testing.T, from, to string) {
+	t.Helper()
+	reloadPolicy(t, e.caddy, e.app.URL, from, to)
+	e.oneListener(t)
+}
+
+// oneListener waits (up to 10 s) until only one socket listens on the
+// gate's port, after a reload.
+func (e *mcpEnv) oneListener(t *testing.T) {
+	t.Helper()
+	u, err := url.Parse(e.gateURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := listening(port)
+		if err != nil {
+			t.Logf("cannot tell when the old listener closed: %v", err)
+			return
+		}
+		if n <= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sockets still listen on port %d after the reload", n, port)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// listening counts the TCP sockets listening on port, from the kernel's
+// table (Linux).
+func listening(port int) (int, error) {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0, err
+	}
+	suffix := fmt.Sprintf(":%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == "0A" { // 0A: LISTEN
+			n++
+		}
+	}
+	return n, nil
 }
 
 // TestMCPPolicyReloadedBetweenFormAndAnswer: through a real Caddy and
@@ -52,6 +118,19 @@ func TestMCPPolicyReloadedBetweenFormAndAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newMCPEnv(t, modern)
+			// A retry the old server accepted just before its listener
+			// closed would be cut by the env's grace period of 1ns. With a
+			// grace period it is served, against the policy as it reads
+			// now (the gate reads the live policy), as the new server's.
+			graceful := strings.Replace(e.caddy, "grace_period 1ns", "grace_period 10s", 1)
+			if graceful == e.caddy {
+				t.Fatal("the env's Caddyfile sets no grace_period 1ns")
+			}
+			e.caddy = graceful
+			if err := testkit.Load(t, e.caddy); err != nil {
+				t.Fatalf("loading with a grace period: %v", err)
+			}
+			e.oneListener(t)
 			var res *mcp.CallToolResult
 			if tc.byHand {
 				cs := e.connectNoReuse(t, "ana", &mcp.ClientOptions{
@@ -61,21 +140,60 @@ func TestMCPPolicyReloadedBetweenFormAndAnswer(t *testing.T) {
 					MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 				})
 				key, state := askDraft(t, cs)
-				reloadPolicy(t, e.caddy, e.app.URL, tc.from, tc.to)
+				e.reloadPolicy(t, tc.from, tc.to)
 				res = retry(t, cs, springArgs, key, state)
 			} else {
-				var asked atomic.Int32
+				// The SDK's handler waits while the test reloads the
+				// policy; the SDK then retries with the answer.
+				var count atomic.Int32
+				asked, goOn := make(chan struct{}, 1), make(chan struct{})
 				cs := e.connectNoReuse(t, "ana", &mcp.ClientOptions{
-					ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-						if n := asked.Add(1); n > 1 {
+					ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						if n := count.Add(1); n > 1 {
 							return nil, fmt.Errorf("asked %d times", n)
 						}
-						reloadPolicy(t, e.caddy, e.app.URL, tc.from, tc.to)
+						asked <- struct{}{}
+						select {
+						case <-goOn:
+						case <-ctx.Done():
+							return nil, ctx.Err()
+						}
 						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"body": "Spring is here."}}, nil
 					},
 				})
-				res = callTool(t, cs, &mcp.CallToolParams{Name: "draft_post", Arguments: springArgs})
-				if n := asked.Load(); n != 1 {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				type called struct {
+					res *mcp.CallToolResult
+					err error
+				}
+				done := make(chan called, 1)
+				go func() {
+					r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "draft_post", Arguments: springArgs})
+					done <- called{r, err}
+				}()
+				select {
+				case <-asked:
+				case c := <-done:
+					if c.err != nil {
+						t.Fatalf("the client was not asked: %v", c.err)
+					}
+					t.Fatalf("the client was not asked: isError=%v %q", c.res.IsError, resultText(c.res))
+				case <-ctx.Done():
+					t.Fatal("the client was never asked")
+				}
+				e.reloadPolicy(t, tc.from, tc.to)
+				close(goOn)
+				select {
+				case c := <-done:
+					if c.err != nil {
+						t.Fatalf("calling draft_post: %v", c.err)
+					}
+					res = c.res
+				case <-ctx.Done():
+					t.Fatal("the retry never came back")
+				}
+				if n := count.Load(); n != 1 {
 					t.Errorf("the client was asked %d times, want once", n)
 				}
 			}
