@@ -180,12 +180,21 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	case "tools/list":
 		return h.serveList(w, r, body, next)
 	case "tools/call":
-		if h.policy.Action(tool) == nil {
+		if h.policy.Action(tool) == nil && !retriesGateState(body) {
 			return next.ServeHTTP(w, r)
 		}
 		return h.serveCall(w, r, body, next)
 	}
 	return next.ServeHTTP(w, r)
+}
+
+// retriesGateState reports whether a tools/call carries a requestState of
+// the gate's: the retry of a call the gate asked about, which the gate
+// decides even when the policy, reloaded since, no longer declares its
+// tool (it runs nothing then). A byte search comes first, so that other
+// calls of undeclared tools pass unparsed.
+func retriesGateState(body []byte) bool {
+	return bytes.Contains(body, []byte(gate.MCPStatePrefix)) && gate.IsMCPState(gjson.GetBytes(body, "params.requestState").String())
 }
 
 // serveList applies the policy to the listed tools and remembers their
@@ -236,9 +245,12 @@ func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, nex
 		up.version = r.Header.Get(interceptor.MCPVersionHeader) // legacy clients say it here only
 	}
 	a := h.policy.Action(req.Name)
-	schema := a.Schema
-	if schema == nil {
-		schema = up.toolSchema(req.Name)
+	var schema []byte
+	if a != nil { // nil: a retry of the gate's for a tool no longer declared, which the gate refuses
+		schema = a.Schema
+		if schema == nil {
+			schema = up.toolSchema(req.Name)
+		}
 	}
 	modern := req.Modern(r.Header.Get(interceptor.MCPVersionHeader))
 	v := front.MCP(r.Context(), gate.MCPCall{
@@ -264,7 +276,7 @@ func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, nex
 		// policy's does not); when it cannot be had, the client's headers
 		// stay, right for every argument the client sent.
 		listed := schema
-		if a.Schema != nil {
+		if a != nil && a.Schema != nil {
 			listed = up.toolSchema(req.Name)
 		}
 		if modern && listed != nil {

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 // Shadow rollout: the same traffic through a gate whose policy is in
 // shadow mode and through one in enforce mode. In shadow the app reads
 // the provider's bytes exactly; in enforce the same responses are held.
+// Shadow mode's audit log names each call enforce mode held.
 
 // shadowTraffic is one response of each kind, with the calls enforce mode
 // holds: a card (delete_post, from its record), a form (draft_post
@@ -89,11 +92,22 @@ func direct(r testkit.Reply) []byte {
 	return r.Body
 }
 
+// TestShadowAndEnforceSameTraffic: the same responses through a gate in
+// shadow mode and one in enforce mode. In shadow the app reads the
+// provider's bytes; in enforce the calls are held. Then each gate's audit
+// log is exported (toolgate audit export, Caddy stopped): for every call
+// enforce mode held there is a shadowed event with the same action,
+// owner, protocol and kind of hold, showing what enforce mode's page
+// showed (a card's sentence and rows, a form's message and fields).
 func TestShadowAndEnforceSameTraffic(t *testing.T) {
+	audits := map[string][]auditLine{}
+	shown := map[string]json.RawMessage{} // enforce mode's cards as its pages showed them, by hold id
 	for _, mode := range []string{"shadow", "enforce"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newEnv(t, envOptions{policy: "mode: " + mode + "\n" + policyYAML})
 			setupPost(e)
+			start := time.Now().Add(-time.Second)
+			var links []string
 			for name, reply := range shadowTraffic() {
 				e.provider.Enqueue(reply)
 				got := e.through(t, reply.Events != nil)
@@ -109,6 +123,7 @@ func TestShadowAndEnforceSameTraffic(t *testing.T) {
 				case mode == "enforce" && (same || !linkRe.Match(got) || bytes.Contains(got, []byte(`"name":"delete_post"`))):
 					t.Errorf("%s: enforce mode did not hold the calls:\n%s", name, got)
 				}
+				links = append(links, linkRe.FindString(string(got)))
 			}
 			// Recorded responses of the other providers, each with a call
 			// the policy gates (Anthropic's get_weather streamed and
@@ -132,8 +147,28 @@ func TestShadowAndEnforceSameTraffic(t *testing.T) {
 				case mode == "enforce" && (same || !linkRe.Match(got)):
 					t.Errorf("%s: enforce mode did not hold the call:\n%s", rec.fixture, got)
 				}
+				links = append(links, linkRe.FindString(string(got)))
 			}
 			if mode == "enforce" {
+				for _, l := range links {
+					if l == "" {
+						continue // reported above
+					}
+					status, body, _ := e.view(ana, l)
+					var page struct {
+						Holds []struct {
+							ID   string          `json:"id"`
+							Card json.RawMessage `json:"card"`
+						} `json:"holds"`
+					}
+					if status != 200 || json.Unmarshal(body, &page) != nil {
+						t.Fatalf("enforce's page: %d %s", status, body)
+					}
+					for _, h := range page.Holds {
+						shown[h.ID] = h.Card
+					}
+				}
+				audits[mode] = e.auditExport(t, start)
 				return
 			}
 			// The card shadow mode would have shown was built from the
@@ -148,8 +183,123 @@ func TestShadowAndEnforceSameTraffic(t *testing.T) {
 			if n := len(e.app.Calls()); n != 0 || recordReads(e, "/posts/7", "ana") != 2 {
 				t.Errorf("shadow mode ran %d actions, read the record %d times", n, recordReads(e, "/posts/7", "ana"))
 			}
+			audits[mode] = e.auditExport(t, start)
 		})
 	}
+	if t.Failed() {
+		return
+	}
+	var held, shadowed []auditLine
+	for _, l := range audits["enforce"] {
+		switch l.Kind {
+		case "held":
+			held = append(held, l)
+		case "shadowed":
+			t.Errorf("enforce mode audited a shadowed event: %+v", l)
+		}
+	}
+	for _, l := range audits["shadow"] {
+		switch l.Kind {
+		case "shadowed":
+			shadowed = append(shadowed, l)
+		case "held", "refused":
+			t.Errorf("shadow mode audited a %s event: %+v", l.Kind, l)
+		}
+	}
+	// Enforce mode held the three calls of each Chat response, Anthropic's
+	// two and the Responses call: nine, of which the second Chat
+	// response's three joined the first's waiting holds (one hold per
+	// intent), so six holds. Shadow mode audits each of the nine.
+	if len(held) != 6 || len(shadowed) != 9 {
+		t.Fatalf("enforce mode audited %d held calls, want 6: %+v\nshadow mode %d shadowed, want 9: %+v", len(held), held, len(shadowed), shadowed)
+	}
+	heldKeys := map[string]bool{}
+	for _, h := range held {
+		if h.HoldKind == "card" {
+			if page, ok := shown[h.HoldID]; !ok || !sameJSON(page, h.Shown) {
+				t.Errorf("enforce held %s showing %s; its page showed %s", h.Action, h.Shown, page)
+			}
+		}
+		heldKeys[h.key()] = true
+		found := -1
+		for i, s := range shadowed {
+			if s.key() == h.key() {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			t.Errorf("enforce held %s for %s (%s, %s showing %s); shadow mode audited no such call: %+v", h.Action, h.Owner, h.Protocol, h.HoldKind, h.Shown, shadowed)
+			continue
+		}
+		shadowed = append(shadowed[:found], shadowed[found+1:]...)
+	}
+	for _, s := range shadowed { // the repeats: each one of a call enforce held
+		if !heldKeys[s.key()] {
+			t.Errorf("shadow mode audited %s (%s, %s showing %s), which enforce mode did not hold", s.Action, s.Protocol, s.HoldKind, s.Shown)
+		}
+	}
+}
+
+// auditLine is one event of an audit export, the fields this file reads.
+type auditLine struct {
+	Kind     string          `json:"kind"`
+	HoldID   string          `json:"hold_id"`
+	Action   string          `json:"action"`
+	Owner    string          `json:"owner"`
+	Tenant   string          `json:"tenant"`
+	Protocol string          `json:"protocol"`
+	HoldKind string          `json:"hold_kind"`
+	Shown    json.RawMessage `json:"shown"`
+}
+
+// key is what a held and a shadowed event of the same call share: the
+// action, the person, the protocol, the kind of hold and what it shows
+// (re-encoded, so that only the value counts).
+func (l auditLine) key() string {
+	var shown any
+	if json.Unmarshal(l.Shown, &shown) != nil {
+		shown = string(l.Shown)
+	}
+	b, _ := json.Marshal([]any{l.Action, l.Owner, l.Tenant, l.Protocol, l.HoldKind, shown})
+	return string(b)
+}
+
+// String is how a failing test names an event.
+func (l auditLine) String() string { return l.Kind + " " + l.key() }
+
+// auditExport stops the env's Caddy (the gate waits for its work on the
+// side) and returns the audit events from since on, as `toolgate audit
+// export` writes them.
+func (e *env) auditExport(t *testing.T, since time.Time) []auditLine {
+	t.Helper()
+	testkit.Stop(t)
+	flags := e.storeFlags(t)
+	out, errOut, err := auditCommand(t, append([]string{"export", "--since", since.Format(time.RFC3339Nano), "--until", time.Now().Add(time.Second).Format(time.RFC3339Nano)}, flags...)...)
+	if err != nil {
+		t.Fatalf("audit export: %v\n%s", err, errOut)
+	}
+	var lines []auditLine
+	for _, raw := range strings.Split(out, "\n") {
+		if raw == "" {
+			continue // the end, or an empty export
+		}
+		var l auditLine
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("export line %q: %v", raw, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// sameJSON reports whether two JSON texts hold the same value.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // recordReads counts the reads of a record as a person.

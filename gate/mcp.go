@@ -51,6 +51,10 @@ const OutcomeMCPConfirmed = "The person confirmed. It runs once, when the assist
 // server's own, carried inside ours.
 const statePrefix = "tg1."
 
+// MCPStatePrefix begins every requestState of the gate's (IsMCPState),
+// for a byte search before any parsing.
+const MCPStatePrefix = statePrefix
+
 // maxState caps a requestState the gate will read.
 const maxState = 64 << 10
 
@@ -113,10 +117,15 @@ type mcpState struct {
 // MCP decides one gated tools/call. See the file comment.
 func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	a := f.policy.Action(c.Name)
-	if a == nil {
-		return MCPVerdict{} // not gated: the handler does not ask
-	}
-	if a.Shadow() {
+	retry := IsMCPState(c.State)
+	switch {
+	case retry:
+		// Redeemed even when the policy no longer declares the tool, or
+		// watches it in shadow: it was asked under one that gated it,
+		// and goes on only under the same version of the action.
+	case a == nil:
+		return MCPVerdict{} // not gated
+	case a.Shadow():
 		f.toolSchema = func(string) []byte { return c.Schema }
 		f.watch([]interceptor.Call{{Name: c.Name, Arguments: c.Arguments}})
 		return MCPVerdict{} // passes; watched on the side (shadow.go)
@@ -125,7 +134,7 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	if p.Owner == "" {
 		return f.mcpRefuse(c, "no_owner", "the gate could not tell who is calling; nothing ran.")
 	}
-	if strings.HasPrefix(c.State, statePrefix) {
+	if retry {
 		return f.mcpRetry(ctx, c, a)
 	}
 	if a.Effect.NeedsCard() {
@@ -169,6 +178,13 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	default:
 		return f.mcpAskConfirm(ctx, c, a, pl, c.State)
 	}
+}
+
+// IsMCPState reports whether a tools/call's requestState is one of this
+// gate's (signed or not): such a retry is the gate's to decide, whether or
+// not the policy declares its tool now.
+func IsMCPState(state string) bool {
+	return strings.HasPrefix(state, statePrefix)
 }
 
 // speaks names the protocol version a client speaks, for a refusal.
@@ -267,11 +283,13 @@ func (f *Front) mcpConfirmRequest(ctx context.Context, c MCPCall, h store.Hold, 
 func (f *Front) ticket(c MCPCall, expires time.Time) store.Hold {
 	now := f.g.cfg.Now()
 	id, _ := store.NewID()
-	return store.Hold{
+	t := store.Hold{
 		ID: id, StepID: id, Owner: f.person.Owner, Tenant: f.person.Tenant, Policy: f.policyKey,
 		Action: c.Name, Kind: store.KindTicket, Protocol: ProtocolMCP, State: store.Waiting,
 		Created: now, Expires: expires,
 	}
+	stampVersions(&t, f.policy) // what its retry is checked against (versionsMoved)
+	return t
 }
 
 // issue stores a ticket and signs the requestState that redeems it.
@@ -293,8 +311,10 @@ func (f *Front) issue(ctx context.Context, t store.Hold, kind string, c MCPCall,
 	}), nil
 }
 
-// mcpRetry redeems a requestState of ours: every binding is checked and
-// the ticket claimed once before anything else happens.
+// mcpRetry redeems a requestState of ours: every binding of the state and
+// of the ticket it names is checked, and only then is the ticket claimed,
+// once, before anything else happens. A state that fails any check uses
+// nothing up.
 func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCPVerdict {
 	g := f.g
 	st, ok := g.readState(c.State)
@@ -303,6 +323,8 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	}
 	now := g.cfg.Now()
 	switch {
+	case st.Kind != "form" && st.Kind != "card" && st.Kind != "relay":
+		return f.mcpRefuse(c, "bad_state", "its requestState is of an unknown kind; nothing ran.")
 	case now.UnixMilli() >= st.Expires:
 		return f.mcpRefuse(c, "expired", "its requestState expired; nothing ran. Call it again to start over.")
 	case !hmac.Equal([]byte(st.Person), []byte(g.personMAC(f.person))):
@@ -313,9 +335,19 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	if d, err := argsDigest(c.Arguments); err != nil || d != st.Digest {
 		return f.mcpRefuse(c, "bad_state", "its requestState was issued for other arguments; nothing ran.")
 	}
+	t, err := g.cfg.Store.Get(ctx, st.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return f.mcpRefuse(c, "bad_state", "its requestState is unknown to this gate; nothing ran.")
+	case err != nil:
+		g.log.Error("reading mcp ticket", zap.String("action", c.Name), zap.Error(err))
+		return f.mcpRefuse(c, "store", "the gate's store is unavailable; nothing ran.")
+	case !f.issuedFor(t, st.Kind, c):
+		return f.mcpRefuse(c, "bad_state", "its requestState does not match the gate's record; nothing ran.")
+	}
 	if st.Kind == "card" && f.confirmWait > 0 {
 		if ans, err := interceptor.ReadElicitAnswer(c.Responses[MCPConfirmKey]); err == nil && ans.Action == "accept" {
-			f.waitForAnswer(ctx, st.ID)
+			f.waitForAnswer(ctx, t)
 		}
 	}
 	claimed, err := g.cfg.Store.Claim(ctx, st.ID, store.Answer{Choice: store.AnswerUsed, By: f.person.Owner})
@@ -330,12 +362,9 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 		g.log.Error("claiming mcp ticket", zap.String("action", c.Name), zap.Error(err))
 		return f.mcpRefuse(c, "store", "the gate's store is unavailable; nothing ran.")
 	}
-	t := claimed.Hold
+	t = claimed.Hold
 	if err := g.cfg.Store.Settle(ctx, t.ID, "used"); err != nil {
 		g.log.Warn("settling mcp ticket", zap.String("ticket", t.ID), zap.Error(err))
-	}
-	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {
-		return f.mcpRefuse(c, "bad_state", "its requestState does not match the gate's record; nothing ran.")
 	}
 	rest := map[string][]byte{}
 	for k, v := range c.Responses {
@@ -343,29 +372,66 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 			rest[k] = v
 		}
 	}
-	switch st.Kind {
-	case "form":
+	switch {
+	case a == nil:
+		moved := g.versionsMoved(t)
+		if moved == "" {
+			moved = outcomePolicyDropped // a ticket from before versions were recorded
+		}
+		return f.mcpPolicyMoved(c, moved)
+	case st.Kind == "form":
 		return f.mcpFormAnswer(ctx, c, t, st.Upstream, rest)
-	case "card":
+	case st.Kind == "card":
 		return f.mcpCardRetry(ctx, c, a, t, st.Upstream, rest)
-	case "relay":
-		g.log.Info("mcp call continues the server's round trip", zap.String("ticket", t.ID), zap.String("action", c.Name))
-		return MCPVerdict{Rewritten: true, Arguments: t.Arguments, State: st.Upstream, Responses: rest, Relay: &MCPRelay{call: c, args: t.Arguments}}
 	}
-	return f.mcpRefuse(c, "bad_state", "its requestState is of an unknown kind; nothing ran.")
+	if moved := g.versionsMoved(t); moved != "" {
+		return f.mcpPolicyMoved(c, moved)
+	}
+	g.log.Info("mcp call continues the server's round trip", zap.String("ticket", t.ID), zap.String("action", c.Name))
+	return MCPVerdict{Rewritten: true, Arguments: t.Arguments, State: st.Upstream, Responses: rest, Relay: &MCPRelay{call: c, args: t.Arguments}}
+}
+
+// mcpPolicyMoved answers a retry whose question was asked under a version
+// of the action the policy no longer has: nothing goes on, the client
+// reads moved (policyversion.go), and the refusal is audited.
+func (f *Front) mcpPolicyMoved(c MCPCall, moved string) MCPVerdict {
+	f.g.audit(f.refusedEvent(c.Name, "policy_changed", moved))
+	return MCPVerdict{Result: interceptor.MCPToolError(moved, c.Modern)}
+}
+
+// issuedFor reports whether t is a ticket the gate issued to the caller,
+// for c's tool under this front's policy, behind a requestState of kind.
+// It reads only, so a state naming any other record (someone else's
+// ticket, a card hold, another kind of ticket) is refused before anything
+// is claimed.
+func (f *Front) issuedFor(t store.Hold, kind string, c MCPCall) bool {
+	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {
+		return false
+	}
+	return ticketKind(t) == kind
+}
+
+// ticketKind is the kind of requestState a ticket backs, read from what it
+// keeps (see issue's callers): a card's ticket names its card hold, a
+// form's keeps the form's decision, a relay's neither.
+func ticketKind(t store.Hold) string {
+	switch {
+	case t.CallID != "":
+		return "card"
+	case len(t.Shown) > 0:
+		return "form"
+	}
+	return "relay"
 }
 
 // waitForAnswer holds a confirmation's retry while its card waits for the
 // person, up to the front's confirmWait (and the card's expiry): a client
 // that retries as soon as it opened the page (its accept is consent, not
 // the answer) then gets the outcome in one round instead of being asked to
-// open the page again. Nothing is claimed while it waits.
-func (f *Front) waitForAnswer(ctx context.Context, ticketID string) {
+// open the page again. t is the card's ticket (issuedFor checked it).
+// Nothing is claimed while it waits.
+func (f *Front) waitForAnswer(ctx context.Context, t store.Hold) {
 	g := f.g
-	t, err := g.cfg.Store.Get(ctx, ticketID)
-	if err != nil || t.Kind != store.KindTicket || t.CallID == "" {
-		return
-	}
 	deadline := g.cfg.Now().Add(f.confirmWait)
 	tick := time.NewTicker(mcpPoll)
 	defer tick.Stop()
@@ -391,6 +457,20 @@ const mcpPoll = 200 * time.Millisecond
 func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upstream string, rest map[string][]byte) MCPVerdict {
 	g := f.g
 	raw, ok := c.Responses[MCPFormKey]
+	var ans interceptor.ElicitAnswer
+	if ok {
+		var err error
+		if ans, err = interceptor.ReadElicitAnswer(raw); err != nil {
+			return f.mcpRefuse(c, "answer", "the answer to its form is not readable; nothing ran.")
+		}
+	}
+	if ans.Action != "decline" && ans.Action != "cancel" {
+		// The call would go on, or the form be asked again: only under
+		// the action it was asked under. A refusal needs no check.
+		if moved := g.versionsMoved(t); moved != "" {
+			return f.mcpPolicyMoved(c, moved)
+		}
+	}
 	form, a, err := g.formOf(ctx, t, "")
 	if err != nil {
 		g.log.Error("rebuilding form", zap.String("ticket", t.ID), zap.String("action", c.Name), zap.Error(err))
@@ -401,10 +481,6 @@ func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upst
 		// a fresh ticket.
 		params, _ := json.Marshal(form)
 		return f.mcpAskForm(ctx, c, t.Shown, params, t.Arguments, upstream)
-	}
-	ans, err := interceptor.ReadElicitAnswer(raw)
-	if err != nil {
-		return f.mcpRefuse(c, "answer", "the answer to its form is not readable; nothing ran.")
 	}
 	var keys []string
 	for _, fd := range form.Fields() {
@@ -484,6 +560,9 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 			text = OutcomeDeclined
 		}
 		return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
+	}
+	if moved := g.policyMoved(h); moved != "" {
+		return f.mcpPolicyMoved(c, moved) // reloaded after the person confirmed
 	}
 	if !confirmedByRightPerson(h, a) {
 		return f.mcpRefuse(c, "other_person", "it was confirmed by someone else; nothing ran.")

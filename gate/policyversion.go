@@ -36,7 +36,20 @@ func stampVersions(h *store.Hold, p *policies.Policy) {
 // an answer that runs nothing, the same policy version, an unchanged
 // action, or a hold made before versions were recorded.
 func (g *Gate) policyMoved(h store.Hold) string {
-	if h.PolicyVersion == "" || h.Kind == store.KindTicket || h.Answer != store.AnswerConfirm && h.Answer != store.AnswerSubmit {
+	if h.Kind == store.KindTicket || h.Answer != store.AnswerConfirm && h.Answer != store.AnswerSubmit {
+		return ""
+	}
+	return g.versionsMoved(h)
+}
+
+// versionsMoved is policyMoved's comparison on its own: what the model
+// reads when the action h was made under is gone from h's policy as it
+// reads now, or changed since; "" when it may go on (the same policy
+// version, an unchanged action, or no versions recorded). The MCP front
+// asks it of the ticket behind a requestState, whose answer comes with
+// the client's retry rather than on the hold (mcp.go).
+func (g *Gate) versionsMoved(h store.Hold) string {
+	if h.PolicyVersion == "" {
 		return ""
 	}
 	p := g.cfg.Policy(h.Policy)
