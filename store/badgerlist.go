@@ -32,13 +32,7 @@ func cursorKey(c listCursor) []byte {
 // cursor, reading each record and keeping those the filter passes; it
 // examines at most listScan entries per page.
 func (b *Badger) List(ctx context.Context, f HoldFilter, cursor string, limit int) (HoldPage, error) {
-	if err := checkLimit(limit); err != nil {
-		return HoldPage{}, err
-	}
-	if err := f.check(); err != nil {
-		return HoldPage{}, err
-	}
-	c, from, err := decodeCursor(cursor)
+	c, from, err := listArgs(f, cursor, limit)
 	if err != nil {
 		return HoldPage{}, err
 	}

@@ -121,9 +121,14 @@ func createdNanos(h *Hold) int64 {
 	return h.Created.UnixNano()
 }
 
-func checkLimit(limit int) error {
+// listArgs checks List's arguments, the same on every backend, and
+// decodes its cursor (from: the cursor names a place to go on from).
+func listArgs(f HoldFilter, cursor string, limit int) (c listCursor, from bool, err error) {
 	if limit <= 0 || limit > MaxListLimit {
-		return fmt.Errorf("listing holds: limit %d, want 1 to %d", limit, MaxListLimit)
+		return listCursor{}, false, fmt.Errorf("listing holds: limit %d, want 1 to %d", limit, MaxListLimit)
 	}
-	return nil
+	if err := f.check(); err != nil {
+		return listCursor{}, false, err
+	}
+	return decodeCursor(cursor)
 }

@@ -70,13 +70,7 @@ func (p *Postgres) listQuery(f HoldFilter, c listCursor, from bool, limit int) (
 // List reads one page: limit+1 rows through the filter's index, the last
 // one only to tell whether another page follows.
 func (p *Postgres) List(ctx context.Context, f HoldFilter, cursor string, limit int) (HoldPage, error) {
-	if err := checkLimit(limit); err != nil {
-		return HoldPage{}, err
-	}
-	if err := f.check(); err != nil {
-		return HoldPage{}, err
-	}
-	c, from, err := decodeCursor(cursor)
+	c, from, err := listArgs(f, cursor, limit)
 	if err != nil {
 		return HoldPage{}, err
 	}
