@@ -56,26 +56,6 @@ actions:
     reply: Drafted.
 `
 
-// rigClock is a clock tests move by hand, shared by a gate and its store.
-type rigClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *rigClock { return &rigClock{now: time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC)} }
-
-func (c *rigClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *rigClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // events counts the gate's observer events.
 type events struct {
 	mu       sync.Mutex
@@ -122,7 +102,7 @@ func (e *events) refusals(reason string) int {
 // rig is one gate with its store, fake app, policy and clock.
 type rig struct {
 	t       testing.TB
-	clock   *rigClock
+	clock   *testkit.Clock
 	app     *testkit.App
 	policy  *policies.Policy
 	db      store.Store
@@ -144,7 +124,7 @@ type rigOptions struct {
 
 func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
-	r := &rig{t: t, clock: newClock(), app: testkit.NewApp(t, []byte(testSecret)), events: &events{refused: map[string]int{}, decided: map[string]int{}}}
+	r := &rig{t: t, clock: testkit.NewClock(time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC)), app: testkit.NewApp(t, []byte(testSecret)), events: &events{refused: map[string]int{}, decided: map[string]int{}}}
 	pol, err := policies.Parse("policy.yaml", []byte(strings.ReplaceAll(testPolicy, "APP", r.app.URL)))
 	if err != nil {
 		t.Fatal(err)

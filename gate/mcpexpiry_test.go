@@ -3,34 +3,16 @@ package gate
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
-
-// clock is a settable clock for the gate and its store.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // A form's requestState lives its TTL to the millisecond: with a TTL of
 // one second, asked at .95 of a second and answered a tenth of a second
@@ -51,7 +33,7 @@ func TestMCPStateTTLKeepsSubSeconds(t *testing.T) {
 		{"at the end", time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := &clock{now: time.Unix(1_800_000_010, 950_000_000)}
+			clk := testkit.NewClock(time.Unix(1_800_000_010, 950_000_000))
 			st, err := store.OpenBadger("", store.BadgerOptions{InMemory: true, Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
@@ -65,7 +47,7 @@ func TestMCPStateTTLKeepsSubSeconds(t *testing.T) {
 			if !strings.HasPrefix(state, statePrefix) {
 				t.Fatalf("no form: %s", v.Result)
 			}
-			clk.Add(tc.after)
+			clk.Advance(tc.after)
 			call.State = state
 			call.Responses = map[string][]byte{MCPFormKey: []byte(`{"action":"accept","content":{"body":"y"}}`)}
 			v = g.MCPFront(p, "p.yaml", who, time.Second, 0).MCP(context.Background(), call)

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,29 +62,11 @@ actions:
     reply: Drafted.
 `
 
-// testClock is a clock the tests move, shared by the gate and its store.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // site is the pages of one gate, served over HTTP.
 type site struct {
 	t      *testing.T
 	app    *testkit.App
-	clock  *testClock
+	clock  *testkit.Clock
 	db     store.Store
 	gate   *gate.Gate
 	pages  *Pages
@@ -95,7 +76,7 @@ type site struct {
 
 func newSite(t *testing.T) *site {
 	t.Helper()
-	s := &site{t: t, app: testkit.NewApp(t, []byte(testSecret)), clock: &testClock{now: time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC)}}
+	s := &site{t: t, app: testkit.NewApp(t, []byte(testSecret)), clock: testkit.NewClock(time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC))}
 	p, err := policies.Parse("policy.yaml", []byte(strings.ReplaceAll(policyYAML, "APP", s.app.URL)))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -78,32 +79,16 @@ func runContract(t *testing.T, open openStoreFunc) {
 	}
 }
 
-// testClock is a store clock that moves only when told to. It starts years
-// away from the wall clock on purpose: a backend's own expiry (Badger's TTL)
-// runs on the wall clock, and the store must not confuse the two.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2031, 5, 4, 10, 0, 0, 123456789, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newTestClock is a store clock that moves only when told to. It starts
+// years away from the wall clock on purpose: a backend's own expiry
+// (Badger's TTL) runs on the wall clock, and the store must not confuse the
+// two.
+func newTestClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2031, 5, 4, 10, 0, 0, 123456789, time.UTC))
 }
 
 // openClocked opens a store on a fresh test clock.
-func openClocked(t *testing.T, open openStoreFunc) (store.Store, *testClock) {
+func openClocked(t *testing.T, open openStoreFunc) (store.Store, *testkit.Clock) {
 	t.Helper()
 	clock := newTestClock()
 	return open(t, contractConfig{Now: clock.Now}), clock

@@ -9,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -32,8 +32,8 @@ var auditStart = time.Date(2031, 5, 4, 10, 0, 0, 0, time.UTC)
 func writeAuditLog(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	clock := &auditClock{at: auditStart}
-	s, err := store.OpenBadger(dir, store.BadgerOptions{Now: clock.now})
+	clock := testkit.NewClock(auditStart)
+	s, err := store.OpenBadger(dir, store.BadgerOptions{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,30 +44,12 @@ func writeAuditLog(t *testing.T) string {
 	return dir
 }
 
-// auditClock is the clock of a store the test writes, moved by hand.
-type auditClock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
-func (c *auditClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at
-}
-
-func (c *auditClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at = t
-}
-
 // writeEvents appends the six refusals to s, an hour apart on clock.
-func writeEvents(t *testing.T, s store.Store, clock *auditClock) {
+func writeEvents(t *testing.T, s store.Store, clock *testkit.Clock) {
 	t.Helper()
 	ctx := context.Background()
 	for i := 1; i <= 6; i++ {
-		clock.set(auditStart.Add(time.Duration(i-1) * time.Hour))
+		clock.Set(auditStart.Add(time.Duration(i-1) * time.Hour))
 		ev := store.Event{Kind: store.EventRefused, Owner: fmt.Sprintf("person-%d", i), Action: "delete_post", Reason: "no_owner"}
 		if err := s.Audit(ctx, ev); err != nil {
 			t.Fatal(err)
@@ -94,8 +76,8 @@ func TestAuditVerifyCommandPostgres(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			db := pgtest.Database(t, dsn)
-			clock := &auditClock{at: auditStart}
-			replica, err := store.OpenPostgres(db, store.PostgresOptions{Now: clock.now})
+			clock := testkit.NewClock(auditStart)
+			replica, err := store.OpenPostgres(db, store.PostgresOptions{Now: clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
