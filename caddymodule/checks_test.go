@@ -29,25 +29,7 @@ const testSecret = "module-test-secret-0123456789"
 
 // testPolicy: a destructive card action and a write action asked for with
 // a form. APP is the fake app's URL.
-const testPolicy = `app: Test blog
-actions:
-  delete_post:
-    effect: destructive
-    schema:
-      type: object
-      properties:
-        post: {type: integer}
-      required: [post]
-    card:
-      reason: Delete this post?
-      record: APP/posts/{post}
-      rows:
-        Post: title
-    run:
-      method: DELETE
-      url: APP/posts/{post}
-    reply: Removed.
-  draft_post:
+const testPolicy = "app: Test blog\nactions:\n" + testkit.DeletePostAction + `  draft_post:
     effect: write
     ask_for_missing: true
     schema:

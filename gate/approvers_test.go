@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
@@ -16,25 +17,7 @@ import (
 // approverPolicy: delete_post may be answered by editors and by dee as
 // well as its owner; send_note only by an approver (four_eyes); draft_post
 // (a form) only by its owner.
-const approverPolicy = `app: Test blog
-actions:
-  delete_post:
-    effect: destructive
-    schema:
-      type: object
-      properties:
-        post: {type: integer}
-      required: [post]
-    card:
-      reason: Delete this post?
-      record: APP/posts/{post}
-      rows:
-        Post: title
-    run:
-      method: DELETE
-      url: APP/posts/{post}
-    reply: Removed.
-    approvers:
+const approverPolicy = "app: Test blog\nactions:\n" + testkit.DeletePostAction + `    approvers:
       roles: [editor]
       ids: [dee]
   send_note:

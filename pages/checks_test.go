@@ -30,25 +30,7 @@ const testSecret = "pages-test-secret-0123456789"
 
 // policyYAML has a destructive card action and a write action asked for
 // with a form; APP is the fake app's URL.
-const policyYAML = `app: Test blog
-actions:
-  delete_post:
-    effect: destructive
-    schema:
-      type: object
-      properties:
-        post: {type: integer}
-      required: [post]
-    card:
-      reason: Delete this post?
-      record: APP/posts/{post}
-      rows:
-        Post: title
-    run:
-      method: DELETE
-      url: APP/posts/{post}
-    reply: Removed.
-  draft_post:
+const policyYAML = "app: Test blog\nactions:\n" + testkit.DeletePostAction + `  draft_post:
     effect: write
     ask_for_missing: true
     schema:
