@@ -33,7 +33,7 @@ func init() {
 // A hold is shown without the person's values, the call, its arguments or
 // the assistant message: what it shows the person (a card's sentence and
 // rows, a form's message and field names), who it is for, its state and
-// outcome, and its times. See the README's "Admin API" for the JSON.
+// outcome, and its times. See docs/operations.md, "Admin API", for the JSON.
 //
 // It needs no configuration: Caddy loads every admin.api module, so a
 // Caddy with this module has these routes whenever its admin endpoint is
