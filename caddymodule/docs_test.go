@@ -134,6 +134,9 @@ func checkBlock(t *testing.T, b block) {
 		if err != nil {
 			t.Errorf("the Caddyfile does not adapt: %v\n%s", err, in)
 		}
+		if err == nil {
+			validateCaddyfile(t, in)
+		}
 		// Caddy's warnings are advice the docs should already follow;
 		// aligned comments are kept for reading.
 		for _, w := range warnings {
@@ -168,6 +171,66 @@ func checkBlock(t *testing.T, b block) {
 		// Output as a command prints it, or a picture: nothing to run.
 	default:
 		t.Errorf("info string %q: TestDocs knows caddyfile, yaml, json, sh, go, text and none; say how to check it", b.info)
+	}
+}
+
+// docsPolicy stands in for every policy file a snippet names: the
+// provisioning that `toolgate validate` does needs one to load.
+const docsPolicy = `app: Blog
+actions:
+  delete_post:
+    effect: destructive
+    schema:
+      type: object
+      properties:
+        post: {type: integer}
+      required: [post]
+    card:
+      reason: Delete this post? This cannot be undone.
+      record: http://blog.internal/posts/{post}
+      rows:
+        Post: title
+    run:
+      method: DELETE
+      url: http://blog.internal/posts/{post}
+    reply: Removed.
+`
+
+var policyLine = regexp.MustCompile(`(?m)^(\s*policy )\S+`)
+
+// validateCaddyfile does what `toolgate validate` does with a whole
+// Caddyfile: adapt it and provision every module, without starting
+// anything or opening the store, with its policies replaced by docsPolicy
+// and its secret set (site blocks alone get the app's options first). It
+// catches what adapting alone cannot: a pages URL
+// that is not absolute, an unknown provider, a bad upstream.
+func validateCaddyfile(t *testing.T, in string) {
+	t.Helper()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "blog.yaml")
+	if err := os.WriteFile(policy, []byte(docsPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TOOLGATE_SECRET", "docs-secret-0123456789abcdef")
+	t.Setenv("TOOLGATE_DATABASE_URL", "postgres://toolgate@127.0.0.1:1/toolgate")
+	t.Setenv("XDG_DATA_HOME", dir)
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	in = policyLine.ReplaceAllString(in, "${1}"+policy)
+	// A snippet of site blocks takes the app's options from the page's
+	// first Caddyfile; these stand in for them.
+	if !strings.HasPrefix(strings.TrimSpace(in), "{") {
+		in = "{\n\ttoolgate {\n\t\tsecret {env.TOOLGATE_SECRET}\n\t\tpages https://gate.example.com/toolgate\n\t}\n}\n" + in
+	}
+	out, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(in), nil)
+	if err != nil {
+		t.Fatalf("adapting: %v", err)
+	}
+	var cfg caddy.Config
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := caddy.Validate(&cfg); err != nil {
+		t.Errorf("the Caddyfile does not validate: %v", err)
 	}
 }
 
