@@ -206,15 +206,7 @@ var policyLine = regexp.MustCompile(`(?m)^(\s*policy )\S+`)
 // that is not absolute, an unknown provider, a bad upstream.
 func validateCaddyfile(t *testing.T, in string) {
 	t.Helper()
-	dir := t.TempDir()
-	policy := filepath.Join(dir, "blog.yaml")
-	if err := os.WriteFile(policy, []byte(docsPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TOOLGATE_SECRET", "docs-secret-0123456789abcdef")
-	t.Setenv("TOOLGATE_DATABASE_URL", "postgres://toolgate@127.0.0.1:1/toolgate")
-	t.Setenv("XDG_DATA_HOME", dir)
-	t.Setenv("XDG_CONFIG_HOME", dir)
+	policy := docsEnv(t)
 	in = policyLine.ReplaceAllString(in, "${1}"+policy)
 	// A snippet of site blocks takes the app's options from the page's
 	// first Caddyfile; these stand in for them.
@@ -234,6 +226,40 @@ func validateCaddyfile(t *testing.T, in string) {
 	}
 }
 
+var jsonPolicy = regexp.MustCompile(`"policy":\s*"[^"]*"`)
+
+// validateJSON provisions a JSON config's modules as `toolgate validate`
+// does, its policies replaced by docsPolicy.
+func validateJSON(t *testing.T, data []byte) {
+	t.Helper()
+	policy := docsEnv(t)
+	quoted, _ := json.Marshal(policy)
+	data = jsonPolicy.ReplaceAll(data, []byte(`"policy": `+string(quoted)))
+	var cfg caddy.Config
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := caddy.Validate(&cfg); err != nil {
+		t.Errorf("the config does not validate: %v", err)
+	}
+}
+
+// docsEnv writes docsPolicy into a temporary folder and sets the
+// environment the docs' configs read; it returns the policy's path.
+func docsEnv(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "blog.yaml")
+	if err := os.WriteFile(policy, []byte(docsPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TOOLGATE_SECRET", "docs-secret-0123456789abcdef")
+	t.Setenv("TOOLGATE_DATABASE_URL", "postgres://toolgate@127.0.0.1:1/toolgate")
+	t.Setenv("XDG_DATA_HOME", dir)
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	return policy
+}
+
 // checkJSON parses a JSON block. A Caddy config (with "apps") or a handler
 // object is decoded strictly into the module's config structs, so a key
 // the code does not know fails.
@@ -251,6 +277,7 @@ func checkJSON(t *testing.T, data []byte) {
 			raw, _ := json.Marshal(app)
 			strictDecode(t, "apps.toolgate", raw, new(App))
 		}
+		validateJSON(t, data)
 	}
 	modules := map[string]func() any{
 		"toolgate":       func() any { return new(Handler) },
