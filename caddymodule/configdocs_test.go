@@ -32,7 +32,7 @@ func TestConfigurationDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables := configTables(t, string(doc))
+	tables := readConfigTables(t, string(doc))
 	keywords := caddyfileKeywords(t, "caddyfile.go")
 	for _, c := range []struct {
 		module caddy.Module
@@ -58,14 +58,14 @@ func TestConfigurationDocs(t *testing.T) {
 						t.Errorf("row %s: the %s cell is empty", r.keyword, name)
 					}
 				}
-				checkExample(t, id, r)
+				checkConfigExample(t, id, r)
 			}
 			want, ok := keywords[c.parser]
 			if !ok {
 				t.Fatalf("caddyfile.go has no %s", c.parser)
 			}
-			compareSets(t, "Caddyfile subdirectives", docKeys, want)
-			compareSets(t, "JSON keys", docJSON, jsonKeys(reflect.TypeOf(c.module)))
+			compareDocKeys(t, "Caddyfile subdirectives", docKeys, want)
+			compareDocKeys(t, "JSON keys", docJSON, configJSONKeys(reflect.TypeOf(c.module)))
 		})
 	}
 }
@@ -77,12 +77,12 @@ type configRow struct {
 
 var (
 	tableMarker = regexp.MustCompile(`^<!-- config-table: (\S+) -->$`)
-	codeSpan    = regexp.MustCompile("`([^`]+)`")
+	mdCodeSpan  = regexp.MustCompile("`([^`]+)`")
 )
 
-// configTables reads the tables that follow config-table markers, by
+// readConfigTables reads the tables that follow config-table markers, by
 // module ID.
-func configTables(t *testing.T, doc string) map[string][]configRow {
+func readConfigTables(t *testing.T, doc string) map[string][]configRow {
 	t.Helper()
 	tables := map[string][]configRow{}
 	lines := strings.Split(doc, "\n")
@@ -98,12 +98,12 @@ func configTables(t *testing.T, doc string) map[string][]configRow {
 		// The header and its separator, then the rows up to the first
 		// line that is not a table row.
 		for j := i + 3; j < len(lines) && strings.HasPrefix(lines[j], "|"); j++ {
-			cells := tableCells(lines[j])
+			cells := mdTableCells(lines[j])
 			if len(cells) != 6 {
 				t.Errorf("%s line %d: want 6 cells (Caddyfile, JSON, default, unit, what it does, example), got %d", configurationDocs, j+1, len(cells))
 				continue
 			}
-			key, json := codeSpan.FindStringSubmatch(cells[0]), codeSpan.FindStringSubmatch(cells[1])
+			key, json := mdCodeSpan.FindStringSubmatch(cells[0]), mdCodeSpan.FindStringSubmatch(cells[1])
 			if key == nil || json == nil {
 				t.Errorf("%s line %d: the Caddyfile and JSON cells must name the option in backticks", configurationDocs, j+1)
 				continue
@@ -117,8 +117,8 @@ func configTables(t *testing.T, doc string) map[string][]configRow {
 	return tables
 }
 
-// tableCells splits a Markdown table row at its unescaped pipes.
-func tableCells(line string) []string {
+// mdTableCells splits a Markdown table row at its unescaped pipes.
+func mdTableCells(line string) []string {
 	line = strings.TrimSpace(line)
 	line = strings.TrimPrefix(strings.TrimSuffix(line, "|"), "|")
 	var cells []string
@@ -138,11 +138,11 @@ func tableCells(line string) []string {
 	return append(cells, strings.TrimSpace(cell.String()))
 }
 
-// checkExample adapts a row's example inside its directive and checks that
+// checkConfigExample adapts a row's example inside its directive and checks that
 // the module's JSON then carries the row's key.
-func checkExample(t *testing.T, id string, r configRow) {
+func checkConfigExample(t *testing.T, id string, r configRow) {
 	t.Helper()
-	ex := codeSpan.FindStringSubmatch(r.example)
+	ex := mdCodeSpan.FindStringSubmatch(r.example)
 	if ex == nil {
 		t.Errorf("row %s: the example must be in backticks", r.keyword)
 		return
@@ -175,29 +175,29 @@ func checkExample(t *testing.T, id string, r configRow) {
 	if id == "toolgate" {
 		obj, _ = cfg["apps"].(map[string]any)["toolgate"].(map[string]any)
 	} else {
-		obj = findHandler(cfg, strings.TrimPrefix(id, "http.handlers."))
+		obj = findHandlerJSON(cfg, strings.TrimPrefix(id, "http.handlers."))
 	}
 	if _, ok := obj[r.json]; !ok {
 		t.Errorf("row %s: the example %q sets no %q in %v", r.keyword, ex[1], r.json, obj)
 	}
 }
 
-// findHandler finds the first handler object of that name in an adapted
+// findHandlerJSON finds the first handler object of that name in an adapted
 // config.
-func findHandler(v any, name string) map[string]any {
+func findHandlerJSON(v any, name string) map[string]any {
 	switch v := v.(type) {
 	case map[string]any:
 		if v["handler"] == name {
 			return v
 		}
 		for _, e := range v {
-			if h := findHandler(e, name); h != nil {
+			if h := findHandlerJSON(e, name); h != nil {
 				return h
 			}
 		}
 	case []any:
 		for _, e := range v {
-			if h := findHandler(e, name); h != nil {
+			if h := findHandlerJSON(e, name); h != nil {
 				return h
 			}
 		}
@@ -250,8 +250,8 @@ func caddyfileKeywords(t *testing.T, file string) map[string][]string {
 	return out
 }
 
-// jsonKeys are the JSON keys of a config struct's fields.
-func jsonKeys(typ reflect.Type) []string {
+// configJSONKeys are the JSON keys of a config struct's fields.
+func configJSONKeys(typ reflect.Type) []string {
 	var keys []string
 	for i := range typ.NumField() {
 		f := typ.Field(i)
@@ -266,9 +266,9 @@ func jsonKeys(typ reflect.Type) []string {
 	return keys
 }
 
-// compareSets reports what the docs list that the code lacks, and the
+// compareDocKeys reports what the docs list that the code lacks, and the
 // other way round.
-func compareSets(t *testing.T, what string, docs, code []string) {
+func compareDocKeys(t *testing.T, what string, docs, code []string) {
 	t.Helper()
 	for _, k := range docs {
 		if !slices.Contains(code, k) {

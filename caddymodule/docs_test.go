@@ -24,8 +24,8 @@ import (
 
 // The documents whose snippets TestDocs checks, relative to this package.
 const (
-	repoRoot    = ".."
-	systemdUnit = "../dist/toolgate.service"
+	docsRepoRoot    = ".."
+	docsSystemdUnit = "../dist/toolgate.service"
 )
 
 // TestDocs checks every fenced block of README.md and docs/*.md by its
@@ -33,14 +33,14 @@ const (
 // still works: a Caddyfile adapts, a policy loads, a JSON config decodes
 // into the module's structs, a shell command names real subcommands,
 // flags and packages. It also checks the relative links and their
-// anchors, and the commands of the systemd unit. See docs/testing.md
+// mdAnchors, and the commands of the systemd unit. See docs/testing.md
 // ("The documentation's snippets") for the info strings.
 func TestDocs(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	files, err := filepath.Glob(filepath.Join(docsRepoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append([]string{filepath.Join(repoRoot, "README.md")}, files...)
+	files = append([]string{filepath.Join(docsRepoRoot, "README.md")}, files...)
 	if len(files) < 2 {
 		t.Fatalf("no docs/*.md found beside README.md")
 	}
@@ -49,33 +49,33 @@ func TestDocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name, _ := filepath.Rel(repoRoot, file)
-		blocks := fencedBlocks(string(text))
+		name, _ := filepath.Rel(docsRepoRoot, file)
+		blocks := mdFencedBlocks(string(text))
 		if len(blocks) == 0 && name == "README.md" {
 			t.Errorf("README.md has no fenced blocks")
 		}
 		for _, b := range blocks {
 			t.Run(fmt.Sprintf("%s:%d", name, b.line), func(t *testing.T) {
-				checkBlock(t, b)
+				checkDocBlock(t, b)
 			})
 		}
 		t.Run(name+":links", func(t *testing.T) {
-			checkLinks(t, file, string(text))
+			checkDocLinks(t, file, string(text))
 		})
 	}
 	t.Run("dist/toolgate.service", func(t *testing.T) {
-		unit, err := os.ReadFile(systemdUnit)
+		unit, err := os.ReadFile(docsSystemdUnit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
 		for _, l := range strings.Split(string(unit), "\n") {
 			if cmd, ok := strings.CutPrefix(l, "ExecStart="); ok {
-				checkShell(t, cmd)
+				checkDocShell(t, cmd)
 				n++
 			}
 			if cmd, ok := strings.CutPrefix(l, "ExecReload="); ok {
-				checkShell(t, cmd)
+				checkDocShell(t, cmd)
 				n++
 			}
 		}
@@ -85,17 +85,17 @@ func TestDocs(t *testing.T) {
 	})
 }
 
-// block is one fenced block of a Markdown file.
-type block struct {
+// docBlock is one fenced block of a Markdown file.
+type docBlock struct {
 	line int    // of the opening fence, 1-based
 	info string // the info string: language and words after it
 	text string // the content, with the fence's indentation removed
 }
 
-// fencedBlocks reads the ``` blocks of a Markdown text, also indented ones
+// mdFencedBlocks reads the ``` blocks of a Markdown text, also indented ones
 // (in a list item).
-func fencedBlocks(md string) []block {
-	var out []block
+func mdFencedBlocks(md string) []docBlock {
+	var out []docBlock
 	lines := strings.Split(md, "\n")
 	for i := 0; i < len(lines); i++ {
 		trimmed := strings.TrimLeft(lines[i], " ")
@@ -103,7 +103,7 @@ func fencedBlocks(md string) []block {
 			continue
 		}
 		indent := len(lines[i]) - len(trimmed)
-		b := block{line: i + 1, info: strings.TrimSpace(strings.TrimPrefix(trimmed, "```"))}
+		b := docBlock{line: i + 1, info: strings.TrimSpace(strings.TrimPrefix(trimmed, "```"))}
 		var body []string
 		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
 			l := lines[i]
@@ -118,7 +118,7 @@ func fencedBlocks(md string) []block {
 	return out
 }
 
-func checkBlock(t *testing.T, b block) {
+func checkDocBlock(t *testing.T, b docBlock) {
 	lang, rest, _ := strings.Cut(b.info, " ")
 	switch lang {
 	case "caddyfile":
@@ -156,8 +156,8 @@ func checkBlock(t *testing.T, b block) {
 	case "json":
 		checkJSON(t, []byte(b.text))
 	case "sh":
-		for _, cmd := range shellLines(b.text) {
-			checkShell(t, cmd)
+		for _, cmd := range shellCommandLines(b.text) {
+			checkDocShell(t, cmd)
 		}
 	case "go":
 		src := b.text
@@ -196,7 +196,7 @@ actions:
     reply: Removed.
 `
 
-var policyLine = regexp.MustCompile(`(?m)^(\s*policy )\S+`)
+var caddyfilePolicyLine = regexp.MustCompile(`(?m)^(\s*policy )\S+`)
 
 // validateCaddyfile does what `toolgate validate` does with a whole
 // Caddyfile: adapt it and provision every module, without starting
@@ -207,7 +207,7 @@ var policyLine = regexp.MustCompile(`(?m)^(\s*policy )\S+`)
 func validateCaddyfile(t *testing.T, in string) {
 	t.Helper()
 	policy := docsEnv(t)
-	in = policyLine.ReplaceAllString(in, "${1}"+policy)
+	in = caddyfilePolicyLine.ReplaceAllString(in, "${1}"+policy)
 	// A snippet of site blocks takes the app's options from the page's
 	// first Caddyfile; these stand in for them.
 	if !strings.HasPrefix(strings.TrimSpace(in), "{") {
@@ -226,7 +226,7 @@ func validateCaddyfile(t *testing.T, in string) {
 	}
 }
 
-var jsonPolicy = regexp.MustCompile(`"policy":\s*"[^"]*"`)
+var jsonPolicyKey = regexp.MustCompile(`"policy":\s*"[^"]*"`)
 
 // validateJSON provisions a JSON config's modules as `toolgate validate`
 // does, its policies replaced by docsPolicy.
@@ -234,7 +234,7 @@ func validateJSON(t *testing.T, data []byte) {
 	t.Helper()
 	policy := docsEnv(t)
 	quoted, _ := json.Marshal(policy)
-	data = jsonPolicy.ReplaceAll(data, []byte(`"policy": `+string(quoted)))
+	data = jsonPolicyKey.ReplaceAll(data, []byte(`"policy": `+string(quoted)))
 	var cfg caddy.Config
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatal(err)
@@ -272,10 +272,10 @@ func checkJSON(t *testing.T, data []byte) {
 	obj, _ := v.(map[string]any)
 	if _, ok := obj["apps"]; ok {
 		var cfg caddy.Config
-		strictDecode(t, "the config", data, &cfg)
+		decodeStrict(t, "the config", data, &cfg)
 		if app, ok := obj["apps"].(map[string]any)["toolgate"]; ok {
 			raw, _ := json.Marshal(app)
-			strictDecode(t, "apps.toolgate", raw, new(App))
+			decodeStrict(t, "apps.toolgate", raw, new(App))
 		}
 		validateJSON(t, data)
 	}
@@ -296,7 +296,7 @@ func checkJSON(t *testing.T, data []byte) {
 					}
 				}
 				raw, _ := json.Marshal(h)
-				strictDecode(t, "handler "+name, raw, modules[name]())
+				decodeStrict(t, "handler "+name, raw, modules[name]())
 			}
 			for _, e := range v {
 				walk(e)
@@ -310,7 +310,7 @@ func checkJSON(t *testing.T, data []byte) {
 	walk(v)
 }
 
-func strictDecode(t *testing.T, what string, data []byte, v any) {
+func decodeStrict(t *testing.T, what string, data []byte, v any) {
 	t.Helper()
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
@@ -319,10 +319,10 @@ func strictDecode(t *testing.T, what string, data []byte, v any) {
 	}
 }
 
-// toolgateCLI is the toolgate command's tree as `toolgate` builds it: every
+// toolgateCommandTree is the toolgate command's tree as `toolgate` builds it: every
 // command registered with Caddy (Caddy's own, and this module's policy and
 // audit commands), with their flags.
-func toolgateCLI() *cobra.Command {
+func toolgateCommandTree() *cobra.Command {
 	root := &cobra.Command{Use: "toolgate"}
 	for _, c := range caddycmd.Commands() {
 		cmd := &cobra.Command{Use: c.Name + " " + c.Usage, Short: c.Short}
@@ -336,9 +336,9 @@ func toolgateCLI() *cobra.Command {
 	return root
 }
 
-// shellLines splits a shell block into its commands: comments dropped,
+// shellCommandLines splits a shell block into its commands: comments dropped,
 // continued lines joined.
-func shellLines(text string) []string {
+func shellCommandLines(text string) []string {
 	var out []string
 	var cur strings.Builder
 	for _, l := range strings.Split(text, "\n") {
@@ -355,58 +355,58 @@ func shellLines(text string) []string {
 	return out
 }
 
-// notRunnable are programs TestDocs does not run or check beyond their
+// docsNotRunnable are programs TestDocs does not run or check beyond their
 // name: installers, system administration and HTTP clients, whose
 // commands in the docs are examples for another machine.
-var notRunnable = []string{
+var docsNotRunnable = []string{
 	"apt-get", "sudo", "xcaddy", "npm", "curl", "export", "echo", "systemctl",
 	"groupadd", "useradd", "install", "cp", "benchstat",
 }
 
-// checkShell checks one shell command line: each simple command in it
+// checkDocShell checks one shell command line: each simple command in it
 // (split at |, &&, || and ;) must be a toolgate command with real
 // subcommands and flags, a go command naming packages that exist, a
 // script that exists, or a program on the notRunnable list.
-func checkShell(t *testing.T, line string) {
+func checkDocShell(t *testing.T, line string) {
 	t.Helper()
-	words, err := shellWords(line)
+	words, err := shellSplitWords(line)
 	if err != nil {
 		t.Errorf("%s: %v", line, err)
 		return
 	}
-	for _, cmd := range splitCommands(words) {
+	for _, cmd := range shellSplitCommands(words) {
 		if len(cmd) == 0 {
 			continue
 		}
 		prog, args := cmd[0], cmd[1:]
 		switch {
 		case prog == "toolgate" || prog == "caddy" || strings.HasSuffix(prog, "/toolgate"):
-			checkToolgate(t, line, args)
+			checkToolgateCommand(t, line, args)
 		case prog == "go":
-			checkGo(t, line, args)
+			checkGoCommand(t, line, args)
 		case prog == "bash":
-			if len(args) == 0 || !exists(args[0]) {
+			if len(args) == 0 || !repoPathExists(args[0]) {
 				t.Errorf("%s: bash runs no script of this repository", line)
 			}
-		case slices.Contains(notRunnable, prog):
+		case slices.Contains(docsNotRunnable, prog):
 		default:
-			t.Errorf("%s: %q is neither toolgate, go, a script here, nor on notRunnable", line, prog)
+			t.Errorf("%s: %q is neither toolgate, go, a script here, nor on docsNotRunnable", line, prog)
 		}
 	}
 }
 
-// checkToolgate finds the subcommand, parses its flags and checks its
+// checkToolgateCommand finds the subcommand, parses its flags and checks its
 // number of arguments, as `toolgate` itself would before running it.
-func checkToolgate(t *testing.T, line string, args []string) {
+func checkToolgateCommand(t *testing.T, line string, args []string) {
 	t.Helper()
-	cli := toolgateCLI() // fresh flags: a command can appear on several lines
+	cli := toolgateCommandTree() // fresh flags: a command can appear on several lines
 	cmd, rest, err := cli.Find(args)
 	if err != nil || cmd == cli {
 		t.Errorf("%s: no such toolgate command (%v)", line, err)
 		return
 	}
 	if cmd.HasSubCommands() && !cmd.Runnable() {
-		t.Errorf("%s: %s needs one of its subcommands, %s", line, cmd.CommandPath(), strings.Join(subcommandNames(cmd), ", "))
+		t.Errorf("%s: %s needs one of its subcommands, %s", line, cmd.CommandPath(), strings.Join(cobraSubcommandNames(cmd), ", "))
 		return
 	}
 	if err := cmd.ParseFlags(rest); err != nil {
@@ -418,7 +418,7 @@ func checkToolgate(t *testing.T, line string, args []string) {
 	}
 }
 
-func subcommandNames(cmd *cobra.Command) []string {
+func cobraSubcommandNames(cmd *cobra.Command) []string {
 	var names []string
 	for _, c := range cmd.Commands() {
 		names = append(names, c.Name())
@@ -426,10 +426,10 @@ func subcommandNames(cmd *cobra.Command) []string {
 	return names
 }
 
-// checkGo checks the packages a go command names. `go run ./cmd/toolgate
+// checkGoCommand checks the packages a go command names. `go run ./cmd/toolgate
 // ...` is checked as toolgate; `go run ./pkg -flag` checks the flags the
 // program's main package defines with the flag package.
-func checkGo(t *testing.T, line string, args []string) {
+func checkGoCommand(t *testing.T, line string, args []string) {
 	t.Helper()
 	if len(args) == 0 {
 		t.Errorf("%s: go with no subcommand", line)
@@ -440,7 +440,7 @@ func checkGo(t *testing.T, line string, args []string) {
 			continue
 		}
 		dir := strings.TrimSuffix(strings.TrimSuffix(a, "..."), "/")
-		if !exists(dir) {
+		if !repoPathExists(dir) {
 			t.Errorf("%s: no package %s", line, a)
 			continue
 		}
@@ -449,21 +449,21 @@ func checkGo(t *testing.T, line string, args []string) {
 		}
 		progArgs := args[i+2:]
 		if filepath.Clean(dir) == filepath.Join("cmd", "toolgate") {
-			checkToolgate(t, line, progArgs)
+			checkToolgateCommand(t, line, progArgs)
 		} else {
-			checkFlags(t, line, dir, progArgs)
+			checkMainFlags(t, line, dir, progArgs)
 		}
 		return
 	}
 }
 
-var goFlag = regexp.MustCompile(`flag\.(?:Bool|String|Int|Int64|Uint|Float64|Duration)(?:Var\([^,]+,)?\(?\s*"([^"]+)"`)
+var goFlagDef = regexp.MustCompile(`flag\.(?:Bool|String|Int|Int64|Uint|Float64|Duration)(?:Var\([^,]+,)?\(?\s*"([^"]+)"`)
 
-// checkFlags checks the -flags given to a main package against the flag
+// checkMainFlags checks the -flags given to a main package against the flag
 // package's definitions in its source.
-func checkFlags(t *testing.T, line, dir string, args []string) {
+func checkMainFlags(t *testing.T, line, dir string, args []string) {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(repoRoot, dir, "*.go"))
+	files, _ := filepath.Glob(filepath.Join(docsRepoRoot, dir, "*.go"))
 	known := map[string]bool{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -473,7 +473,7 @@ func checkFlags(t *testing.T, line, dir string, args []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range goFlag.FindAllStringSubmatch(string(src), -1) {
+		for _, m := range goFlagDef.FindAllStringSubmatch(string(src), -1) {
 			known[m[1]] = true
 		}
 	}
@@ -488,16 +488,16 @@ func checkFlags(t *testing.T, line, dir string, args []string) {
 	}
 }
 
-// exists says whether a path relative to the repository's root exists.
-func exists(path string) bool {
-	_, err := os.Stat(filepath.Join(repoRoot, path))
+// repoPathExists says whether a path relative to the repository's root exists.
+func repoPathExists(path string) bool {
+	_, err := os.Stat(filepath.Join(docsRepoRoot, path))
 	return err == nil
 }
 
-// shellWords splits a command line into words as a POSIX shell does for
+// shellSplitWords splits a command line into words as a POSIX shell does for
 // quotes and backslashes, keeping |, ||, &&, ; and redirections as words of
 // their own. $(...) and variables are left as they are.
-func shellWords(line string) ([]string, error) {
+func shellSplitWords(line string) ([]string, error) {
 	var words []string
 	var w strings.Builder
 	inWord := false
@@ -559,13 +559,13 @@ func shellWords(line string) ([]string, error) {
 }
 
 var (
-	redirect   = regexp.MustCompile(`^[0-9]*(>>?|<)(&[0-9]+)?`)
-	assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	shRedirect   = regexp.MustCompile(`^[0-9]*(>>?|<)(&[0-9]+)?`)
+	shAssignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 )
 
-// splitCommands splits words at |, ||, && and ;, and drops from each
+// shellSplitCommands splits words at |, ||, && and ;, and drops from each
 // command its leading VAR=value assignments and its redirections.
-func splitCommands(words []string) [][]string {
+func shellSplitCommands(words []string) [][]string {
 	var out [][]string
 	var cur []string
 	for i := 0; i < len(words); i++ {
@@ -574,11 +574,11 @@ func splitCommands(words []string) [][]string {
 		case w == "|" || w == "||" || w == "&&" || w == ";" || w == "&":
 			out = append(out, cur)
 			cur = nil
-		case redirect.MatchString(w):
-			if m := redirect.FindString(w); m == w && !strings.Contains(w, "&") {
+		case shRedirect.MatchString(w):
+			if m := shRedirect.FindString(w); m == w && !strings.Contains(w, "&") {
 				i++ // the file follows as a word of its own
 			}
-		case len(cur) == 0 && assignment.MatchString(w):
+		case len(cur) == 0 && shAssignment.MatchString(w):
 		default:
 			cur = append(cur, w)
 		}
@@ -587,17 +587,17 @@ func splitCommands(words []string) [][]string {
 }
 
 var (
-	mdLink  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	heading = regexp.MustCompile(`^#{1,6} (.+)$`)
+	mdLinkTarget = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdHeading    = regexp.MustCompile(`^#{1,6} (.+)$`)
 )
 
-// checkLinks checks the relative links of a Markdown file outside its code
+// checkDocLinks checks the relative links of a Markdown file outside its code
 // blocks: the file exists (within the repository) and so does the heading
 // an anchor names.
-func checkLinks(t *testing.T, file, md string) {
+func checkDocLinks(t *testing.T, file, md string) {
 	t.Helper()
-	for _, l := range proseLines(md) {
-		for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+	for _, l := range mdProseLines(md) {
+		for _, m := range mdLinkTarget.FindAllStringSubmatch(l, -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
@@ -606,7 +606,7 @@ func checkLinks(t *testing.T, file, md string) {
 			dest := file
 			if path != "" {
 				dest = filepath.Join(filepath.Dir(file), path)
-				if rel, err := filepath.Rel(repoRoot, dest); err != nil || strings.HasPrefix(rel, "..") {
+				if rel, err := filepath.Rel(docsRepoRoot, dest); err != nil || strings.HasPrefix(rel, "..") {
 					t.Errorf("link %s leaves the repository", target)
 					continue
 				}
@@ -622,15 +622,15 @@ func checkLinks(t *testing.T, file, md string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Contains(anchors(string(text)), anchor) {
+			if !slices.Contains(mdAnchors(string(text)), anchor) {
 				t.Errorf("link %s: no heading makes the anchor #%s", target, anchor)
 			}
 		}
 	}
 }
 
-// proseLines are the lines of a Markdown text outside fenced blocks.
-func proseLines(md string) []string {
+// mdProseLines are the lines of a Markdown text outside fenced blocks.
+func mdProseLines(md string) []string {
 	var out []string
 	fenced := false
 	for _, l := range strings.Split(md, "\n") {
@@ -645,12 +645,12 @@ func proseLines(md string) []string {
 	return out
 }
 
-// anchors are the anchors GitHub makes of a Markdown text's headings:
+// mdAnchors are the anchors GitHub makes of a Markdown text's headings:
 // lower case, punctuation but - and _ dropped, spaces made hyphens.
-func anchors(md string) []string {
+func mdAnchors(md string) []string {
 	var out []string
-	for _, l := range proseLines(md) {
-		m := heading.FindStringSubmatch(l)
+	for _, l := range mdProseLines(md) {
+		m := mdHeading.FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
