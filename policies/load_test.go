@@ -127,7 +127,7 @@ func TestLoadValid(t *testing.T) {
 	if del == nil {
 		t.Fatal(`Action("delete_post") = nil`)
 	}
-	wantRows := []Row{{"Title", "title"}, {"Status", "status"}, {"Author", "author.name"}, {"Comments", "comments.#"}}
+	wantRows := []Row{{Label: "Title", Path: "title"}, {Label: "Status", Path: "status"}, {Label: "Author", Path: "author.name"}, {Label: "Comments", Path: "comments.#"}}
 	if !reflect.DeepEqual(del.Card.Rows, wantRows) {
 		t.Errorf("rows = %v; want file order %v", del.Card.Rows, wantRows)
 	}
