@@ -158,10 +158,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.live = &live{started: make(chan struct{})}
-	repl := caddy.NewReplacer()
-	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
-	a.Pages = repl.ReplaceAll(a.Pages, "")
-	a.dir, a.dsn = storeLocation(repl, a.Store, a.Postgres)
+	a.resolve()
 	if a.TTL == 0 {
 		a.TTL = caddy.Duration(gate.DefaultTTL)
 	}
@@ -200,13 +197,23 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Validate checks the configuration.
+// resolve fills in the placeholders of the secret, the pages URL and the
+// store (Provision, and Preflight before Caddy starts).
+func (a *App) resolve() {
+	repl := caddy.NewReplacer()
+	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
+	a.Pages = repl.ReplaceAll(a.Pages, "")
+	a.dir, a.dsn = storeLocation(repl, a.Store, a.Postgres)
+}
+
+// Validate checks the configuration. Its messages say the fix: `toolgate
+// run` prints them as a plain line before Caddy's log (Preflight).
 func (a *App) Validate() error {
 	if len(a.secret) < 16 {
-		return errors.New("toolgate: secret must be set and at least 16 bytes (e.g. secret {env.TOOLGATE_SECRET})")
+		return errors.New("toolgate: " + secretProblem(a.Secret, a.secret))
 	}
 	if a.Pages == "" {
-		return errors.New("toolgate: pages must be set to the absolute base URL of the toolgate_pages handler")
+		return errors.New("toolgate: pages is not set: give the toolgate global option `pages <absolute URL>`, the base URL the toolgate_pages handler answers under (e.g. pages https://gate.example.com/toolgate)")
 	}
 	if err := checkBaseURL(a.Pages); err != nil {
 		return fmt.Errorf("toolgate: pages: %w", err)

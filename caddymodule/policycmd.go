@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,12 @@ schema prints the policy file's JSON Schema, for editors that read a
 				Short: "Says what the gate would do with one call",
 				Args:  cobra.ExactArgs(3),
 				RunE: func(cmd *cobra.Command, args []string) error {
+					if msg := notAnObject(args[2]); msg != "" {
+						// The operator's own input, not a model's call to
+						// judge: a usage error, as for a wrong flag.
+						fmt.Fprintln(cmd.ErrOrStderr(), "policy explain: "+msg)
+						return exitStatus(cmd, 2)
+					}
 					return quiet(cmd, policyExplain(cmd.OutOrStdout(), args[0], args[1], args[2]))
 				},
 			})
@@ -73,6 +80,36 @@ func quiet(cmd *cobra.Command, err error) error {
 		cmd.SilenceErrors = true
 	}
 	return err
+}
+
+// exitStatus ends the command with status once its message is printed
+// (Caddy's Main exits with the status its command wrapper carries).
+func exitStatus(cmd *cobra.Command, status int) error {
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	return caddycmd.WrapCommandFuncForCobra(func(caddycmd.Flags) (int, error) { return status, nil })(cmd, nil)
+}
+
+// notAnObject says why arguments given to explain are not one JSON
+// object, with an example of what is, or "" when they are. A key given
+// twice is left to the gate, which refuses such a call from a model.
+func notAnObject(args string) string {
+	const want = `: give the call's arguments as one JSON object, quoted for the shell, e.g. '{"post": 7}'`
+	var v any
+	if err := json.Unmarshal([]byte(args), &v); err != nil {
+		return fmt.Sprintf("the arguments %q are not JSON (%v)%s", cut(args, 40), err, want)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Sprintf("the arguments %q are JSON but not an object%s", cut(args, 40), want)
+	}
+	return ""
+}
+
+// cut shortens s to at most n bytes, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // policyCheck loads each file as the handlers do. The loader stops at a

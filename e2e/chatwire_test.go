@@ -7,7 +7,7 @@ import (
 )
 
 // A synthetic Chat Completions response, built the way the recorded ones
-// are shaped (../shared/fixtures/openai-chat): one role chunk, text
+// are shaped (testdata/fixtures/openai-chat at the module's root): one role chunk, text
 // deltas, each call's header then argument fragments, a finish chunk, a
 // usage chunk and [DONE].
 

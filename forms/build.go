@@ -126,7 +126,7 @@ func Build(a *policies.Action, schema json.RawMessage, d Decision, acceptLanguag
 		case policies.KindMultiselect:
 			fd.MinItems, fd.MaxItems = p.MinItems, p.MaxItems
 		}
-		if fd.Choices, fd.titled, err = choicesFor(ask, p, fetched); err != nil {
+		if fd.Choices, fd.titled, err = choicesFor(ask, p, fetched, prefs); err != nil {
 			return Form{}, fmt.Errorf("building a form: field %q: %w", p.Key, err)
 		}
 		fd.Value = openingValue(fd, p, ask, d, fetched)
@@ -150,9 +150,10 @@ func Build(a *policies.Action, schema json.RawMessage, d Decision, acceptLanguag
 	return f, nil
 }
 
-// choicesFor returns a field's choices and whether they carry titles
-// (from the action) rather than being the enum's bare values.
-func choicesFor(ask *policies.Ask, p policies.Property, fetched Fetched) ([]policies.Choice, bool, error) {
+// choicesFor returns a field's choices, labelled in the language of prefs
+// where the policy gives a label per language, and whether they carry
+// titles (from the action) rather than being the enum's bare values.
+func choicesFor(ask *policies.Ask, p policies.Property, fetched Fetched, prefs []language.Tag) ([]policies.Choice, bool, error) {
 	if _, from := ask.ChoicesFrom[p.Key]; from {
 		list, ok := fetched.Choices[p.Key]
 		if !ok {
@@ -178,7 +179,11 @@ func choicesFor(ask *policies.Ask, p policies.Property, fetched Fetched) ([]poli
 	if list, ok := ask.Choices[p.Key]; ok {
 		out := make([]policies.Choice, len(list))
 		for i, c := range list {
-			out[i] = policies.Choice{Value: c.Value, Label: choiceLabel(c.Label, c.Value)}
+			label := c.Label
+			if text, _ := c.Labels.In(prefs); text != "" {
+				label = text
+			}
+			out[i] = policies.Choice{Value: c.Value, Label: choiceLabel(label, c.Value)}
 		}
 		return out, true, nil
 	}

@@ -58,6 +58,17 @@ type Localized struct {
 	// person's language when the policy gives it per language.
 	Reply     string `json:"reply,omitempty"`
 	ReplyLang string `json:"reply_lang,omitempty"` // its BCP 47 tag; "" when the policy does not say
+	// Rows are the card's row labels in the person's language, one per
+	// row of the card in order ("" where the policy gives a row's label in
+	// one language only), when the card was built from the policy's rows
+	// as they read now; nil when there is none to show.
+	Rows []LocalText `json:"rows,omitempty"`
+}
+
+// LocalText is a text of the policy in the person's language.
+type LocalText struct {
+	Text string `json:"text,omitempty"`
+	Lang string `json:"lang,omitempty"` // its BCP 47 tag
 }
 
 // StepView is a step's page: the holds one link leads to.
@@ -149,6 +160,7 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 			return HoldView{}, fmt.Errorf("reading card of hold %s: %w", h.ID, err)
 		}
 		loc.Sentence, loc.SentenceLang = localReason(a, hv.Card.Sentence, prefs)
+		loc.Rows = localRows(a, hv.Card.Rows, prefs)
 	case store.KindForm:
 		if hv.State != store.Waiting {
 			// A form is shown only while it waits; its sentence stays.
@@ -173,7 +185,7 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 			loc.Reply, loc.ReplyLang = cards.Clean(text, cards.MaxSentence), tag
 		}
 	}
-	if loc != (Localized{}) {
+	if loc.Sentence != "" || loc.Reply != "" || loc.Rows != nil {
 		hv.Localized = &loc
 	}
 	return hv, nil

@@ -229,6 +229,34 @@ func localReason(a *policies.Action, sentence string, prefs []language.Tag) (str
 	return "", ""
 }
 
+// localRows returns the labels of a card's rows in the person's language
+// (see Localized.Rows), or nil. Only a card whose rows carry the labels
+// the policy's rows give now, in the same order, is shown translated: the
+// person must read the labels of the card they confirm, not of another.
+func localRows(a *policies.Action, rows []cards.Row, prefs []language.Tag) []LocalText {
+	if a == nil || a.Card == nil || len(rows) != min(len(a.Card.Rows), cards.MaxRows) {
+		return nil
+	}
+	var out []LocalText
+	for i, r := range rows {
+		pr := a.Card.Rows[i]
+		if r.Label != cards.Clean(pr.Label, cards.MaxLabel) {
+			return nil
+		}
+		if pr.Labels == nil {
+			continue
+		}
+		text, tag := pr.Labels.In(prefs)
+		if s := cards.Clean(text, cards.MaxLabel); s != "" && s != r.Label {
+			if out == nil {
+				out = make([]LocalText, len(rows))
+			}
+			out[i] = LocalText{Text: s, Lang: tag}
+		}
+	}
+	return out
+}
+
 // confirmedByRightPerson checks, again where a confirmed card is redeemed
 // (an MCP client's retry), that its confirmation came from someone the
 // policy, as it reads now, lets confirm it: the owner, unless four_eyes;

@@ -21,7 +21,7 @@ import (
 
 func anthFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "anthropic", name))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "anthropic", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func (h *fakeHolder) Hold(_ context.Context, calls []Call, message []byte) Verdi
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "openai-chat", name))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "openai-chat", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 
 func respFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "openai-responses", name))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "openai-responses", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@ type holdPage struct {
 
 type rowPage struct {
 	Label, Value string
+	LabelLang    string // the label's language when not the page's
 	Cut          bool
 }
 
@@ -144,8 +145,16 @@ func newHoldPage(sp speech, h gate.HoldView, token string, approver bool) holdPa
 		hp.Sentence = h.Form.Message
 	}
 	if h.Card != nil {
-		for _, r := range h.Card.Rows {
-			hp.Rows = append(hp.Rows, rowPage{Label: r.Label, Value: r.Value, Cut: r.Cut})
+		var local []gate.LocalText
+		if h.Localized != nil && len(h.Localized.Rows) == len(h.Card.Rows) {
+			local = h.Localized.Rows
+		}
+		for i, r := range h.Card.Rows {
+			rp := rowPage{Label: r.Label, Value: r.Value, Cut: r.Cut}
+			if local != nil && local[i].Text != "" {
+				rp.Label, rp.LabelLang = local[i].Text, sp.otherLang(local[i].Lang)
+			}
+			hp.Rows = append(hp.Rows, rp)
 		}
 	}
 	if hp.Status.DetailLang != "" {
@@ -380,7 +389,7 @@ document.querySelectorAll('form.answer').forEach(function (form) {
 {{define "describedby"}}{{if .HelpID}} aria-describedby="{{.HelpID}} {{.ErrID}}"{{else}} aria-describedby="{{.ErrID}}"{{end}}{{if .Errors}} aria-invalid="true"{{end}}{{end}}
 {{define "said"}}{{with .Sentence}}<p class="asker">{{$.Asker}}</p>
 <p class="sentence"{{with $.SentenceLang}} lang="{{.}}"{{end}}>{{.}}</p>{{end}}
-{{if .Rows}}<dl>{{range .Rows}}<dt>{{.Label}}</dt><dd>{{.Value}}{{if .Cut}} <span class="cut" title="{{$.W.ShortenedTitle}}">{{$.W.Shortened}}</span>{{end}}</dd>{{end}}</dl>{{end}}{{end}}
+{{if .Rows}}<dl>{{range .Rows}}<dt{{with .LabelLang}} lang="{{.}}"{{end}}>{{.Label}}</dt><dd>{{.Value}}{{if .Cut}} <span class="cut" title="{{$.W.ShortenedTitle}}">{{$.W.Shortened}}</span>{{end}}</dd>{{end}}</dl>{{end}}{{end}}
 `))
 
 var errorTemplate = template.Must(template.Must(template.New("error").Parse(style)).Parse(`<!doctype html>

@@ -44,7 +44,12 @@ type Ask struct {
 // json.Number) and the label the person reads.
 type Choice struct {
 	Value any
+	// Label is the plain label, or the en entry of one given per language.
 	Label string
+	// Labels is the label per language when the file gives one ({en:
+	// Urgent, de: Dringend}); forms show the one matching the person's
+	// Accept-Language. Nil for a plain label and for fetched choices.
+	Labels Texts
 }
 
 // hasChoices reports whether the ask gives field choices, from the file or
@@ -230,17 +235,19 @@ func (l *loader) choices(n *yaml.Node, key string) ([]Choice, error) {
 		if slices.ContainsFunc(out, func(c Choice) bool { return sameValue(c.Value, v) }) {
 			return nil, l.errf(p.key, key, "choice %s given twice", valueText(v))
 		}
-		label, err := l.str(p.value, key)
+		label, labels, err := l.localized(p.value, key+"."+valueText(v))
 		if err != nil {
 			return nil, err
 		}
 		if strings.TrimSpace(label) == "" {
 			label = fmt.Sprint(v) // a string or json.Number: its text
 		}
-		if hasURL(label) {
-			return nil, l.errf(p.value, key, "the label of choice %s may not hold a URL", valueText(v))
+		for _, text := range append([]string{label}, slices.Collect(maps.Values(labels))...) {
+			if hasURL(text) {
+				return nil, l.errf(p.value, key, "the label of choice %s may not hold a URL", valueText(v))
+			}
 		}
-		out = append(out, Choice{Value: v, Label: label})
+		out = append(out, Choice{Value: v, Label: label, Labels: labels})
 	}
 	return out, nil
 }

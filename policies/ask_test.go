@@ -66,9 +66,9 @@ func TestAskLoads(t *testing.T) {
 		t.Errorf("Ask = %+v", k)
 	}
 	wantChoices := map[string][]Choice{
-		"status": {{"published", "Published"}, {"draft", "Draft"}},
-		"tags":   {{"c", "See"}, {"a", "Ay"}},
-		"size":   {{json.Number("3"), "3"}, {json.Number("1"), "1"}},
+		"status": {{Value: "published", Label: "Published"}, {Value: "draft", Label: "Draft"}},
+		"tags":   {{Value: "c", Label: "See"}, {Value: "a", Label: "Ay"}},
+		"size":   {{Value: json.Number("3"), Label: "3"}, {Value: json.Number("1"), Label: "1"}},
 	}
 	if !reflect.DeepEqual(k.Choices, wantChoices) {
 		t.Errorf("Choices = %#v; want file order %#v", k.Choices, wantChoices)

@@ -68,7 +68,9 @@ func (l *loader) record(n *yaml.Node, fields *fieldSet) (*Template, error) {
 }
 
 // rows reads card.rows in file order: a person reads the rows top to bottom
-// as the operator wrote them.
+// as the operator wrote them. A row is label: path, or label: {path: ...,
+// label: ...} where the label is given per language ({en: Post, de:
+// Beitrag}); the en text is then the row's label, the key only names it.
 func (l *loader) rows(n *yaml.Node) ([]Row, error) {
 	pairs, err := l.pairs(n, "card.rows")
 	if err != nil {
@@ -81,14 +83,31 @@ func (l *loader) rows(n *yaml.Node) ([]Row, error) {
 			return nil, l.errf(kv.key, "card.rows", "a row needs a label")
 		}
 		key := "card.rows." + label
-		path, err := l.str(kv.value, key)
+		row := Row{Label: label}
+		pathNode := kv.value
+		if kv.value.Kind == yaml.MappingNode {
+			f, err := l.fields(kv.value, key, rowMappingKeys...)
+			if err != nil {
+				return nil, err
+			}
+			pathNode = f["path"]
+			text, texts, err := l.localized(f["label"], key+".label")
+			if err != nil {
+				return nil, err
+			}
+			if strings.TrimSpace(text) != "" {
+				row.Label, row.Labels = text, texts
+			}
+		}
+		path, err := l.str(pathNode, key)
 		if err != nil {
 			return nil, err
 		}
 		if strings.TrimSpace(path) == "" {
 			return nil, l.errf(kv.value, key, "needs the gjson path of its value in the record")
 		}
-		rows = append(rows, Row{Label: label, Path: path})
+		row.Path = path
+		rows = append(rows, row)
 	}
 	return rows, nil
 }

@@ -34,7 +34,9 @@
 //	      record: http://blog.internal/posts/{post}   # read with GET; needed for rows
 //	      rows:                  # label: gjson path in the record; shown in file order
 //	        Post: title
-//	        Status: status
+//	        Status:              # or path and a label per language (en required)
+//	          path: status
+//	          label: {en: Status, de: Status}
 //	    run:                     # the action's HTTP endpoint; may be left out when only
 //	                             # MCP routes gate the action (the MCP server runs it)
 //	      method: DELETE         # GET, POST (default), PUT, PATCH or DELETE
@@ -96,7 +98,8 @@
 //	                             # call wait
 //	    textarea: [body]         # text fields shown as several lines
 //	    choices:                 # value: label, in order (or a list of one-key
-//	      status: {draft: Draft, published: Published}  # mappings, or of values)
+//	      status: {draft: Draft, published: Published}  # mappings, or of values);
+//	                             # a label may be per language: {en: Draft, de: Entwurf}
 //	    default: {status: draft} # what a field opens on without the model's value
 //	    choices_from: {owner: "http://app.internal/members"}  # GET as the person:
 //	                             # [{"value": ..., "label": ...}]

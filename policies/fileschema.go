@@ -222,15 +222,26 @@ func (fieldNames) fileSchema(*schemaGen) map[string]any {
 // choicesFile is one field's choices (loader.choices).
 type choicesFile struct{}
 
-func (choicesFile) fileSchema(*schemaGen) map[string]any {
+func (choicesFile) fileSchema(g *schemaGen) map[string]any {
 	value := map[string]any{"type": []string{"string", "number"}}
-	label := map[string]any{"type": []string{"string", "null"}}
+	label := map[string]any{"anyOf": []any{map[string]any{"type": "null"}, g.of(reflect.TypeFor[localizedFile]())}}
 	return map[string]any{"anyOf": []any{
 		map[string]any{"type": "object", "minProperties": 1, "additionalProperties": label},
 		map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"anyOf": []any{
 			value,
 			map[string]any{"type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": label},
 		}}},
+	}}
+}
+
+// rowFile is one card row (loader.rows): a gjson path, or a mapping of
+// path and a label given per language.
+type rowFile struct{}
+
+func (rowFile) fileSchema(g *schemaGen) map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "string"},
+		g.of(reflect.TypeFor[rowMappingFile]()),
 	}}
 }
 

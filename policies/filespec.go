@@ -62,9 +62,15 @@ type approversFile struct {
 
 // cardFile is an action's card.
 type cardFile struct {
-	Reason localizedFile     `yaml:"reason" required:"true" doc:"The sentence the person answers: a string, or one per language with an en entry (the en text is what the card is built and fingerprinted from, and what the model reads)."`
-	Record recordFile        `yaml:"record" doc:"The URL of the record the call acts on, read with GET as the person to fill the rows, and read again before the run to see it has not changed. May name top-level arguments in braces: {post}."`
-	Rows   map[string]string `yaml:"rows" doc:"Label: gjson path of its value in the record, shown under the reason in the file's order. Needs record."`
+	Reason localizedFile      `yaml:"reason" required:"true" doc:"The sentence the person answers: a string, or one per language with an en entry (the en text is what the card is built and fingerprinted from, and what the model reads)."`
+	Record recordFile         `yaml:"record" doc:"The URL of the record the call acts on, read with GET as the person to fill the rows, and read again before the run to see it has not changed. May name top-level arguments in braces: {post}."`
+	Rows   map[string]rowFile `yaml:"rows" doc:"Label: gjson path of its value in the record, shown under the reason in the file's order; or label: {path, label} to give the label per language. Needs record."`
+}
+
+// rowMappingFile is a card row given as a mapping.
+type rowMappingFile struct {
+	Path  string        `yaml:"path" required:"true" doc:"The gjson path of the row's value in the record."`
+	Label localizedFile `yaml:"label" doc:"The row's label: a string, or one per language with an en entry (the en text is what the card is built and fingerprinted from). Absent, the row's key is its label."`
 }
 
 // recordMappingFile is card.record given as a mapping.
@@ -90,7 +96,7 @@ type askFile struct {
 	Message     string                 `yaml:"message" doc:"The one sentence above the form, plain text without a URL."`
 	Confirm     fieldNames             `yaml:"confirm" doc:"Fields every form of the action shows for review. They never make a complete call wait."`
 	Textarea    fieldNames             `yaml:"textarea" doc:"Text fields shown as several lines."`
-	Choices     map[string]choicesFile `yaml:"choices" doc:"A field's choices, in order: a mapping of value to label, a list of one-key mappings, or a list of values."`
+	Choices     map[string]choicesFile `yaml:"choices" doc:"A field's choices, in order: a mapping of value to label, a list of one-key mappings, or a list of values. A label is a string, or one per language with an en entry."`
 	Default     map[string]defaultFile `yaml:"default" doc:"The value a field opens on when the model gave none that validation accepted."`
 	ChoicesFrom map[string]string      `yaml:"choices_from" doc:"Field: GET URL read as the person for its choices, a JSON list of {\"value\": ..., \"label\": ...}. May not name fields."`
 	DefaultFrom map[string]string      `yaml:"default_from" doc:"Field: GET URL read as the person for its default, {\"value\": ...}. May not name fields."`
@@ -123,6 +129,7 @@ var (
 	actionKeys        = keysOf(reflect.TypeFor[actionFile]())
 	cardKeys          = keysOf(reflect.TypeFor[cardFile]())
 	recordMappingKeys = keysOf(reflect.TypeFor[recordMappingFile]())
+	rowMappingKeys    = keysOf(reflect.TypeFor[rowMappingFile]())
 	runKeys           = keysOf(reflect.TypeFor[runFile]())
 	mcpKeys           = keysOf(reflect.TypeFor[mcpFile]())
 	askKeyNames       = keysOf(reflect.TypeFor[askFile]())

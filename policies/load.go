@@ -251,11 +251,56 @@ func (l *loader) fields(n *yaml.Node, path string, known ...string) (map[string]
 	out := make(map[string]*yaml.Node, len(pairs))
 	for _, kv := range pairs {
 		if !slices.Contains(known, kv.key.Value) {
-			return nil, l.errf(kv.key, join(path, kv.key.Value), "unknown key; known keys are %s", strings.Join(known, ", "))
+			hint := ""
+			if near := nearest(kv.key.Value, known); near != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", near)
+			}
+			return nil, l.errf(kv.key, join(path, kv.key.Value), "unknown key%s; known keys are %s", hint, strings.Join(known, ", "))
 		}
 		out[kv.key.Value] = kv.value
 	}
 	return out, nil
+}
+
+// nearest returns the key of known a misspelt key most likely meant: the
+// one fewest single-letter edits away (ignoring case), when that is at most
+// a third of its length (at least one edit); "" when none is that close, so
+// that a key from another place is named only by the list of known keys.
+func nearest(key string, known []string) string {
+	best, bestDist := "", max(1, len(key)/3)+1
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(key), k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the number of single-byte insertions, deletions,
+// substitutions and swaps of neighbours that turn a into b (the optimal
+// string alignment distance): "paht" is one edit from "path".
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // str reads a string value; an absent or null value is "". Other scalars

@@ -127,7 +127,7 @@ func TestLoadValid(t *testing.T) {
 	if del == nil {
 		t.Fatal(`Action("delete_post") = nil`)
 	}
-	wantRows := []Row{{"Title", "title"}, {"Status", "status"}, {"Author", "author.name"}, {"Comments", "comments.#"}}
+	wantRows := []Row{{Label: "Title", Path: "title"}, {Label: "Status", Path: "status"}, {Label: "Author", Path: "author.name"}, {Label: "Comments", Path: "comments.#"}}
 	if !reflect.DeepEqual(del.Card.Rows, wantRows) {
 		t.Errorf("rows = %v; want file order %v", del.Card.Rows, wantRows)
 	}
@@ -268,6 +268,8 @@ func TestMistakes(t *testing.T) {
 		{"unknown top-level key", swap("actions:", "colour: red\nactions:"), "colour: unknown key; known keys are app, actions"},
 		{"unknown key in action", swap("    effect: destructive", "    effect: destructive\n    colour: red"), act + "colour: unknown key"},
 		{"unknown key in card", swap("      reason: Delete?", "      reason: Delete?\n      colour: red"), act + "card.colour: unknown key"},
+		{"misspelt key in card", swap("      reason: Delete?", "      reasn: Delete?"), act + "card.reasn: unknown key (did you mean reason?); known keys are reason, record, rows"},
+		{"misspelt key in action, in capitals", swap("    effect: destructive", "    effect: destructive\n    TTL: 5m"), act + "TTL: unknown key (did you mean ttl?); known keys are"},
 		{"unknown key in run", swap("      method: DELETE", "      method: DELETE\n      timeout: 5s"), act + "run.timeout: unknown key"},
 		{"unknown key in record", swap("      record: http://blog.internal/posts/{post}", "      record: {url: 'http://blog.internal/posts/{post}', cache: 5}"), act + "card.record.cache: unknown key"},
 		{"row without record", swap("      record: http://blog.internal/posts/{post}\n", ""), act + "card.rows: a row needs card.record"},

@@ -106,3 +106,87 @@ func TestLocalizedMistakes(t *testing.T) {
 		})
 	}
 }
+
+// labelsPolicy gives a card's row labels and a form's choice labels per
+// language; plainLabels is the same policy with only the en texts.
+const labelsPolicy = `actions:
+  delete_post:
+    effect: destructive
+    schema:
+      type: object
+      properties:
+        post: {type: integer}
+    card:
+      reason: Delete this post?
+      record: http://blog.internal/posts/{post}
+      rows:
+        Post: {path: title, label: {en: Post, de: Beitrag}}
+        Status: status
+    run: {method: DELETE, url: 'http://blog.internal/posts/{post}'}
+  draft_post:
+    effect: write
+    ask_for_missing: true
+    schema:
+      type: object
+      properties:
+        status: {type: string}
+    ask:
+      choices:
+        status:
+          draft: {en: Draft, de: Entwurf}
+          live: Live
+    run: {url: http://blog.internal/drafts}
+`
+
+var plainLabels = strings.NewReplacer("{path: title, label: {en: Post, de: Beitrag}}", "title", "{en: Draft, de: Entwurf}", "Draft").Replace(labelsPolicy)
+
+// TestLocalizedLabels: a row's label and a choice's label take one text
+// per language like reason; the en text is the label the card is built,
+// fingerprinted and versioned from, so translating labels changes neither
+// the action's version nor its cards.
+func TestLocalizedLabels(t *testing.T) {
+	p, err := Parse("blog.yaml", []byte(labelsPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Parse("blog.yaml", []byte(plainLabels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validateYAML(t, compiledFileSchema(t), []byte(labelsPolicy)); err != nil {
+		t.Errorf("the policy file's JSON Schema refuses labels per language: %v", err)
+	}
+	rows := p.Action("delete_post").Card.Rows
+	if len(rows) != 2 || rows[0].Label != "Post" || rows[0].Path != "title" || rows[0].Labels["de"] != "Beitrag" || rows[1].Labels != nil {
+		t.Errorf("rows: %+v", rows)
+	}
+	choices := p.Action("draft_post").Ask.Choices["status"]
+	if len(choices) != 2 || choices[0].Label != "Draft" || choices[0].Labels["de"] != "Entwurf" || choices[1].Labels != nil {
+		t.Errorf("choices: %+v", choices)
+	}
+	for _, name := range []string{"delete_post", "draft_post"} {
+		if got, want := p.Action(name).Version(), plain.Action(name).Version(); got != want {
+			t.Errorf("%s: translating labels changed the action's version: %s, want %s", name, got, want)
+		}
+	}
+
+	for _, tt := range []struct{ name, from, to, want string }{
+		{"a row label without en", "label: {en: Post, de: Beitrag}", "label: {de: Beitrag}", `card.rows.Post.label: needs an en entry`},
+		{"a row label in a tag that is not one", "de: Beitrag", "deutsch!: Beitrag", `card.rows.Post.label: "deutsch!" is not a BCP 47 language tag`},
+		{"a row without a path", "{path: title, label: {en: Post, de: Beitrag}}", "{label: {en: Post, de: Beitrag}}", `card.rows.Post: needs the gjson path`},
+		{"a misspelt row key", "{path: title,", "{paht: title,", `card.rows.Post.paht: unknown key (did you mean path?)`},
+		{"a choice label without en", "{en: Draft, de: Entwurf}", "{de: Entwurf}", `ask.choices.status."draft": needs an en entry`},
+		{"a choice label with a URL", "de: Entwurf}", "de: see https://evil.example}", `ask.choices.status: the label of choice "draft" may not hold a URL`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := strings.Replace(labelsPolicy, tt.from, tt.to, 1)
+			if body == labelsPolicy {
+				t.Fatal("test broken: nothing replaced")
+			}
+			_, err := Parse("blog.yaml", []byte(body))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

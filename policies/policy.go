@@ -211,4 +211,13 @@ type Card struct {
 
 // Row is one line of a card: a label and the gjson path of its value in the
 // record's JSON.
-type Row struct{ Label, Path string }
+type Row struct {
+	// Label is the plain label, or the en entry of one given per
+	// language: what the card is built and fingerprinted from.
+	Label string
+	Path  string
+	// Labels is the label per language when the file gives one ({en:
+	// Post, de: Beitrag}): the person's page shows the one matching their
+	// Accept-Language. Nil for a plain label.
+	Labels Texts
+}

@@ -43,15 +43,22 @@ func actionVersion(a *Action) string {
 		}
 		return t.String()
 	}
+	// Rows and choices by their default labels only: translations decide
+	// nothing, and a version made before labels could be translated stays.
+	type row struct{ Label, Path string }
+	type choice struct {
+		Value any
+		Label string
+	}
 	type card struct {
 		Reason string
 		Record string
-		Rows   []Row
+		Rows   []row
 	}
 	type ask struct {
 		Message               string
 		Confirm, Textarea     []string
-		Choices               map[string][]Choice
+		Choices               map[string][]choice
 		Defaults              map[string]any
 		ChoicesFrom, DefaultF map[string]string
 	}
@@ -78,11 +85,22 @@ func actionVersion(a *Action) string {
 		Mode: a.Mode, Approvers: a.Approvers, FourEyes: a.FourEyes,
 	}
 	if a.Card != nil {
-		v.Card = &card{Reason: a.Card.Reason, Record: tmpl(a.Card.Record), Rows: a.Card.Rows}
+		v.Card = &card{Reason: a.Card.Reason, Record: tmpl(a.Card.Record)}
+		for _, r := range a.Card.Rows {
+			v.Card.Rows = append(v.Card.Rows, row{r.Label, r.Path})
+		}
 	}
 	if k := a.Ask; k != nil {
-		v.Ask = &ask{Message: k.Message, Confirm: k.Confirm, Textarea: k.Textarea, Choices: k.Choices, Defaults: k.Defaults,
+		v.Ask = &ask{Message: k.Message, Confirm: k.Confirm, Textarea: k.Textarea, Defaults: k.Defaults,
 			ChoicesFrom: map[string]string{}, DefaultF: map[string]string{}}
+		if k.Choices != nil {
+			v.Ask.Choices = map[string][]choice{}
+			for f, cs := range k.Choices {
+				for _, c := range cs {
+					v.Ask.Choices[f] = append(v.Ask.Choices[f], choice{c.Value, c.Label})
+				}
+			}
+		}
 		for f, t := range k.ChoicesFrom {
 			v.Ask.ChoicesFrom[f] = tmpl(t)
 		}

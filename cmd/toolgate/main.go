@@ -16,5 +16,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "validate" {
 		os.Exit(validate(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "run" {
+		os.Exit(runCommand(os.Args[2:]))
+	}
 	caddycmd.Main()
 }

@@ -124,9 +124,6 @@ func TestPolicyCommand(t *testing.T) {
 		{"a complete write passes", "draft_post", `{"title": "Hello", "body": "Hi", "status": "draft", "publish_on": "2026-12-01"}`, []string{
 			"pass: a complete write call; the app runs it as before",
 		}},
-		{"arguments that are not JSON", "draft_post", `{"title": `, []string{
-			"refuse: nothing runs and nobody is asked; the model reads:",
-		}},
 		{"a key given twice", "delete_post", `{"post": 7, "post": 8}`, []string{
 			"refuse: nothing runs and nobody is asked; the model reads:",
 			"  Toolgate refused delete_post: its arguments give a key twice; nothing ran. Call it again with each key once.",
@@ -148,6 +145,23 @@ func TestPolicyCommand(t *testing.T) {
 				if lines[i] != w {
 					t.Errorf("line %d:\n%s\nwant\n%s", i+1, lines[i], w)
 				}
+			}
+		})
+	}
+
+	// The operator's own mistake in the arguments is a usage error (exit 2,
+	// one plain line), not the gate's refusal of a model's call (exit 0).
+	for _, tt := range []struct{ name, args, want string }{
+		{"not JSON", `{"title": `, `policy explain: the arguments "{\"title\": " are not JSON (unexpected end of JSON input): give the call's arguments as one JSON object, quoted for the shell, e.g. '{"post": 7}'`},
+		{"JSON but not an object", `[7]`, `policy explain: the arguments "[7]" are JSON but not an object: give the call's arguments as one JSON object, quoted for the shell, e.g. '{"post": 7}'`},
+	} {
+		t.Run("explain arguments "+tt.name, func(t *testing.T) {
+			out, errOut, status := run(t, bin, "policy", "explain", blog, "draft_post", tt.args)
+			if status != 2 || out != "" {
+				t.Fatalf("exit %d, want 2\nstdout: %s\nstderr: %s", status, out, errOut)
+			}
+			if first, _, _ := strings.Cut(errOut, "\n"); first != tt.want {
+				t.Errorf("first stderr line:\n%s\nwant\n%s", first, tt.want)
 			}
 		})
 	}

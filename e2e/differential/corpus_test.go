@@ -12,9 +12,10 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit"
 )
 
-// The corpus: recorded provider responses (../../../shared/fixtures, see its
-// README) and adversarial variants built from them, each one provider
-// response given byte for byte to the parsers, straight and through the gate.
+// The corpus: recorded provider responses (testdata/fixtures at the
+// module's root, see its README) and adversarial variants built from them,
+// each one provider response given byte for byte to the parsers, straight
+// and through the gate.
 
 // Providers, as the parsers and the Node script name them.
 const (

@@ -155,10 +155,25 @@ func startDemo(t *testing.T, bin string, overMCP bool) *demo {
 	if !strings.HasPrefix(first, "Toolgate demo: starting") {
 		t.Errorf("the demo starts with %q", first)
 	}
+	// Its store and log in a new folder of its own (TMPDIR here), never in
+	// Caddy's data directory, where `toolgate run` keeps a gate's holds.
+	folder := d.readUntil(t, regexp.MustCompile(`keeps its store and log in (\S+) `))
+	folder = strings.TrimSuffix(strings.TrimPrefix(folder, "keeps its store and log in "), " ")
+	if filepath.Dir(folder) != dir || !strings.HasPrefix(filepath.Base(folder), "toolgate-demo-") {
+		t.Errorf("the demo's folder is %q, want a new one in %s", folder, dir)
+	}
 	store := d.readUntil(t, regexp.MustCompile(`its store: (.+)`))
-	if !strings.HasPrefix(store, "its store: "+filepath.Join(dir, "data", "caddy", "toolgate")) {
+	if store != "its store: "+filepath.Join(folder, "store") {
 		t.Errorf("the demo says %q", store)
 	}
+	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(dir, "data", "caddy", "toolgate")); !os.IsNotExist(err) {
+			t.Errorf("the demo wrote to Caddy's data directory (%v)", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "toolgate-demo.log")); !os.IsNotExist(err) {
+			t.Errorf("the demo wrote a log to the fixed toolgate-demo.log (%v)", err)
+		}
+	})
 	return d
 }
 

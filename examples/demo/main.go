@@ -7,7 +7,7 @@
 //
 //   - the gate itself: Caddy with Toolgate on Caddyfile.example (the model
 //     route on :8080, the person's pages on :8081, the MCP route on
-//     :8082), its store in Caddy's data directory, its log in a file;
+//     :8082), its store and its log in a new temporary folder;
 //   - a scripted stand-in for the model on :9101 (OpenAI Chat
 //     Completions: it calls delete_post for post 7, and afterwards repeats
 //     what the tool result said);
@@ -34,7 +34,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -90,13 +89,19 @@ func run() error {
 		return err
 	}
 	if *inProcess {
-		logFile := filepath.Join(os.TempDir(), "toolgate-demo.log")
-		stopGate, err := startGate(*config, logFile)
+		// A fresh folder each run: the demo's holds never mix with a
+		// gate's in Caddy's data directory, nor its log with another run's.
+		dir, err := os.MkdirTemp("", "toolgate-demo-")
+		if err != nil {
+			return err
+		}
+		fmt.Printf("The demo's gate keeps its store and log in %s (kept after the demo ends; delete it when done).\n", dir)
+		stopGate, err := startGate(*config, dir)
 		if err != nil {
 			return err
 		}
 		defer stopGate()
-		fmt.Printf("The gate runs in this process, on %s.\n  its store: %s\n  its log (who answered, what ran): %s\n", *config, storeDir(), logFile)
+		fmt.Printf("The gate runs in this process, on %s.\n  its store: %s\n  its log (who answered, what ran): %s\n", *config, storeDir(dir), logFile(dir))
 	}
 	if *overMCP {
 		return mcpDemo(ctx, b, *mcpURL, *mcpAddr)

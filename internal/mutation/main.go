@@ -194,9 +194,9 @@ func splitTest(s string) (pkg, name string, err error) {
 }
 
 // copyTree copies the files git lists (tracked, and untracked but not
-// ignored) to scratch/toolgate and returns that directory. The tests read
-// recordings from ../shared beside the tree: when the repository has one
-// there, the copy gets a link to it.
+// ignored) to scratch/toolgate and returns that directory. The recordings
+// the tests read are in the tree (testdata/fixtures), so the copy needs
+// nothing beside it.
 func copyTree(root, scratch string) (string, error) {
 	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
 	if err != nil {
@@ -212,13 +212,6 @@ func copyTree(root, scratch string) (string, error) {
 				continue // deleted in the working tree, not yet in the index
 			}
 			return "", err
-		}
-	}
-	if shared, err := filepath.Abs(filepath.Join(root, "..", "shared")); err == nil {
-		if _, err := os.Stat(shared); err == nil {
-			if err := os.Symlink(shared, filepath.Join(scratch, "shared")); err != nil {
-				return "", err
-			}
 		}
 	}
 	return tree, nil

@@ -224,11 +224,14 @@ func checkChatHistory(body []byte) string {
 	return ""
 }
 
-// Fixture reads a recorded response from ../shared/fixtures.
+// Fixture reads a recorded response from the module's testdata/fixtures
+// (its README says where each came from). Found from this file, not the
+// working directory, so that every package's tests read the same copy and
+// nothing outside the module.
 func Fixture(t testing.TB, parts ...string) []byte {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures")
+	root := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "fixtures")
 	b, err := os.ReadFile(filepath.Join(append([]string{root}, parts...)...))
 	if err != nil {
 		t.Fatalf("reading fixture: %v", err)
