@@ -28,8 +28,9 @@ func (g *Gate) outcomeText(h store.Hold) string {
 func (g *Gate) pageOutcome(h store.Hold) string {
 	o, ok := decodeOutcome(h.Outcome)
 	if !ok {
-		if r := legacyResult(h.Outcome); r.Kind == ResultDone && r.reply != "" {
-			return "" // it may carry a read's reply
+		r := legacyResult(h.Outcome)
+		if a := g.action(h); r.Kind == ResultDone && r.reply != "" && (a == nil || r.reply != "legacy:"+a.Reply) {
+			return "" // not the policy's reply: it may be a read's, with the person's value in it
 		}
 		return h.Outcome
 	}

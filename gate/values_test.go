@@ -202,6 +202,10 @@ func TestLegacyOutcomesReadAsBefore(t *testing.T) {
 	if got := r.gate.pageOutcome(h); strings.Contains(got, "SECRET") {
 		t.Errorf("the page shows %q", got)
 	}
+	removed := store.Hold{ID: "old2", Action: "delete_post", State: store.Settled, Answer: store.AnswerConfirm, Outcome: "The person confirmed. Removed."}
+	if got := r.gate.pageOutcome(removed); got != removed.Outcome {
+		t.Errorf("the page shows %q for a legacy outcome with the policy's reply", got)
+	}
 }
 
 // searchCall is a search_posts call without its query.
