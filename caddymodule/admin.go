@@ -106,7 +106,9 @@ type adminHold struct {
 
 	Answer     string `json:"answer,omitempty"`
 	AnsweredBy string `json:"answered_by,omitempty"`
-	Outcome    string `json:"outcome,omitempty"`
+	// Outcome is the structured outcome (kind, status, why; gate.Outcome),
+	// never a sentence: no reply of the app's, no value of the person's.
+	Outcome json.RawMessage `json:"outcome,omitempty"`
 
 	Created    time.Time `json:"created"`
 	Expires    time.Time `json:"expires"`
@@ -118,7 +120,7 @@ func showHold(h *store.Hold, now time.Time) adminHold {
 	return adminHold{
 		ID: h.ID, StepID: h.StepID, Tenant: h.Tenant, Owner: h.Owner, Policy: h.Policy, Action: h.Action,
 		Kind: h.Kind, Protocol: h.Protocol, State: h.StateAt(now), Shown: gate.ShownSummary(h),
-		Answer: h.Answer, AnsweredBy: h.AnsweredBy, Outcome: h.Outcome,
+		Answer: h.Answer, AnsweredBy: h.AnsweredBy, Outcome: gate.OutcomeSummary(h),
 		Created: h.Created, Expires: h.Expires, AnsweredAt: h.AnsweredAt, StartedAt: h.StartedAt,
 	}
 }

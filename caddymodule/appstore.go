@@ -90,6 +90,22 @@ func (s *appStore) Settle(ctx context.Context, id, outcome string, events ...sto
 	return db.Settle(ctx, id, outcome, events...)
 }
 
+func (s *appStore) SettleWithReply(ctx context.Context, id, outcome string, reply []byte, events ...store.Event) error {
+	db, err := s.get(ctx)
+	if err != nil {
+		return err
+	}
+	return db.SettleWithReply(ctx, id, outcome, reply, events...)
+}
+
+func (s *appStore) DropReply(ctx context.Context, id string) error {
+	db, err := s.get(ctx)
+	if err != nil {
+		return err
+	}
+	return db.DropReply(ctx, id)
+}
+
 func (s *appStore) Unsettled(ctx context.Context, after string, limit int) ([]store.Hold, error) {
 	db, err := s.get(ctx)
 	if err != nil {

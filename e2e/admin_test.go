@@ -25,7 +25,7 @@ type adminHold struct {
 	Shown      json.RawMessage `json:"shown"`
 	Answer     string          `json:"answer"`
 	AnsweredBy string          `json:"answered_by"`
-	Outcome    string          `json:"outcome"`
+	Outcome    json.RawMessage `json:"outcome"` // structured: kind, status, why; never a sentence
 }
 
 type adminPage struct {
@@ -109,7 +109,7 @@ func TestAdminAPI(t *testing.T) {
 	if strings.Contains(fmt.Sprint(all), "carol@example.com") || strings.Contains(fmt.Sprint(all), "Quarterly") {
 		t.Errorf("the list shows the call's arguments: %+v", all)
 	}
-	if h := all.Holds[0]; h.Answer != "confirm" || h.AnsweredBy != "ana" || h.Outcome != "The person confirmed. Removed." ||
+	if h := all.Holds[0]; h.Answer != "confirm" || h.AnsweredBy != "ana" || string(h.Outcome) != `{"kind":"done","person":"confirmed","reply":"policy"}` ||
 		!strings.Contains(string(h.Shown), `"Autumn fair"`) || h.Kind != "card" || len(h.StepID) != 26 || !strings.Contains(l9, h.StepID) {
 		t.Errorf("the settled hold: %+v", h)
 	}
@@ -181,7 +181,7 @@ func TestAdminAPI(t *testing.T) {
 	status, body = admin(t, base, "POST", "/toolgate/holds/"+target.ID+"/expire")
 	var withdrawn adminHold
 	if status != 200 || json.Unmarshal(body, &withdrawn) != nil || withdrawn.State != "settled" || withdrawn.Answer != "withdrawn" ||
-		withdrawn.AnsweredBy != "admin" || withdrawn.Outcome != gate.OutcomeWithdrawn {
+		withdrawn.AnsweredBy != "admin" || string(withdrawn.Outcome) != `{"kind":"withdrawn"}` {
 		t.Fatalf("expire: %d %s", status, body)
 	}
 	if status, body := admin(t, base, "POST", "/toolgate/holds/"+target.ID+"/expire"); status != 409 || !strings.Contains(string(body), "no longer waiting") {
@@ -229,7 +229,7 @@ func TestAdminAPI(t *testing.T) {
 			continue
 		}
 		answered = answered || strings.Contains(line, `"kind":"answered"`) && strings.Contains(line, `"by":"admin","answer":"withdrawn"`)
-		settled = settled || strings.Contains(line, `"kind":"settled"`) && strings.Contains(line, `"outcome":"`+gate.OutcomeWithdrawn+`"`)
+		settled = settled || strings.Contains(line, `"kind":"settled"`) && strings.Contains(line, `"outcome":"{\"kind\":\"withdrawn\"}"`)
 	}
 	if !answered || !settled {
 		t.Errorf("the audit lacks the withdrawal (answered %v, settled %v):\n%s", answered, settled, out)

@@ -174,13 +174,13 @@ func TestAuditExportsEveryHoldsLife(t *testing.T) {
 	}
 	lives := [][]want{
 		{{"kind": "held"}, {"kind": "shown", "by": "ana"}, {"kind": "answered", "by": "ana", "answer": "confirm"},
-			released(200), {"kind": "settled", "outcome": "The person confirmed. Removed."}},
+			released(200), {"kind": "settled", "outcome": `{"kind":"done","person":"confirmed","reply":"policy"}`}},
 		{{"kind": "held"}, {"kind": "shown", "by": "ana"}, {"kind": "answered", "by": "ana", "answer": "decline"},
-			{"kind": "settled", "outcome": "The person declined; nothing ran."}},
+			{"kind": "settled", "outcome": `{"kind":"declined"}`}},
 		{{"kind": "held"}, {"kind": "shown", "by": "ana"}, {"kind": "answered", "answer": "timed_out"},
-			{"kind": "settled", "outcome": "The person did not answer in time; nothing ran."}},
+			{"kind": "settled", "outcome": `{"kind":"expired"}`}},
 		{{"kind": "held"}, {"kind": "shown", "by": "ana"}, {"kind": "answered", "by": "ana", "answer": "confirm"},
-			released(500), {"kind": "settled", "outcome": "The person confirmed, but the app failed (HTTP 500); it may or may not have made changes; nothing was retried."}},
+			released(500), {"kind": "settled", "outcome": `{"kind":"unknown","person":"confirmed","status":500,"why":"failed"}`}},
 	}
 	actions := []string{"delete_post", "delete_post", "archive_post", "delete_post"}
 	for i, h := range holds {

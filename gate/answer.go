@@ -144,7 +144,7 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 // cannot be built shows no form (and cannot be submitted). complete says no
 // hold of the step still waits; r is what the viewer may do with it.
 func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang string, complete bool, r rights) (HoldView, error) {
-	hv := HoldView{ID: h.ID, Action: h.Action, Kind: h.Kind, State: h.StateAt(now), Answer: h.Answer, Outcome: h.Outcome, Expires: h.Expires, Owner: h.Owner}
+	hv := HoldView{ID: h.ID, Action: h.Action, Kind: h.Kind, State: h.StateAt(now), Answer: h.Answer, Outcome: g.pageOutcome(h), Expires: h.Expires, Owner: h.Owner}
 	hv.Result = resultOf(h, hv.State, complete)
 	if hv.State == store.Waiting {
 		hv.Answers = r.answers(h.Kind)
@@ -178,7 +178,7 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 	}
 	// The reply, only when it is what the model read (a read's body is
 	// not shown: it is the app's answer to the model).
-	if hv.Result.Kind == ResultDone && a != nil && a.Reply != "" && hv.Result.reply == a.Reply {
+	if hv.Result.Kind == ResultDone && a != nil && a.Reply != "" && (hv.Result.reply == replyPolicy || hv.Result.reply == "legacy:"+a.Reply) {
 		loc.Reply = cards.Clean(a.Reply, cards.MaxSentence)
 		if a.Replies != nil {
 			text, tag := a.Replies.In(prefs)

@@ -26,6 +26,7 @@ func TestRunOutcome(t *testing.T) {
 		{"2xx reply", write, actions.Response{Status: 204}, nil, "The person confirmed. Removed."},
 		{"2xx no reply", &policies.Action{Effect: policies.External}, actions.Response{Status: 200}, nil, "The person confirmed. Done."},
 		{"2xx read body", read, actions.Response{Status: 200, Body: []byte("3 posts\nfound")}, nil, "The person confirmed. 3 posts found"},
+		{"2xx read, no body", read, actions.Response{Status: 200}, nil, "The person confirmed. Done."},
 		{"2xx read body cut short", read, actions.Response{Status: 200, Body: []byte("3 po")}, noAnswer, "The person confirmed, but the app's answer (HTTP 200) could not be read in full."},
 		{"2xx write body cut short", write, actions.Response{Status: 200}, noAnswer, "The person confirmed. Removed."},
 		{"422 fields and rule words, never messages", write, actions.Response{Status: 422, Body: []byte(`{"message":"The title Secret Plan is taken.","errors":{"title":["unique","The title Secret Plan is taken."],"body":["max:5000"]}}`)}, nil,
@@ -41,7 +42,16 @@ func TestRunOutcome(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := runOutcome(tt.a, tt.resp, tt.err).After(PersonConfirmed); got != tt.want {
+			o, body := runOutcome(tt.a, tt.resp, tt.err)
+			o.Person = personConfirmed
+			reply := body
+			switch {
+			case o.Reply == replyPolicy:
+				reply = tt.a.Reply
+			case body == "":
+				reply = "Done."
+			}
+			if got := o.sentence(reply); got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})

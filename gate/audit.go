@@ -54,9 +54,21 @@ func (a audited) Claim(ctx context.Context, id string, ans store.Answer, events 
 	return a.Store.Claim(ctx, id, ans, append(slices.Clip(events), ev)...)
 }
 
+// Settle's event carries the outcome as stored: structured data that holds
+// neither the person's values nor the app's words (a read's reply is
+// kept apart, SettleWithReply's reply, and never audited).
 func (a audited) Settle(ctx context.Context, id, outcome string, events ...store.Event) error {
-	ev := store.Event{Kind: store.EventSettled, HoldID: id, Outcome: outcome}
-	return a.Store.Settle(ctx, id, outcome, append(slices.Clip(events), ev)...)
+	return a.Store.Settle(ctx, id, outcome, append(slices.Clip(events), settledEvent(id, outcome))...)
+}
+
+func (a audited) SettleWithReply(ctx context.Context, id, outcome string, reply []byte, events ...store.Event) error {
+	return a.Store.SettleWithReply(ctx, id, outcome, reply, append(slices.Clip(events), settledEvent(id, outcome))...)
+}
+
+// settledEvent reports a settlement: its outcome's summary (an outcome
+// stored as a sentence by an earlier version shows only its kind).
+func settledEvent(id, outcome string) store.Event {
+	return store.Event{Kind: store.EventSettled, HoldID: id, Outcome: string(OutcomeSummary(&store.Hold{Outcome: outcome}))}
 }
 
 // heldEvent reports a new waiting hold: what the person is asked, never

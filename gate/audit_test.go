@@ -73,7 +73,7 @@ func TestWithdrawSettlesAndAudits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.State != store.Settled || h.Answer != store.AnswerWithdrawn || h.AnsweredBy != "operator" || h.Outcome != OutcomeWithdrawn {
+	if h.State != store.Settled || h.Answer != store.AnswerWithdrawn || h.AnsweredBy != "operator" || r.gate.outcomeText(h) != OutcomeWithdrawn {
 		t.Errorf("withdrawn hold: state %s answer %q by %q outcome %q", h.State, h.Answer, h.AnsweredBy, h.Outcome)
 	}
 	wantResults(t, r.restore(ana, step, false), OutcomeWithdrawn, OutcomeWaiting)
@@ -97,7 +97,7 @@ func TestWithdrawSettlesAndAudits(t *testing.T) {
 	if a := log[1]; a.By != "operator" || a.Answer != store.AnswerWithdrawn || a.Owner != "ana" || a.Tenant != "acme" || a.Action != "delete_post" {
 		t.Errorf("answered: %+v", a.Event)
 	}
-	if s := log[2]; s.Outcome != OutcomeWithdrawn {
+	if s := log[2]; s.Outcome != `{"kind":"withdrawn"}` {
 		t.Errorf("settled: %+v", s.Event)
 	}
 	if got := kinds(eventsOf(r.auditLog(), holds[1].ID)); got != "held" {
@@ -262,7 +262,7 @@ func TestAuditMCPForm(t *testing.T) {
 	want := []string{
 		"held ticket mcp  acme/ ",
 		"answered ticket mcp used acme/ana ",
-		"settled ticket mcp  acme/ used", // the ticket is redeemed
+		"settled ticket mcp  acme/ {\"kind\":\"used\"}", // the ticket is redeemed
 		"answered ticket mcp submit acme/ana ",
 		"released ticket mcp  acme/ mcp tools/call draft_post",
 	}

@@ -198,54 +198,67 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID string, who Person, la
 		}
 	}
 	kept, _ := json.Marshal(submitted{Args: args, Filled: filled})
-	return g.claimAndRelease(ctx, h, who, r, store.AnswerSubmit, kept)
+	// The store keeps the person's values sealed, and only until the
+	// hold settles (seal.go).
+	sealed, err := g.sealValuesJSON(h.ID, kept)
+	if err != nil {
+		return HoldView{}, fmt.Errorf("sealing the person's values: %w", err)
+	}
+	return g.claimAndRelease(ctx, h, who, r, store.AnswerSubmit, sealed)
 }
 
 // runForm releases a submitted form with the person's values over the
 // model's arguments. released and ok as for send.
-func (g *Gate) runForm(ctx context.Context, h store.Hold) (outcome string, released []store.Event, ok bool) {
+func (g *Gate) runForm(ctx context.Context, h store.Hold) (outcome Outcome, reply string, released []store.Event, ok bool) {
 	a := g.action(h)
 	if a == nil || a.Run.URL == nil {
-		return outcomePolicyGone, nil, true
+		return Outcome{Kind: ResultNotRun, Why: notRunPolicyGone}, "", nil, true
 	}
-	var s submitted
-	if err := json.Unmarshal(h.Values, &s); err != nil {
+	s, err := g.submittedOf(h)
+	if err != nil {
 		g.log.Error("reading submitted values", zap.String("hold_id", h.ID), zap.Error(err))
-		return outcomeAnswerLost, nil, true
+		return Outcome{Kind: ResultNotRun, Why: notRunAnswerLost}, "", nil, true
 	}
-	ran, released, ok := g.send(ctx, h, a, s.Args)
-	return ran.After(filledIn(s.Filled)), released, ok
+	outcome, reply, released, ok = g.send(ctx, h, a, s.Args)
+	outcome.Person, outcome.Filled = personFilled, s.Filled
+	return outcome, reply, released, ok
 }
 
-// filledIn is the person's part of a submitted form's outcome.
-func filledIn(fields []string) string {
-	if len(fields) == 0 {
-		return PersonSubmitted
-	}
-	return PersonFilledIn + strings.Join(fields, ", ")
-}
-
-// personPart is the person's part of a released hold's outcome, for an
-// outcome written without the run (the sweeper's).
-func personPart(h store.Hold) string {
-	if h.Answer != store.AnswerSubmit {
-		return PersonConfirmed
-	}
+// submittedOf unseals a submitted hold's values.
+func (g *Gate) submittedOf(h store.Hold) (submitted, error) {
 	var s submitted
-	if err := json.Unmarshal(h.Values, &s); err != nil {
-		return personAnswered
+	plain, err := g.unsealValuesJSON(h.ID, h.Values)
+	if err != nil {
+		return s, err
 	}
-	return filledIn(s.Filled)
+	err = json.Unmarshal(plain, &s)
+	return s, err
 }
 
-// formDeclined is what the model reads when the person did not submit.
-func formDeclined(h store.Hold) string {
-	fields := "the form"
+// withPerson is o with the person's part of a released hold, for an
+// outcome written without the run (the sweeper's).
+func (g *Gate) withPerson(h store.Hold, o Outcome) Outcome {
+	if h.Answer != store.AnswerSubmit {
+		o.Person = personConfirmed
+		return o
+	}
+	s, err := g.submittedOf(h)
+	if err != nil {
+		o.Person = personAnswered
+		return o
+	}
+	o.Person, o.Filled = personFilled, s.Filled
+	return o
+}
+
+// formDeclined is the outcome of a form the person did not submit.
+func formDeclined(h store.Hold) Outcome {
+	o := Outcome{Kind: ResultDeclined, Form: true}
 	if s, err := readShown(h.Shown); err == nil && len(s.Fields) > 0 {
-		fields = strings.Join(s.Fields, ", ")
+		o.Fields = s.Fields
 	}
 	if h.Answer == store.AnswerLater {
-		return "The person closed the form without answering (" + fields + "); nothing ran."
+		o.Kind = ResultClosed
 	}
-	return "The person declined to fill in " + fields + "; nothing ran."
+	return o
 }

@@ -7,6 +7,7 @@ package gate
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"strings"
 	"sync"
@@ -80,6 +81,10 @@ type Gate struct {
 	track   tracker  // releases in flight
 	wake    waiters  // streams of this process waiting for steps (Front.Await)
 	notices notifier // notices on their way (notify.go)
+	// sealSecret derives the keys of sealed values (seal.go): the
+	// configured Secret, or without one a random key of this process only
+	// (what it sealed cannot be read after a restart or on a replica).
+	sealSecret []byte
 }
 
 // New returns a Gate.
@@ -108,7 +113,11 @@ func New(cfg Config) *Gate {
 	}
 	cfg.Pages = strings.TrimRight(cfg.Pages, "/")
 	cfg.Store = audited{cfg.Store} // every change of a hold carries its audit event (audit.go)
-	g := &Gate{cfg: cfg, log: log}
+	g := &Gate{cfg: cfg, log: log, sealSecret: cfg.Secret}
+	if len(g.sealSecret) == 0 {
+		g.sealSecret = make([]byte, 32)
+		_, _ = rand.Read(g.sealSecret) // never fails (crypto/rand)
+	}
 	g.life, g.stop = context.WithCancel(cfg.Context)
 	g.track.idle = make(chan struct{})
 	return g

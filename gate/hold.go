@@ -151,7 +151,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		if p.refusal != nil {
 			// Kept, settled, so a restored history pairs this call with
 			// its result too.
-			h.State, h.Answer, h.Outcome = store.Settled, "refused", p.refusal.text
+			h.State, h.Answer, h.Outcome = store.Settled, "refused", Outcome{Kind: outcomeRefusedHeld, Refusal: p.refusal.text}.encode()
 			g.cfg.Observer.Refused(c.Name, p.refusal.reason)
 			g.log.Warn("call refused", zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("reason", p.refusal.reason), zap.String("why", p.refusal.text))
 			v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: p.refusal.text})

@@ -363,7 +363,7 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 		return f.mcpRefuse(c, "store", "the gate's store is unavailable; nothing ran.")
 	}
 	t = claimed.Hold
-	if err := g.cfg.Store.Settle(ctx, t.ID, "used"); err != nil {
+	if err := g.cfg.Store.Settle(ctx, t.ID, Outcome{Kind: outcomeUsed}.encode()); err != nil {
 		g.log.Warn("settling mcp ticket", zap.String("ticket", t.ID), zap.Error(err))
 	}
 	rest := map[string][]byte{}
@@ -375,8 +375,8 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	switch {
 	case a == nil:
 		moved := g.versionsMoved(t)
-		if moved == "" {
-			moved = outcomePolicyDropped // a ticket from before versions were recorded
+		if moved.Kind == "" {
+			moved = Outcome{Kind: ResultNotRun, Why: notRunPolicyDropped} // a ticket from before versions were recorded
 		}
 		return f.mcpPolicyMoved(c, moved)
 	case st.Kind == "form":
@@ -384,7 +384,7 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 	case st.Kind == "card":
 		return f.mcpCardRetry(ctx, c, a, t, st.Upstream, rest)
 	}
-	if moved := g.versionsMoved(t); moved != "" {
+	if moved := g.versionsMoved(t); moved.Kind != "" {
 		return f.mcpPolicyMoved(c, moved)
 	}
 	g.log.Info("mcp call continues the server's round trip", zap.String("ticket", t.ID), zap.String("action", c.Name))
@@ -394,9 +394,10 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 // mcpPolicyMoved answers a retry whose question was asked under a version
 // of the action the policy no longer has: nothing goes on, the client
 // reads moved (policyversion.go), and the refusal is audited.
-func (f *Front) mcpPolicyMoved(c MCPCall, moved string) MCPVerdict {
-	f.g.audit(f.refusedEvent(c.Name, "policy_changed", moved))
-	return MCPVerdict{Result: interceptor.MCPToolError(moved, c.Modern)}
+func (f *Front) mcpPolicyMoved(c MCPCall, moved Outcome) MCPVerdict {
+	text := moved.sentence("")
+	f.g.audit(f.refusedEvent(c.Name, "policy_changed", text))
+	return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
 }
 
 // issuedFor reports whether t is a ticket the gate issued to the caller,
@@ -467,7 +468,7 @@ func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upst
 	if ans.Action != "decline" && ans.Action != "cancel" {
 		// The call would go on, or the form be asked again: only under
 		// the action it was asked under. A refusal needs no check.
-		if moved := g.versionsMoved(t); moved != "" {
+		if moved := g.versionsMoved(t); moved.Kind != "" {
 			return f.mcpPolicyMoved(c, moved)
 		}
 	}
@@ -533,9 +534,10 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 		if ans, err := interceptor.ReadElicitAnswer(raw); err == nil && ans.Action != "accept" {
 			// The client turned the page down: no confirmation can follow.
 			if _, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: store.AnswerDecline, By: f.person.Owner}); err == nil {
-				if g.cfg.Store.Settle(ctx, h.ID, OutcomeDeclined) == nil {
+				declined := Outcome{Kind: ResultDeclined}.encode()
+				if g.cfg.Store.Settle(ctx, h.ID, declined) == nil {
 					h.Answer, h.AnsweredBy = store.AnswerDecline, f.person.Owner
-					g.notifySettled(h, OutcomeDeclined)
+					g.notifySettled(h, declined)
 				}
 			}
 			g.cfg.Observer.Decided(c.Name, store.AnswerDecline)
@@ -554,14 +556,14 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 	case store.Expired:
 		return MCPVerdict{Result: interceptor.MCPToolError("The confirmation expired before the person answered; nothing ran.", c.Modern)}
 	}
-	if h.Answer != store.AnswerConfirm || h.Outcome != OutcomeMCPConfirmed {
-		text := h.Outcome
+	if h.Answer != store.AnswerConfirm || !confirmedOverMCP(h) {
+		text := g.outcomeText(h)
 		if text == "" || h.Answer == store.AnswerDecline {
 			text = OutcomeDeclined
 		}
 		return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
 	}
-	if moved := g.policyMoved(h); moved != "" {
+	if moved := g.policyMoved(h); moved.Kind != "" {
 		return f.mcpPolicyMoved(c, moved) // reloaded after the person confirmed
 	}
 	if !confirmedByRightPerson(h, a) {

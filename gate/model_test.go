@@ -505,8 +505,8 @@ func (s *sequence) check(stats *modelStats) error {
 		if st := stored[i].State; st != store.Settled {
 			return fmt.Errorf("%s ended %s, not settled (answer %q)", h.callID, st, stored[i].Answer)
 		}
-		if text != stored[i].Outcome {
-			return fmt.Errorf("%s: the model read %q, the store says %q", h.callID, text, stored[i].Outcome)
+		if says := s.r.gate.outcomeText(stored[i]); text != says {
+			return fmt.Errorf("%s: the model read %q, the store says %q", h.callID, text, says)
 		}
 		kind, err := h.judge(text, runs, s.faults.fault(h.id))
 		if err != nil {

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -32,20 +33,20 @@ const (
 	OutcomeAnswered = "The person answered; nothing has run yet: it runs once they have answered the other held calls."
 )
 
-// The person's part of a released call's outcome: what follows it is
+// The person's part of a released call's sentence: what follows it is
 // ". " and the reply when the app answered 2xx, else ", but " and a
-// clause saying what went wrong (Ran.After).
+// clause saying what went wrong (Outcome.sentence).
 const (
 	PersonConfirmed = "The person confirmed"
 	PersonFilledIn  = "The person filled in: "
 	PersonSubmitted = "The person submitted the form without filling in a field"
-	// personAnswered stands in for a form's part when its answer cannot
-	// be read back (personPart).
-	personAnswered = "The person answered"
+	// personAnsweredPart stands in for a form's part when its answer
+	// cannot be read back (personPart).
+	personAnsweredPart = "The person answered"
 )
 
 // What the model reads when the gate itself could not run a confirmed or
-// submitted call: nothing ran.
+// submitted call: nothing ran (Outcome.Why of ResultNotRun).
 const (
 	outcomePolicyGone = "The gate's policy no longer allows this action; nothing ran."
 	outcomeNoEndpoint = "The gate's policy gives the action no endpoint; nothing ran."
@@ -73,70 +74,54 @@ const (
 	uncheckedUnreadable = "unreadable"
 )
 
-// outcomeUnchecked is what the model reads when the record a confirmed
-// card was built from cannot be read again: nothing ran, and it is not
-// said to have changed.
-func outcomeUnchecked(why string) string {
-	return PersonConfirmed + ", but the record could not be checked (" + why + "); nothing ran."
+// outcomeUnchecked is the outcome of a confirmed card whose record cannot
+// be read again: nothing ran, and it is not said to have changed.
+func uncheckedOutcome(why string) Outcome {
+	return Outcome{Kind: ResultUnchecked, Person: personConfirmed, Why: why}
 }
-
-// Ran is what came of one release.
-type Ran struct {
-	OK   bool   // the app answered 2xx; Text is its reply
-	Text string // the reply, or a clause starting lower-case
-}
-
-// After joins the person's part and the release's outcome.
-func (r Ran) After(person string) string {
-	if r.OK {
-		return person + ". " + r.Text
-	}
-	return person + ", but " + r.Text
-}
-
-// ranLost is a release whose answer the gate never recorded.
-var ranLost = Ran{Text: clauseLost}
 
 // ruleWord is what a 422 body may say of a field and still reach the
 // model: a rule's name and short parameters ("required", "max:200"), never
 // a sentence, which could carry the person's value.
 var ruleWord = regexp.MustCompile(`^[a-z_]{1,30}(:[A-Za-z0-9_,.\-]{1,40})?$`)
 
-// runOutcome maps the endpoint's answer to what the model reads after the
-// person's part (DESIGN.md, "Releasing the call").
-func runOutcome(a *policies.Action, resp actions.Response, err error) Ran {
+// runOutcome maps the endpoint's answer to the release's outcome (the
+// person's part left to the caller) and, for a read that answered 2xx
+// with a body, that body: the app's words, which the model reads once and
+// the store keeps only sealed (DESIGN.md, "Releasing the call").
+func runOutcome(a *policies.Action, resp actions.Response, err error) (o Outcome, body string) {
 	switch {
 	case resp.Status == 0 && errors.Is(err, actions.ErrNotSent):
-		return Ran{Text: clauseNotSent}
+		return Outcome{Kind: ResultNotSent}, ""
 	case resp.Status == 0:
-		return Ran{Text: clauseNoAnswer}
+		return Outcome{Kind: ResultUnknown, Why: UnknownNoAnswer}, ""
 	case resp.Status >= 200 && resp.Status <= 299:
 		if a.Effect == policies.Read {
 			if err != nil {
-				return Ran{Text: fmt.Sprintf("the app's answer (HTTP %d) could not be read in full.", resp.Status)}
+				return Outcome{Kind: ResultDoneUnread, Status: resp.Status}, ""
 			}
 			if len(resp.Body) > 0 {
-				return Ran{OK: true, Text: cards.Clean(string(resp.Body), 4000)}
+				return Outcome{Kind: ResultDone, Reply: replyApp}, cards.Clean(string(resp.Body), 4000)
 			}
 		}
 		if a.Reply == "" {
-			return Ran{OK: true, Text: "Done."}
+			return Outcome{Kind: ResultDone}, ""
 		}
-		return Ran{OK: true, Text: a.Reply}
+		return Outcome{Kind: ResultDone, Reply: replyPolicy}, ""
 	case resp.Status == 422:
-		return Ran{Text: clauseInvalid + refusedFields(resp.Body) + "; nothing ran."}
+		return Outcome{Kind: ResultInvalid, Status: 422, Fields: refusedFields(resp.Body)}, ""
 	case resp.Status >= 500:
-		return Ran{Text: fmt.Sprintf("the app failed (HTTP %d); it may or may not have made changes; nothing was retried.", resp.Status)}
+		return Outcome{Kind: ResultUnknown, Why: UnknownFailed, Status: resp.Status}, ""
 	default:
-		return Ran{Text: fmt.Sprintf("the app refused the action (HTTP %d); nothing ran.", resp.Status)}
+		return Outcome{Kind: ResultRefused, Status: resp.Status}, ""
 	}
 }
 
 // refusedFields reads {"errors": {"field": ["rule", ...]}} and names the
 // fields with the rules that are rule words.
-func refusedFields(body []byte) string {
+func refusedFields(body []byte) []string {
 	if !gjson.ValidBytes(body) {
-		return ""
+		return nil
 	}
 	var parts []string
 	gjson.GetBytes(body, "errors").ForEach(func(k, v gjson.Result) bool {
@@ -154,9 +139,192 @@ func refusedFields(body []byte) string {
 		parts = append(parts, field)
 		return len(parts) < 20
 	})
-	if len(parts) == 0 {
-		return ""
-	}
 	sort.Strings(parts)
-	return ": " + strings.Join(parts, "; ")
+	return parts
+}
+
+// Outcome is what became of a hold, as the store keeps it (Hold.Outcome,
+// as JSON): its kind and what the sentences need, never a sentence. What
+// the model reads (Outcome.sentence) and what the person's page says
+// (Result) are rendered from it and never parsed back. It holds no value
+// of the person's and none of the app's words: a read's body is kept
+// apart, sealed, until the model has read it (Hold.Reply, seal.go); a
+// 422's field names and rule words are all it keeps of an app's refusal.
+type Outcome struct {
+	// Kind is a Result kind (ResultDone, ResultDeclined, ...) or one of
+	// the outcome-only kinds below (withdrawn, used, refused when held).
+	Kind string `json:"kind"`
+	// Person is what the person did, for a released call: confirmed, or
+	// filled in a form (Filled names the fields they filled; none when
+	// they submitted it as it was), or answered (their answer could not
+	// be read back).
+	Person string   `json:"person,omitempty"`
+	Filled []string `json:"filled,omitempty"`
+	Status int      `json:"status,omitempty"` // the app's HTTP status
+	// Why says more: why a card could not be checked (unchecked*), why an
+	// outcome is unknown (Unknown*), why nothing ran (notRun*).
+	Why string `json:"why,omitempty"`
+	// Fields are a 422's refused fields with their rule words, or the
+	// fields of a form the person declined or closed.
+	Fields []string `json:"fields,omitempty"`
+	// Form marks a declined or closed form (the sentence names its fields).
+	Form bool `json:"form,omitempty"`
+	// Reply says what the model reads after a run that answered 2xx:
+	// replyApp (the app's body for a read, sealed in Hold.Reply),
+	// replyPolicy (the action's reply, read from the policy) or "" (Done.).
+	Reply string `json:"reply,omitempty"`
+	// Refusal is the gate's own refusal, for a call refused when it was
+	// held: the gate's words (the action, the fields, the rule), never a
+	// value of the person's.
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// Kinds only an Outcome has (the page reads them through Result).
+const (
+	outcomeWithdrawn   = "withdrawn"    // an operator withdrew the waiting hold
+	outcomeUsed        = "used"         // an MCP ticket redeemed
+	outcomeRefusedHeld = "refused_held" // refused when it was held (Refusal)
+)
+
+// What the person did (Outcome.Person).
+const (
+	personConfirmed = "confirmed"
+	personFilled    = "filled"
+	personAnswered  = "answered"
+)
+
+// Where a done outcome's reply comes from (Outcome.Reply).
+const (
+	replyApp    = "app"
+	replyPolicy = "policy"
+)
+
+// Why nothing ran (Outcome.Why of ResultNotRun).
+const (
+	notRunPolicyGone    = "policy_gone"    // the policy no longer allows the action
+	notRunNoEndpoint    = "no_endpoint"    // the policy gives it no endpoint
+	notRunAnswerLost    = "answer_lost"    // the person's answer cannot be read back
+	notRunPolicyURL     = "policy_url"     // the run URL cannot be expanded
+	notRunPolicyDropped = "policy_dropped" // the policy was changed and no longer declares it
+	// NotRunPolicyChanged (result.go): the action was changed since the
+	// person was asked.
+)
+
+// replyGone is what the model reads in place of a read's body once it has
+// read it (the reply is dropped then) or when it cannot be unsealed.
+const replyGone = "The app's answer was given earlier in this conversation and is not kept."
+
+// encode is the Outcome as the store keeps it.
+func (o Outcome) encode() string {
+	b, err := json.Marshal(o)
+	if err != nil {
+		// Strings, ints, a bool and lists of strings.
+		panic("encoding outcome: " + err.Error())
+	}
+	return string(b)
+}
+
+// decodeOutcome reads a stored outcome; ok is false for an outcome stored
+// as a sentence by an earlier version (legacyoutcome.go).
+func decodeOutcome(stored string) (o Outcome, ok bool) {
+	if !strings.HasPrefix(stored, "{") || json.Unmarshal([]byte(stored), &o) != nil || o.Kind == "" {
+		return Outcome{}, false
+	}
+	return o, true
+}
+
+// person is the person's part of a released call's sentence.
+func (o Outcome) person() string {
+	switch o.Person {
+	case personFilled:
+		if len(o.Filled) == 0 {
+			return PersonSubmitted
+		}
+		return PersonFilledIn + strings.Join(o.Filled, ", ")
+	case personAnswered:
+		return personAnsweredPart
+	}
+	return PersonConfirmed
+}
+
+// sentence is what the model reads. reply is the text after the person's
+// part of a done outcome (see Gate.replyText).
+func (o Outcome) sentence(reply string) string {
+	but := func(clause string) string { return o.person() + ", but " + clause }
+	switch o.Kind {
+	case ResultDone:
+		return o.person() + ". " + reply
+	case ResultDoneUnread:
+		return but(fmt.Sprintf("the app's answer (HTTP %d) could not be read in full.", o.Status))
+	case ResultNotSent:
+		return but(clauseNotSent)
+	case ResultUnknown:
+		switch o.Why {
+		case UnknownFailed:
+			return but(fmt.Sprintf("the app failed (HTTP %d); it may or may not have made changes; nothing was retried.", o.Status))
+		case UnknownNoAnswer:
+			return but(clauseNoAnswer)
+		}
+		return but(clauseLost)
+	case ResultRefused:
+		return but(fmt.Sprintf("the app refused the action (HTTP %d); nothing ran.", o.Status))
+	case ResultInvalid:
+		fields := ""
+		if len(o.Fields) > 0 {
+			fields = ": " + strings.Join(o.Fields, "; ")
+		}
+		return but(clauseInvalid + fields + "; nothing ran.")
+	case ResultUnchecked:
+		return PersonConfirmed + ", but the record could not be checked (" + o.Why + "); nothing ran."
+	case ResultChanged:
+		return OutcomeChanged
+	case ResultNotRun:
+		switch o.Why {
+		case notRunPolicyGone:
+			return outcomePolicyGone
+		case notRunNoEndpoint:
+			return outcomeNoEndpoint
+		case notRunPolicyURL:
+			return but(clausePolicyURL)
+		case notRunPolicyDropped:
+			return outcomePolicyDropped
+		case NotRunPolicyChanged:
+			return outcomePolicyChanged
+		}
+		return outcomeAnswerLost
+	case ResultDeclined:
+		if o.Form {
+			return "The person declined to fill in " + o.formFields() + "; nothing ran."
+		}
+		return OutcomeDeclined
+	case ResultClosed:
+		return "The person closed the form without answering (" + o.formFields() + "); nothing ran."
+	case ResultExpired:
+		return OutcomeExpired
+	case ResultMovedOn:
+		return OutcomeMovedOn
+	case outcomeWithdrawn:
+		return OutcomeWithdrawn
+	case ResultConfirmedMCP:
+		return OutcomeMCPConfirmed
+	case outcomeUsed:
+		return "used"
+	case outcomeRefusedHeld:
+		return o.Refusal
+	}
+	// A kind this version does not know: never said to have run.
+	return "The outcome is unknown to this gate; it may or may not have run; nothing was retried."
+}
+
+func (o Outcome) formFields() string {
+	if len(o.Fields) == 0 {
+		return "the form"
+	}
+	return strings.Join(o.Fields, ", ")
+}
+
+// summary is the outcome for operators (the admin API, the audit log):
+// the Outcome itself, which holds no reply and no value.
+func (o Outcome) summary() string {
+	return o.encode()
 }

@@ -31,40 +31,40 @@ func stampVersions(h *store.Hold, p *policies.Policy) {
 	h.ActionVersion = p.Action(h.Action).Version()
 }
 
-// policyMoved returns what the model reads when an answered hold may not
-// run because its policy changed since it was made; "" when it may go on:
-// an answer that runs nothing, the same policy version, an unchanged
-// action, or a hold made before versions were recorded.
-func (g *Gate) policyMoved(h store.Hold) string {
+// policyMoved returns the outcome of an answered hold that may not run
+// because its policy changed since it was made; none (Kind "") when it
+// may go on: an answer that runs nothing, the same policy version, an
+// unchanged action, or a hold made before versions were recorded.
+func (g *Gate) policyMoved(h store.Hold) Outcome {
 	if h.Kind == store.KindTicket || h.Answer != store.AnswerConfirm && h.Answer != store.AnswerSubmit {
-		return ""
+		return Outcome{}
 	}
 	return g.versionsMoved(h)
 }
 
-// versionsMoved is policyMoved's comparison on its own: what the model
-// reads when the action h was made under is gone from h's policy as it
-// reads now, or changed since; "" when it may go on (the same policy
+// versionsMoved is policyMoved's comparison on its own: the outcome when
+// the action h was made under is gone from h's policy as it reads now, or
+// changed since; none when it may go on (the same policy
 // version, an unchanged action, or no versions recorded). The MCP front
 // asks it of the ticket behind a requestState, whose answer comes with
 // the client's retry rather than on the hold (mcp.go).
-func (g *Gate) versionsMoved(h store.Hold) string {
+func (g *Gate) versionsMoved(h store.Hold) Outcome {
 	if h.PolicyVersion == "" {
-		return ""
+		return Outcome{}
 	}
 	p := g.cfg.Policy(h.Policy)
 	if p != nil && p.Version() == h.PolicyVersion {
-		return ""
+		return Outcome{}
 	}
 	a := p.Action(h.Action)
-	out := ""
+	out := Outcome{Kind: ResultNotRun}
 	switch {
 	case a == nil:
-		out = outcomePolicyDropped
+		out.Why = notRunPolicyDropped
 	case a.Version() != h.ActionVersion:
-		out = outcomePolicyChanged
+		out.Why = NotRunPolicyChanged
 	default:
-		return ""
+		return Outcome{}
 	}
 	g.cfg.Observer.Decided(h.Action, "policy_changed")
 	g.log.Warn("policy changed since the hold was made; nothing runs",

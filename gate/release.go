@@ -86,63 +86,64 @@ func (g *Gate) detached(ctx context.Context) (context.Context, context.CancelFun
 // won Begin, or the store failed before the send, it leaves the hold
 // alone.
 func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
-	var outcome string
+	var outcome Outcome
+	var reply string
 	var released []store.Event
 	ok := true
 	moved := g.policyMoved(h) // gate/policyversion.go
 	switch {
 	case h.Kind == store.KindTicket:
-		outcome = "used"
-	case moved != "":
+		outcome = Outcome{Kind: outcomeUsed}
+	case moved.Kind != "":
 		outcome = moved
 	case h.Answer == store.AnswerConfirm && h.Protocol == ProtocolMCP:
 		// The MCP client's retry runs it (Front.MCP), not the page.
-		outcome = OutcomeMCPConfirmed
+		outcome = Outcome{Kind: ResultConfirmedMCP}
 	case h.Answer == store.AnswerConfirm:
-		outcome, released, ok = g.runCard(ctx, h)
+		outcome, reply, released, ok = g.runCard(ctx, h)
 	case h.Answer == store.AnswerSubmit:
-		outcome, released, ok = g.runForm(ctx, h)
+		outcome, reply, released, ok = g.runForm(ctx, h)
 	default:
 		outcome = unansweredOutcome(h)
 	}
 	if ok {
-		g.settle(ctx, h, outcome, released...)
+		g.settleWithReply(ctx, h, outcome, reply, released...)
 	}
 }
 
-// unansweredOutcome is what the model reads of a hold answered without a
-// run.
-func unansweredOutcome(h store.Hold) string {
+// unansweredOutcome is the outcome of a hold answered without a run.
+func unansweredOutcome(h store.Hold) Outcome {
 	switch {
 	case h.Answer == store.AnswerMovedOn:
-		return OutcomeMovedOn
+		return Outcome{Kind: ResultMovedOn}
 	case h.Answer == store.AnswerTimedOut:
-		return OutcomeExpired
+		return Outcome{Kind: ResultExpired}
 	case h.Answer == store.AnswerWithdrawn:
-		return OutcomeWithdrawn
+		return Outcome{Kind: outcomeWithdrawn}
 	case h.Kind == store.KindForm:
 		return formDeclined(h)
 	}
-	return OutcomeDeclined
+	return Outcome{Kind: ResultDeclined}
 }
 
 // runCard rebuilds a confirmed card, compares it, and releases the call as
-// the person. released and ok are as for send.
-func (g *Gate) runCard(ctx context.Context, h store.Hold) (outcome string, released []store.Event, ok bool) {
+// the person. reply, released and ok are as for send.
+func (g *Gate) runCard(ctx context.Context, h store.Hold) (outcome Outcome, reply string, released []store.Event, ok bool) {
 	a := g.action(h)
 	if a == nil || a.Card == nil {
 		g.log.Error("policy no longer declares the held action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("policy", h.Policy))
 		g.cfg.Observer.Decided(h.Action, "policy_gone")
-		return outcomePolicyGone, nil, true
+		return Outcome{Kind: ResultNotRun, Why: notRunPolicyGone}, "", nil, true
 	}
-	if out := g.recheck(ctx, h, a); out != "" {
-		return out, nil, true
+	if out := g.recheck(ctx, h, a); out.Kind != "" {
+		return out, "", nil, true
 	}
 	if a.Run.URL == nil {
-		return outcomeNoEndpoint, nil, true
+		return Outcome{Kind: ResultNotRun, Why: notRunNoEndpoint}, "", nil, true
 	}
-	ran, released, ok := g.send(ctx, h, a, h.Arguments)
-	return ran.After(PersonConfirmed), released, ok
+	outcome, reply, released, ok = g.send(ctx, h, a, h.Arguments)
+	outcome.Person = personConfirmed
+	return outcome, reply, released, ok
 }
 
 // action is the policy's action of a hold as the policy reads now, or nil.
@@ -156,17 +157,17 @@ func (g *Gate) action(h store.Hold) *policies.Action {
 // sameCard reports whether a confirmed hold's card reads as the person saw
 // it (recheck finds nothing).
 func (g *Gate) sameCard(ctx context.Context, h store.Hold, a *policies.Action) bool {
-	return g.recheck(ctx, h, a) == ""
+	return g.recheck(ctx, h, a).Kind == ""
 }
 
 // recheck builds a confirmed hold's card again from the record, read as
-// the person who answered. It returns "" when it is the card they
-// confirmed, else what the model reads: the record changed (a card that
+// the person who answered. It returns no outcome (Kind "") when it is the
+// card they confirmed, else the outcome: the record changed (a card that
 // reads differently), or could not be checked (not found, not allowed,
 // unavailable, unreadable), which is not a change.
-func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) string {
+func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) Outcome {
 	if a == nil || a.Card == nil {
-		return outcomeUnchecked(uncheckedUnreadable)
+		return uncheckedOutcome(uncheckedUnreadable)
 	}
 	var record []byte
 	if a.Card.Record != nil {
@@ -174,21 +175,21 @@ func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) st
 		if why != "" {
 			g.cfg.Observer.Decided(h.Action, "unchecked")
 			g.log.Info("card could not be checked", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("why", why))
-			return outcomeUnchecked(why)
+			return uncheckedOutcome(why)
 		}
 		record = body
 	}
 	card, err := cards.Build(a.Card, record)
 	if err != nil {
 		g.cfg.Observer.Decided(h.Action, "unchecked")
-		return outcomeUnchecked(uncheckedUnreadable)
+		return uncheckedOutcome(uncheckedUnreadable)
 	}
 	if card.Fingerprint() != h.Fingerprint {
 		g.cfg.Observer.Decided(h.Action, "changed")
 		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
-		return OutcomeChanged
+		return Outcome{Kind: ResultChanged}
 	}
-	return ""
+	return Outcome{}
 }
 
 // readRecord reads the record of a confirmed card as the person who
@@ -218,21 +219,22 @@ func (g *Gate) readRecord(ctx context.Context, h store.Hold, record *policies.Te
 // ok is false when it did not (another caller won, the store failed, the
 // gate is stopping): nothing was sent and nothing is to be recorded.
 // released is the audit's record of the app's answer, for settle to
-// append with the outcome.
-func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args []byte) (ran Ran, released []store.Event, ok bool) {
+// append with the outcome. The outcome's person part is the caller's;
+// reply is a read's body (runOutcome).
+func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args []byte) (outcome Outcome, reply string, released []store.Event, ok bool) {
 	u, err := a.Run.URL.Expand(args)
 	if err != nil {
 		g.log.Error("policy error: expanding run url", zap.String("action", h.Action), zap.Error(err))
-		return Ran{Text: clausePolicyURL}, nil, true
+		return Outcome{Kind: ResultNotRun, Why: notRunPolicyURL}, "", nil, true
 	}
 	if ctx.Err() != nil {
-		return Ran{}, nil, false
+		return Outcome{}, "", nil, false
 	}
 	if _, err := g.cfg.Store.Begin(ctx, h.ID); err != nil {
 		if !errors.Is(err, store.ErrAnswered) {
 			g.log.Error("beginning release; left for the sweeper", zap.String("hold_id", h.ID), zap.Error(err))
 		}
-		return Ran{}, nil, false
+		return Outcome{}, "", nil, false
 	}
 	who := actions.Caller{Person: h.AnsweredBy, Tenant: h.Tenant}
 	start := g.cfg.Now()
@@ -242,7 +244,8 @@ func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args 
 	if err != nil {
 		g.log.Error("running action", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
 	}
-	return runOutcome(a, resp, err), released, true
+	outcome, reply = runOutcome(a, resp, err)
+	return outcome, reply, released, true
 }
 
 // settle records a hold's outcome, on a context of its own (the release's
@@ -252,12 +255,33 @@ func (g *Gate) send(ctx context.Context, h store.Hold, a *policies.Action, args 
 // the hold later (as unknown when it had begun), and events are appended
 // on their own: the audit keeps what the app answered whatever became of
 // the outcome.
-func (g *Gate) settle(ctx context.Context, h store.Hold, outcome string, events ...store.Event) {
+func (g *Gate) settle(ctx context.Context, h store.Hold, o Outcome, events ...store.Event) {
+	g.settleWithReply(ctx, h, o, "", events...)
+}
+
+// settleWithReply is settle that keeps reply, a read's body the model is
+// to read, sealed with the outcome (seal.go); it is dropped once the model
+// has read it (Gate.replyRead).
+func (g *Gate) settleWithReply(ctx context.Context, h store.Hold, o Outcome, reply string, events ...store.Event) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
+	outcome := o.encode()
+	var sealed []byte
+	if reply != "" {
+		var err error
+		if sealed, err = g.seal(sealReply, h.ID, []byte(reply)); err != nil {
+			// The model reads replyGone: the body is not kept unsealed.
+			g.log.Error("sealing a read's reply", zap.String("hold_id", h.ID), zap.Error(err))
+		}
+	}
 	backoff := 50 * time.Millisecond
 	for {
-		err := g.cfg.Store.Settle(ctx, h.ID, outcome, events...)
+		var err error
+		if sealed != nil {
+			err = g.cfg.Store.SettleWithReply(ctx, h.ID, outcome, sealed, events...)
+		} else {
+			err = g.cfg.Store.Settle(ctx, h.ID, outcome, events...)
+		}
 		if err != nil && !errors.Is(err, store.ErrUnavailable) {
 			g.audit(events...) // not settled by this call: nothing was appended
 		}

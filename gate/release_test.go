@@ -107,8 +107,8 @@ func TestSweeperCompletesAnExpiredStep(t *testing.T) {
 		}
 	}
 	now := r.step(step)
-	if now[0].State != store.Settled || now[0].Outcome != removed || now[1].State != store.Settled || now[1].Outcome != OutcomeExpired {
-		t.Errorf("after the sweep: %s %q / %s %q", now[0].State, now[0].Outcome, now[1].State, now[1].Outcome)
+	if now[0].State != store.Settled || r.gate.outcomeText(now[0]) != removed || now[1].State != store.Settled || r.gate.outcomeText(now[1]) != OutcomeExpired {
+		t.Errorf("after the sweep: %s %q / %s %q", now[0].State, r.gate.outcomeText(now[0]), now[1].State, r.gate.outcomeText(now[1]))
 	}
 	if n := r.runs(holds[0].ID); n != 1 {
 		t.Errorf("the confirmed hold ran %d times", n)
@@ -128,8 +128,8 @@ func TestReleaseOutlivesTheRequest(t *testing.T) {
 	id := r.step(step)[0].ID
 	r.answerThenLeave(step, id)
 	h := r.settled(id)
-	if h.Outcome != removed {
-		t.Errorf("outcome = %q, want %q", h.Outcome, removed)
+	if r.gate.outcomeText(h) != removed {
+		t.Errorf("outcome = %q, want %q", r.gate.outcomeText(h), removed)
 	}
 	if n := r.runs(id); n != 1 {
 		t.Errorf("ran %d times", n)
@@ -199,8 +199,8 @@ func TestStopWaitsForReleasesInFlight(t *testing.T) {
 		t.Fatal("Stop gave up on a release that takes 1s")
 	}
 	h, err := r.db.Get(context.Background(), id)
-	if err != nil || h.State != store.Settled || h.Outcome != removed {
-		t.Fatalf("after Stop: %s %q %v", h.State, h.Outcome, err)
+	if err != nil || h.State != store.Settled || r.gate.outcomeText(h) != removed {
+		t.Fatalf("after Stop: %s %q %v", h.State, r.gate.outcomeText(h), err)
 	}
 	// A stopped gate starts no release: the answered step waits for the
 	// sweeper of the next start.
@@ -234,12 +234,12 @@ func TestSweeperSettlesACutReleaseAsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h, _ := r.db.Get(ctx, id); h.State != store.Running {
-		t.Fatalf("a live release was settled: %s %q", h.State, h.Outcome)
+		t.Fatalf("a live release was settled: %s %q", h.State, r.gate.outcomeText(h))
 	}
 	r.restart()
 	h, err := r.db.Get(ctx, id)
-	if err != nil || h.State != store.Settled || h.Outcome != unknownCut {
-		t.Fatalf("after restart: %s %q %v", h.State, h.Outcome, err)
+	if err != nil || h.State != store.Settled || r.gate.outcomeText(h) != unknownCut {
+		t.Fatalf("after restart: %s %q %v", h.State, r.gate.outcomeText(h), err)
 	}
 	if n := len(r.app.Calls()); n != 0 {
 		t.Errorf("the sweeper sent a cut release: %d", n)
@@ -302,8 +302,8 @@ func TestSweeperReleasesAStaleAnsweredStep(t *testing.T) {
 	if err := r.gate.Sweep(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if h := r.settled(id); h.Outcome != removed || r.runs(id) != 1 {
-		t.Errorf("outcome %q, %d runs", h.Outcome, r.runs(id))
+	if h := r.settled(id); r.gate.outcomeText(h) != removed || r.runs(id) != 1 {
+		t.Errorf("outcome %q, %d runs", r.gate.outcomeText(h), r.runs(id))
 	}
 }
 

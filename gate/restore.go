@@ -38,6 +38,7 @@ func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (i
 	for _, h := range holds {
 		r.Results = append(r.Results, interceptor.Result{CallID: h.CallID, Content: g.outcomeFor(h, holds)})
 	}
+	g.replyRead(ctx, holds) // outcometext.go: a read's reply is given once
 	return r, true
 }
 
@@ -123,13 +124,13 @@ func (g *Gate) settleUnanswered(ctx context.Context, h store.Hold, choice string
 func (g *Gate) outcomeFor(h store.Hold, step []store.Hold) string {
 	switch h.StateAt(g.cfg.Now()) {
 	case store.Settled:
-		return h.Outcome
+		return g.outcomeText(h) // outcometext.go
 	case store.Running:
 		return OutcomeRunning
 	case store.Answered:
 		switch {
 		case h.Answer != store.AnswerConfirm && h.Answer != store.AnswerSubmit:
-			return unansweredOutcome(h) // settled with this text when the step is released
+			return unansweredOutcome(h).sentence("") // settled with this text when the step is released
 		case complete(step):
 			return OutcomeRunning
 		}

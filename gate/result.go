@@ -1,10 +1,6 @@
 package gate
 
 import (
-	"regexp"
-	"strconv"
-	"strings"
-
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -50,9 +46,9 @@ const (
 	UnknownLost     = "lost"      // the gate stopped before the app answered
 )
 
-// Result is what became of a hold, read from its state, its answer and the
-// outcome text the model reads. It is derived, never stored: the texts are
-// the record, and a text this function does not know reads as
+// Result is what became of a hold, for the person's page: read from its
+// state, its answer and its stored Outcome (whose kinds it shares). It is
+// derived, never stored; an outcome it does not know reads as
 // ResultUnknown ("it may or may not have run"), never as done.
 type Result struct {
 	Kind   string `json:"kind"`
@@ -62,7 +58,7 @@ type Result struct {
 	// ResultNotRun (NotRunPolicyChanged).
 	Why string `json:"why,omitempty"`
 
-	reply string // for ResultDone: the text the model read after the person's part
+	reply string // for ResultDone: where the model's reply came from (Outcome.Reply; legacy: its text)
 }
 
 // resultOf reads what became of hold h, as stored now; complete says no
@@ -103,97 +99,38 @@ func resultOf(h store.Hold, state store.State, complete bool) Result {
 	case store.Running:
 		return Result{Kind: ResultRunning}
 	}
-	return readOutcome(h.Outcome)
+	return storedResult(h.Outcome)
 }
 
-var (
-	unreadRe  = regexp.MustCompile(`^the app's answer \(HTTP (\d{3})\) could not be read in full\.$`)
-	failedRe  = regexp.MustCompile(`^the app failed \(HTTP (\d{3})\); it may or may not have made changes; nothing was retried\.$`)
-	refusedRe = regexp.MustCompile(`^the app refused the action \(HTTP (\d{3})\); nothing ran\.$`)
-)
+// storedResult is the Result of a settled hold's stored outcome.
+func storedResult(stored string) Result {
+	o, ok := decodeOutcome(stored)
+	if !ok {
+		return legacyResult(stored)
+	}
+	return o.result()
+}
 
-// readOutcome reads a released call's outcome text (see outcome.go): the
-// person's part, then ". " and the reply, or ", but " and a clause. It
-// reads from the left, so a reply or a read's body (the app's words)
-// cannot pose as a failure clause.
-func readOutcome(outcome string) Result {
-	switch outcome {
-	case OutcomeChanged:
-		return Result{Kind: ResultChanged}
-	case outcomePolicyGone, outcomeNoEndpoint, outcomeAnswerLost:
-		return Result{Kind: ResultNotRun}
-	case outcomePolicyDropped, outcomePolicyChanged:
-		return Result{Kind: ResultNotRun, Why: NotRunPolicyChanged}
-	case OutcomeDeclined:
-		return Result{Kind: ResultDeclined}
-	}
-	rest, ok := afterPersonPart(outcome)
-	if !ok {
-		return Result{Kind: ResultUnknown}
-	}
-	if reply, ok := strings.CutPrefix(rest, ". "); ok {
-		return Result{Kind: ResultDone, reply: reply}
-	}
-	clause, ok := strings.CutPrefix(rest, ", but ")
-	if !ok {
-		return Result{Kind: ResultUnknown}
-	}
-	switch clause {
-	case clauseNotSent:
-		return Result{Kind: ResultNotSent}
-	case clauseNoAnswer:
-		return Result{Kind: ResultUnknown, Why: UnknownNoAnswer}
-	case clauseLost:
-		return Result{Kind: ResultUnknown, Why: UnknownLost}
-	case clausePolicyURL:
-		return Result{Kind: ResultNotRun}
-	}
-	for _, why := range []string{uncheckedNotFound, uncheckedForbidden, uncheckedDown, uncheckedUnreadable} {
-		if clause == "the record could not be checked ("+why+"); nothing ran." {
-			return Result{Kind: ResultUnchecked, Why: why}
+// result is what the page says of an outcome.
+func (o Outcome) result() Result {
+	switch o.Kind {
+	case ResultDone:
+		return Result{Kind: ResultDone, reply: o.Reply}
+	case ResultDoneUnread, ResultRefused, ResultInvalid:
+		return Result{Kind: o.Kind, Status: o.Status}
+	case ResultUnknown:
+		return Result{Kind: ResultUnknown, Why: o.Why, Status: o.Status}
+	case ResultUnchecked:
+		return Result{Kind: ResultUnchecked, Why: o.Why}
+	case ResultNotRun:
+		if o.Why == NotRunPolicyChanged || o.Why == notRunPolicyDropped {
+			return Result{Kind: ResultNotRun, Why: NotRunPolicyChanged}
 		}
-	}
-	if m := unreadRe.FindStringSubmatch(clause); m != nil {
-		return Result{Kind: ResultDoneUnread, Status: atoi(m[1])}
-	}
-	if m := failedRe.FindStringSubmatch(clause); m != nil {
-		return Result{Kind: ResultUnknown, Why: UnknownFailed, Status: atoi(m[1])}
-	}
-	if m := refusedRe.FindStringSubmatch(clause); m != nil {
-		return Result{Kind: ResultRefused, Status: atoi(m[1])}
-	}
-	if strings.HasPrefix(clause, clauseInvalid) && strings.HasSuffix(clause, "; nothing ran.") {
-		return Result{Kind: ResultInvalid, Status: 422}
+		return Result{Kind: ResultNotRun}
+	case ResultNotSent, ResultChanged, ResultDeclined, ResultClosed, ResultExpired, ResultMovedOn, ResultConfirmedMCP:
+		return Result{Kind: o.Kind}
+	case outcomeWithdrawn, outcomeUsed, outcomeRefusedHeld:
+		return Result{Kind: ResultNotRun}
 	}
 	return Result{Kind: ResultUnknown}
-}
-
-// afterPersonPart returns what follows the person's part of an outcome:
-// "The person confirmed", "The person filled in: a, b", "The person
-// submitted the form without filling in a field" or "The person answered"
-// (personPart's fallback). A form's part lists field names joined by ", ";
-// it ends where ". " or ", but " first follows.
-func afterPersonPart(outcome string) (string, bool) {
-	for _, part := range []string{PersonConfirmed, PersonSubmitted, personAnswered} {
-		if rest, ok := strings.CutPrefix(outcome, part); ok && (strings.HasPrefix(rest, ". ") || strings.HasPrefix(rest, ", but ")) {
-			return rest, true
-		}
-	}
-	rest, ok := strings.CutPrefix(outcome, PersonFilledIn)
-	if !ok {
-		return "", false
-	}
-	dot, but := strings.Index(rest, ". "), strings.Index(rest, ", but ")
-	switch {
-	case but >= 0 && (dot < 0 || but < dot):
-		return rest[but:], true
-	case dot >= 0:
-		return rest[dot:], true
-	}
-	return "", false
-}
-
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
 }

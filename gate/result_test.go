@@ -11,55 +11,95 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-// TestReadOutcomeKnowsEveryText: every outcome text the release path
-// writes reads back as what happened; an unknown text never reads as done.
-func TestReadOutcomeKnowsEveryText(t *testing.T) {
+// TestOutcomeKnowsEveryKind: every outcome the release path stores reads
+// back (encoded and decoded, as the store keeps it) as what happened, and
+// its sentence, read by the parser kept for outcomes stored as sentences
+// by earlier versions, reads the same: a record written before the
+// upgrade and one written after read alike. An unknown kind or text never
+// reads as done.
+func TestOutcomeKnowsEveryKind(t *testing.T) {
 	del := &policies.Action{Effect: policies.Destructive, Reply: "Removed."}
 	read := &policies.Action{Effect: policies.Read}
-	run := func(a *policies.Action, status int, body string, err error) Ran {
-		return runOutcome(a, actions.Response{Status: status, Body: []byte(body)}, err)
+	run := func(a *policies.Action, status int, body string, err error) ran {
+		o, b := runOutcome(a, actions.Response{Status: status, Body: []byte(body)}, err)
+		return ran{o, b}
 	}
+	as := func(person string, filled []string) func(ran) ran {
+		return func(r ran) ran {
+			r.o.Person, r.o.Filled = person, filled
+			return r
+		}
+	}
+	confirmed, filled := as(personConfirmed, nil), func(f ...string) func(ran) ran { return as(personFilled, f) }
+	one := func(o Outcome) ran { return ran{o: o} }
 	tests := []struct {
-		name, outcome string
-		want          Result
+		name string
+		ran  ran
+		want Result
 	}{
-		{"confirmed, 2xx", run(del, 204, "", nil).After(PersonConfirmed), Result{Kind: ResultDone, reply: "Removed."}},
-		{"confirmed, 2xx, no reply", run(&policies.Action{Effect: policies.External}, 200, "", nil).After(PersonConfirmed), Result{Kind: ResultDone, reply: "Done."}},
-		{"filled in, 2xx", run(del, 201, "", nil).After(filledIn([]string{"title", "body"})), Result{Kind: ResultDone, reply: "Removed."}},
-		{"submitted nothing, 2xx", run(del, 200, "", nil).After(filledIn(nil)), Result{Kind: ResultDone, reply: "Removed."}},
-		// A read's body is the app's words: one posing as a failure clause
-		// still reads as done.
-		{"read body posing as a failure", run(read, 200, "x, but the app did not answer; it may or may not have run; nothing was retried.", nil).After(filledIn([]string{"q"})),
-			Result{Kind: ResultDone, reply: "x, but the app did not answer; it may or may not have run; nothing was retried."}},
-		{"read body unreadable", run(read, 200, "", errUnread).After(filledIn([]string{"q"})), Result{Kind: ResultDoneUnread, Status: 200}},
-		{"not sent", run(del, 0, "", actions.ErrNotSent).After(PersonConfirmed), Result{Kind: ResultNotSent}},
-		{"no answer", run(del, 0, "", errUnread).After(PersonConfirmed), Result{Kind: ResultUnknown, Why: UnknownNoAnswer}},
-		{"5xx", run(del, 503, "", nil).After(filledIn([]string{"title"})), Result{Kind: ResultUnknown, Why: UnknownFailed, Status: 503}},
-		{"422", run(del, 422, `{"errors":{"title":["required"]}}`, nil).After(PersonConfirmed), Result{Kind: ResultInvalid, Status: 422}},
-		{"403", run(del, 403, "", nil).After(PersonConfirmed), Result{Kind: ResultRefused, Status: 403}},
-		{"404", run(del, 404, "", nil).After(filledIn([]string{"a", "b"})), Result{Kind: ResultRefused, Status: 404}},
-		{"lost (the sweeper)", ranLost.After(PersonConfirmed), Result{Kind: ResultUnknown, Why: UnknownLost}},
-		{"lost, answer unreadable", ranLost.After(personAnswered), Result{Kind: ResultUnknown, Why: UnknownLost}},
-		{"run url", Ran{Text: clausePolicyURL}.After(PersonConfirmed), Result{Kind: ResultNotRun}},
-		{"policy gone", outcomePolicyGone, Result{Kind: ResultNotRun}},
-		{"no endpoint", outcomeNoEndpoint, Result{Kind: ResultNotRun}},
-		{"answer lost", outcomeAnswerLost, Result{Kind: ResultNotRun}},
-		{"changed", OutcomeChanged, Result{Kind: ResultChanged}},
-		{"unchecked: not found", outcomeUnchecked(uncheckedNotFound), Result{Kind: ResultUnchecked, Why: uncheckedNotFound}},
-		{"unchecked: not allowed", outcomeUnchecked(uncheckedForbidden), Result{Kind: ResultUnchecked, Why: uncheckedForbidden}},
-		{"unchecked: unavailable", outcomeUnchecked(uncheckedDown), Result{Kind: ResultUnchecked, Why: uncheckedDown}},
-		{"unchecked: unreadable", outcomeUnchecked(uncheckedUnreadable), Result{Kind: ResultUnchecked, Why: uncheckedUnreadable}},
-		{"unknown text", "The person confirmed; something new happened.", Result{Kind: ResultUnknown}},
-		{"unknown clause", "The person confirmed, but the moon is full.", Result{Kind: ResultUnknown}},
-		{"empty", "", Result{Kind: ResultUnknown}},
+		{"confirmed, 2xx", confirmed(run(del, 204, "", nil)), Result{Kind: ResultDone}},
+		{"confirmed, 2xx, no reply", confirmed(run(&policies.Action{Effect: policies.External}, 200, "", nil)), Result{Kind: ResultDone}},
+		{"filled in, 2xx", filled("title", "body")(run(del, 201, "", nil)), Result{Kind: ResultDone}},
+		{"submitted nothing, 2xx", filled()(run(del, 200, "", nil)), Result{Kind: ResultDone}},
+		{"read body", filled("q")(run(read, 200, "3 posts", nil)), Result{Kind: ResultDone}},
+		{"read body posing as a failure", filled("q")(run(read, 200, "x, but the app did not answer; it may or may not have run; nothing was retried.", nil)),
+			Result{Kind: ResultDone}},
+		{"read body unreadable", filled("q")(run(read, 200, "", errUnread)), Result{Kind: ResultDoneUnread, Status: 200}},
+		{"not sent", confirmed(run(del, 0, "", actions.ErrNotSent)), Result{Kind: ResultNotSent}},
+		{"no answer", confirmed(run(del, 0, "", errUnread)), Result{Kind: ResultUnknown, Why: UnknownNoAnswer}},
+		{"5xx", filled("title")(run(del, 503, "", nil)), Result{Kind: ResultUnknown, Why: UnknownFailed, Status: 503}},
+		{"422", confirmed(run(del, 422, `{"errors":{"title":["required"]}}`, nil)), Result{Kind: ResultInvalid, Status: 422}},
+		{"403", confirmed(run(del, 403, "", nil)), Result{Kind: ResultRefused, Status: 403}},
+		{"404", filled("a", "b")(run(del, 404, "", nil)), Result{Kind: ResultRefused, Status: 404}},
+		{"lost (the sweeper)", confirmed(one(Outcome{Kind: ResultUnknown, Why: UnknownLost})), Result{Kind: ResultUnknown, Why: UnknownLost}},
+		{"lost, answer unreadable", as(personAnswered, nil)(one(Outcome{Kind: ResultUnknown, Why: UnknownLost})), Result{Kind: ResultUnknown, Why: UnknownLost}},
+		{"run url", confirmed(one(Outcome{Kind: ResultNotRun, Why: notRunPolicyURL})), Result{Kind: ResultNotRun}},
+		{"policy gone", one(Outcome{Kind: ResultNotRun, Why: notRunPolicyGone}), Result{Kind: ResultNotRun}},
+		{"no endpoint", one(Outcome{Kind: ResultNotRun, Why: notRunNoEndpoint}), Result{Kind: ResultNotRun}},
+		{"answer lost", one(Outcome{Kind: ResultNotRun, Why: notRunAnswerLost}), Result{Kind: ResultNotRun}},
+		{"policy dropped", one(Outcome{Kind: ResultNotRun, Why: notRunPolicyDropped}), Result{Kind: ResultNotRun, Why: NotRunPolicyChanged}},
+		{"policy changed", one(Outcome{Kind: ResultNotRun, Why: NotRunPolicyChanged}), Result{Kind: ResultNotRun, Why: NotRunPolicyChanged}},
+		{"changed", one(Outcome{Kind: ResultChanged}), Result{Kind: ResultChanged}},
+		{"unchecked: not found", one(uncheckedOutcome(uncheckedNotFound)), Result{Kind: ResultUnchecked, Why: uncheckedNotFound}},
+		{"unchecked: not allowed", one(uncheckedOutcome(uncheckedForbidden)), Result{Kind: ResultUnchecked, Why: uncheckedForbidden}},
+		{"unchecked: unavailable", one(uncheckedOutcome(uncheckedDown)), Result{Kind: ResultUnchecked, Why: uncheckedDown}},
+		{"unchecked: unreadable", one(uncheckedOutcome(uncheckedUnreadable)), Result{Kind: ResultUnchecked, Why: uncheckedUnreadable}},
+		{"declined", one(Outcome{Kind: ResultDeclined}), Result{Kind: ResultDeclined}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := readOutcome(tt.outcome); got != tt.want {
-				t.Errorf("readOutcome(%q)\n got  %+v\n want %+v", tt.outcome, got, tt.want)
+			stored, ok := decodeOutcome(tt.ran.o.encode())
+			if !ok {
+				t.Fatalf("%+v does not decode", tt.ran.o)
+			}
+			got := storedResult(stored.encode())
+			got.reply = ""
+			if got != tt.want {
+				t.Errorf("stored %s\n got  %+v\n want %+v", stored.encode(), got, tt.want)
+			}
+			reply := tt.ran.body
+			if reply == "" {
+				reply = "Done."
+			}
+			sentence := stored.sentence(reply)
+			legacy := legacyResult(sentence)
+			legacy.reply = ""
+			if legacy != tt.want {
+				t.Errorf("the sentence %q read as an old record: %+v, want %+v", sentence, legacy, tt.want)
 			}
 		})
 	}
+	for _, stored := range []string{"The person confirmed; something new happened.", "The person confirmed, but the moon is full.", "", `{"kind":"exploded"}`, `{"kind":""}`} {
+		if got := storedResult(stored); got.Kind != ResultUnknown {
+			t.Errorf("storedResult(%q) = %+v, want unknown", stored, got)
+		}
+	}
+}
+
+// ran is an outcome and a read's body, for a table.
+type ran struct {
+	o    Outcome
+	body string
 }
 
 var errUnread = errors.New("connection reset") // any error but actions.ErrNotSent
@@ -213,28 +253,29 @@ func TestViewSpeaksThePersonsLanguage(t *testing.T) {
 	}
 }
 
-// FuzzReadOutcome: any outcome text reads as some result without
-// panicking; a text whose person's part is followed by a failure clause
-// never reads as done, and one that starts with no person's part never
-// reads as run.
-func FuzzReadOutcome(f *testing.F) {
+// FuzzStoredResult: any stored outcome (structured, or a sentence from an
+// earlier version) reads as some result without panicking; a sentence
+// whose person's part is followed by a failure clause never reads as
+// done, and one that starts with no person's part never reads as run.
+func FuzzStoredResult(f *testing.F) {
 	for _, s := range []string{
 		"The person confirmed. Removed.",
 		"The person filled in: title, body. Drafted.",
 		"The person filled in: a. b, but the app failed (HTTP 500); it may or may not have made changes; nothing was retried.",
-		outcomeUnchecked(uncheckedDown), ranLost.After(personAnswered), OutcomeChanged, "",
+		outcomeUnchecked(uncheckedDown), Ran{Text: clauseLost}.After(personAnsweredPart), OutcomeChanged, "",
+		Outcome{Kind: ResultDone, Person: personFilled, Filled: []string{"q"}, Reply: replyApp}.encode(), `{"kind":"done","person":7}`,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		r := readOutcome(s)
+		r := storedResult(s)
 		if r.Kind == "" {
-			t.Fatalf("readOutcome(%q) has no kind", s)
+			t.Fatalf("storedResult(%q) has no kind", s)
 		}
-		if failed := readOutcome(PersonConfirmed + ", but " + s); failed.Kind == ResultDone {
+		if failed := storedResult(PersonConfirmed + ", but " + s); failed.Kind == ResultDone {
 			t.Errorf("a failure clause %q reads as done", s)
 		}
-		if !strings.HasPrefix(s, "The person ") && (r.Kind == ResultDone || r.Kind == ResultDoneUnread) {
+		if !strings.HasPrefix(s, "The person ") && !strings.HasPrefix(s, "{") && (r.Kind == ResultDone || r.Kind == ResultDoneUnread) {
 			t.Errorf("%q reads as %s without a person's part", s, r.Kind)
 		}
 	})

@@ -88,7 +88,7 @@ func (g *Gate) sweepStep(ctx context.Context, stepID string, afterOpen bool) {
 		if h.State == store.Running && stale(h.StartedAt, g.cfg.ActionTimeout+g.cfg.SweepGrace) {
 			g.log.Warn("sweeper: release cut before its outcome was recorded", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Time("started", h.StartedAt))
 			g.cfg.Observer.Decided(h.Action, "lost")
-			g.settle(ctx, h, ranLost.After(personPart(h)))
+			g.settle(ctx, h, g.withPerson(h, Outcome{Kind: ResultUnknown, Why: UnknownLost}))
 		}
 	}
 	expired := false

@@ -44,7 +44,7 @@ func (g *Gate) Withdraw(ctx context.Context, holdID, by string) (store.Hold, err
 	if claimed.Complete {
 		wait(ctx, g.releaseStep(ctx, claimed.Step))
 	} else {
-		g.settle(ctx, claimed.Hold, OutcomeWithdrawn)
+		g.settle(ctx, claimed.Hold, Outcome{Kind: outcomeWithdrawn})
 	}
 	return g.cfg.Store.Get(ctx, h.ID)
 }

@@ -406,6 +406,11 @@ func (b *Badger) Begin(ctx context.Context, id string) (Hold, error) {
 // see; another outcome gives ErrAnswered and the first one stands. Events
 // are appended in the transaction that settles it (not by such a retry).
 func (b *Badger) Settle(ctx context.Context, id, outcome string, events ...Event) error {
+	return b.SettleWithReply(ctx, id, outcome, nil, events...)
+}
+
+// SettleWithReply is Settle that records reply too (see Store).
+func (b *Badger) SettleWithReply(ctx context.Context, id, outcome string, reply []byte, events ...Event) error {
 	if outcome == "" {
 		return errors.New("settling hold: empty outcome")
 	}
@@ -432,6 +437,7 @@ func (b *Badger) Settle(ctx context.Context, id, outcome string, events ...Event
 		h.State = Settled
 		h.Outcome = outcome
 		h.Values = nil
+		h.Reply = slices.Clone(reply)
 		if err := putHold(w, &h, exp); err != nil {
 			return fmt.Errorf("settling hold: %w", err)
 		}
@@ -445,6 +451,27 @@ func (b *Badger) Settle(ctx context.Context, id, outcome string, events ...Event
 		b.wakeChainer()
 	}
 	return err
+}
+
+// DropReply drops a settled hold's reply. The value log keeps the old
+// record until garbage collection rewrites it: the reply is sealed, and
+// its key (the gate's secret with the salt in the reply) is gone from the
+// live record (see gate/seal.go).
+func (b *Badger) DropReply(ctx context.Context, id string) error {
+	return b.update(ctx, func(w *writeTxn) error {
+		h, exp, err := getHold(w.Txn, id)
+		if err != nil {
+			return err
+		}
+		if h.Reply == nil {
+			return nil
+		}
+		h.Reply = nil
+		if err := putHold(w, &h, exp); err != nil {
+			return fmt.Errorf("dropping reply: %w", err)
+		}
+		return nil
+	})
 }
 
 // Unsettled walks the unsettled index from after: one key per open hold,

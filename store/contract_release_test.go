@@ -308,3 +308,59 @@ func testUnsettledPages(t *testing.T, open openStoreFunc) {
 		t.Errorf("Unsettled after want[3] = %v, %v; want want[4], want[5]", page, err)
 	}
 }
+
+// testSettleReply: SettleWithReply keeps the reply with the outcome, in the
+// same write, and drops the values; a retry compares the outcome only;
+// DropReply drops the reply (the model has read it) and leaves the rest,
+// and is harmless when repeated.
+func testSettleReply(t *testing.T, open openStoreFunc) {
+	s, clock := openClocked(t, open)
+	ctx := context.Background()
+	holds := putStep(t, s, 2, clock.Now())
+	hold, other := holds[0], holds[1]
+	const outcome = `{"kind":"done"}`
+	reply := []byte{1, 0, 0xff, 'x'} // sealed bytes: any bytes
+
+	if _, err := s.Claim(ctx, hold.ID, store.Answer{Choice: store.AnswerSubmit, By: "person-1", Values: json.RawMessage(`"sealed"`)}); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if err := s.SettleWithReply(ctx, hold.ID, outcome, reply); err != nil {
+		t.Fatalf("SettleWithReply: %v", err)
+	}
+	got, err := s.Get(ctx, hold.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != store.Settled || got.Outcome != outcome || !bytes.Equal(got.Reply, reply) || got.Values != nil {
+		t.Errorf("settled: %s %q reply %v values %s", got.State, got.Outcome, got.Reply, got.Values)
+	}
+	if err := s.SettleWithReply(ctx, hold.ID, outcome, []byte("other")); err != nil {
+		t.Errorf("a retry with the same outcome = %v", err)
+	}
+	if step, err := s.Step(ctx, hold.StepID); err != nil || !bytes.Equal(step[0].Reply, reply) || step[1].Reply != nil {
+		t.Errorf("Step reads the reply %v / %v (%v)", step[0].Reply, step[1].Reply, err)
+	}
+
+	if err := s.DropReply(ctx, hold.ID); err != nil {
+		t.Fatalf("DropReply: %v", err)
+	}
+	got, err = s.Get(ctx, hold.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Reply != nil || got.State != store.Settled || got.Outcome != outcome {
+		t.Errorf("after DropReply: %s %q reply %v", got.State, got.Outcome, got.Reply)
+	}
+	if err := s.DropReply(ctx, hold.ID); err != nil {
+		t.Errorf("DropReply again = %v", err)
+	}
+	if err := s.DropReply(ctx, other.ID); err != nil {
+		t.Errorf("DropReply of a waiting hold without a reply = %v", err)
+	}
+	if err := s.DropReply(ctx, "no-such-hold"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DropReply of an unknown hold = %v, want ErrNotFound", err)
+	}
+	if got, _ := s.Get(ctx, other.ID); got.State != store.Waiting {
+		t.Errorf("DropReply changed a waiting hold: %s", got.State)
+	}
+}

@@ -53,6 +53,7 @@ var contract = []struct {
 	{"Settle", testSettle},
 	{"SettleRunning", testSettleRunning},
 	{"SettleFirstWins", testSettleFirstWins},
+	{"SettleReply", testSettleReply},
 	{"Unsettled", testUnsettled},
 	{"UnsettledPages", testUnsettledPages},
 	{"CapRace", testCapRace},

@@ -62,6 +62,12 @@ func (r *replicas) Begin(ctx context.Context, id string) (store.Hold, error) {
 func (r *replicas) Settle(ctx context.Context, id, outcome string, events ...store.Event) error {
 	return r.pick().Settle(ctx, id, outcome, events...)
 }
+func (r *replicas) SettleWithReply(ctx context.Context, id, outcome string, reply []byte, events ...store.Event) error {
+	return r.pick().SettleWithReply(ctx, id, outcome, reply, events...)
+}
+func (r *replicas) DropReply(ctx context.Context, id string) error {
+	return r.pick().DropReply(ctx, id)
+}
 func (r *replicas) Unsettled(ctx context.Context, after string, limit int) ([]store.Hold, error) {
 	return r.pick().Unsettled(ctx, after, limit)
 }

@@ -427,6 +427,11 @@ func (p *Postgres) notAnswered(ctx context.Context, id string) error {
 // (ErrAnswered), a waiting hold and a missing one. Events are inserted as
 // pending by the UPDATE's statement, only when it settled the hold.
 func (p *Postgres) Settle(ctx context.Context, id, outcome string, events ...Event) error {
+	return p.SettleWithReply(ctx, id, outcome, nil, events...)
+}
+
+// SettleWithReply is Settle that records reply in the same UPDATE.
+func (p *Postgres) SettleWithReply(ctx context.Context, id, outcome string, reply []byte, events ...Event) error {
 	if outcome == "" {
 		return errors.New("settling hold: empty outcome")
 	}
@@ -444,10 +449,10 @@ func (p *Postgres) Settle(ctx context.Context, id, outcome string, events ...Eve
 	err = p.run(ctx, "settling hold", true, func(ctx context.Context) error {
 		var n int
 		err := p.pool.QueryRow(ctx, `WITH u AS (
-				UPDATE holds SET state = 'settled', outcome = $2, answer_values = NULL
+				UPDATE holds SET state = 'settled', outcome = $2, answer_values = NULL, reply = $6
 				WHERE id = $1 AND state IN ('answered', 'running') RETURNING id),
 			a AS (`+insertPending("u", 3, 5)+`)
-			SELECT count(*) FROM u`, id, []byte(outcome), pending[0], pending[1], p.nowParam()).Scan(&n)
+			SELECT count(*) FROM u`, id, []byte(outcome), pending[0], pending[1], p.nowParam(), nilIfEmpty(reply)).Scan(&n)
 		if err != nil {
 			return db(err)
 		}
@@ -474,6 +479,27 @@ func (p *Postgres) Settle(ctx context.Context, id, outcome string, events ...Eve
 		p.wakeChainer()
 	}
 	return err
+}
+
+// DropReply sets a hold's reply to NULL. The old row version keeps the
+// sealed reply until vacuum, and the WAL until its segment is recycled;
+// the key is not in the database (see gate/seal.go).
+func (p *Postgres) DropReply(ctx context.Context, id string) error {
+	if !storableID(id) {
+		return ErrNotFound
+	}
+	return p.run(ctx, "dropping reply", true, func(ctx context.Context) error {
+		var exists bool
+		err := p.pool.QueryRow(ctx, `WITH u AS (UPDATE holds SET reply = NULL WHERE id = $1 AND reply IS NOT NULL RETURNING id)
+			SELECT EXISTS (SELECT 1 FROM holds WHERE id = $1)`, id).Scan(&exists)
+		if err != nil {
+			return db(err)
+		}
+		if !exists {
+			return ErrNotFound
+		}
+		return nil
+	})
 }
 
 // Unsettled pages through the partial index of unsettled holds by id.

@@ -18,7 +18,7 @@ func holdColumns(alias string) string {
 	return strings.ReplaceAll(`h.id, h.step_id, h.position, h.tenant, h.owner, h.policy, h.action, h.kind,
 		h.protocol, h.shown, h.fingerprint, h.call_id, h.call, h.arguments, h.waiting_text,
 		h.state, h.answer, h.answered_by, h.answer_values, h.outcome,
-		h.created, h.expires, h.answered_at, h.started_at, h.policy_version, h.action_version`, "h.", alias+".")
+		h.created, h.expires, h.answered_at, h.started_at, h.policy_version, h.action_version, h.reply`, "h.", alias+".")
 }
 
 // holdRow is one row of holdColumns being scanned. The strings a hold
@@ -29,7 +29,7 @@ type holdRow struct {
 	state   string
 	kind    []byte
 	fields  [11][]byte // tenant … outcome, in holdColumns order (see strings)
-	raw     [4][]byte  // shown, call, arguments, values
+	raw     [5][]byte  // shown, call, arguments, values, reply
 	times   [3]*int64  // created, answered_at, started_at
 	expires int64
 }
@@ -41,7 +41,7 @@ func (r *holdRow) dest(extra ...any) []any {
 		&h.ID, &h.StepID, &h.Position, &f[0], &f[1], &f[2], &f[3], &r.kind,
 		&f[4], &r.raw[0], &f[5], &f[6], &r.raw[1], &r.raw[2], &f[7],
 		&r.state, &f[8], &f[9], &r.raw[3], &f[10],
-		&r.times[0], &r.expires, &r.times[1], &r.times[2], &h.PolicyVersion, &h.ActionVersion,
+		&r.times[0], &r.expires, &r.times[1], &r.times[2], &h.PolicyVersion, &h.ActionVersion, &r.raw[4],
 	}, extra...)
 }
 
@@ -61,6 +61,7 @@ func (r *holdRow) hold() Hold {
 	}
 	h.Kind, h.State = Kind(r.kind), State(r.state)
 	h.Shown, h.Call, h.Arguments, h.Values = nilIfEmpty(r.raw[0]), nilIfEmpty(r.raw[1]), nilIfEmpty(r.raw[2]), nilIfEmpty(r.raw[3])
+	h.Reply = nilIfEmpty(r.raw[4])
 	h.Created, h.AnsweredAt, h.StartedAt = fromNanos(r.times[0]), fromNanos(r.times[1]), fromNanos(r.times[2])
 	h.Expires = time.Unix(0, r.expires).UTC()
 	return h

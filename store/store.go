@@ -13,7 +13,7 @@
 //     so claims on one step run one after the other).
 //   - Begin: UPDATE … SET state='running', started_at=now WHERE id=$1 AND
 //     state='answered' RETURNING ….
-//   - Settle: UPDATE … SET state='settled', outcome=$2, values=NULL WHERE
+//   - Settle: UPDATE … SET state='settled', outcome=$2, values=NULL, reply=$6 WHERE
 //     id=$1 AND state IN ('answered','running'); when no row changed, one
 //     read of the (then final) row tells a retry with the same outcome from
 //     ErrAnswered, ErrNotFound and a waiting hold.
@@ -134,8 +134,16 @@ type Hold struct {
 	State      State           `json:"state"`
 	Answer     string          `json:"answer,omitempty"`
 	AnsweredBy string          `json:"answered_by,omitempty"`
-	Values     json.RawMessage `json:"values,omitempty"` // the person's form values; dropped by Settle
-	Outcome    string          `json:"outcome,omitempty"`
+	Values     json.RawMessage `json:"values,omitempty"` // the person's form values (sealed by the gate); dropped by Settle
+	// Outcome is what became of the hold, encoded by the gate (structured
+	// data: kind, status, why; never a sentence to parse back), opaque
+	// to the store. The store compares it only for equality (Settle's
+	// retry).
+	Outcome string `json:"outcome,omitempty"`
+	// Reply is the app's answer the model is still to read, sealed by the
+	// gate: recorded by SettleWithReply, dropped by DropReply once the
+	// model has read it.
+	Reply []byte `json:"reply,omitempty"`
 
 	Created    time.Time `json:"created"`
 	Expires    time.Time `json:"expires"`
@@ -240,6 +248,12 @@ type Store interface {
 	// are appended only by the call that settles the hold (not by a
 	// retry that finds it settled).
 	Settle(ctx context.Context, id, outcome string, events ...Event) error
+	// SettleWithReply is Settle that also records reply (Hold.Reply) in
+	// the same atomic write. A retry compares the outcome only.
+	SettleWithReply(ctx context.Context, id, outcome string, reply []byte, events ...Event) error
+	// DropReply drops a hold's Reply (the model has read it). A hold
+	// without one is left as it is; an unknown id gives ErrNotFound.
+	DropReply(ctx context.Context, id string) error
 	// Unsettled lists holds that are not Settled — waiting (expired or
 	// not), answered, running; tickets too — with id > after, in id order,
 	// at most limit (limit > 0). Listed holds carry every field but

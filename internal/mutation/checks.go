@@ -276,4 +276,70 @@ var mutations = []mutation{
 		To:    "WHERE h.id = $1 AND",
 		Tests: []string{"./store:TestPostgresContract/ClaimRace"},
 	},
+
+	// The person's values and the app's reply (issue 15 §3): sealed on
+	// disk, dropped after use, never shown to operators.
+	{
+		Name:  "values: sealing encrypts",
+		File:  "gate/seal.go",
+		From:  "return aead.Seal(out, nonce, plain, sealAD(purpose, id)), nil",
+		To:    "return append(out, plain...), nil",
+		Tests: []string{"./gate:TestPersonsValuesNeverReachTheStoresFiles/badger", "./gate:TestPersonsValuesNeverReachTheStoresFiles/postgres"},
+	},
+	{
+		Name:  "values: the person's values are sealed before the claim",
+		File:  "gate/form.go",
+		From:  "sealed, err := g.sealValuesJSON(h.ID, kept)",
+		To:    "sealed, err := json.RawMessage(kept), error(nil)",
+		Tests: []string{"./gate:TestPersonsValuesNeverReachTheStoresFiles/badger", "./gate:TestPersonsValuesNeverReachTheStoresFiles/postgres"},
+	},
+	{
+		Name:  "values: Badger's Settle drops the values",
+		File:  "store/badgerholds.go",
+		From:  "\t\th.Values = nil\n\t\th.Reply = slices.Clone(reply)",
+		To:    "\t\th.Reply = slices.Clone(reply)",
+		Tests: []string{"./gate:TestPersonsValuesNeverReachTheStoresFiles/badger"},
+	},
+	{
+		Name:  "values: PostgreSQL's Settle drops the values",
+		File:  "store/postgresholds.go",
+		From:  "outcome = $2, answer_values = NULL, reply = $6",
+		To:    "outcome = $2, reply = $6",
+		Tests: []string{"./gate:TestPersonsValuesNeverReachTheStoresFiles/postgres", "./store:TestPostgresContract/SettleReply"},
+	},
+	{
+		Name:  "values: a read's reply is dropped once the model has read it",
+		File:  "gate/outcometext.go",
+		From:  "if err := g.cfg.Store.DropReply(ctx, h.ID); err != nil {",
+		To:    "if err := error(nil); err != nil {",
+		Tests: []string{"./gate:TestPersonsValuesNeverReachTheStoresFiles/badger"},
+	},
+	{
+		Name:  "values: Badger's DropReply drops the reply",
+		File:  "store/badgerholds.go",
+		From:  "\t\th.Reply = nil\n\t\tif err := putHold(w, &h, exp); err != nil {\n\t\t\treturn fmt.Errorf(\"dropping reply: %w\", err)",
+		To:    "\t\tif err := putHold(w, &h, exp); err != nil {\n\t\t\treturn fmt.Errorf(\"dropping reply: %w\", err)",
+		Tests: []string{"./store:TestBadgerContract/SettleReply"},
+	},
+	{
+		Name:  "values: PostgreSQL's DropReply drops the reply",
+		File:  "store/postgresholds.go",
+		From:  "UPDATE holds SET reply = NULL WHERE id = $1",
+		To:    "UPDATE holds SET reply = reply WHERE id = $1",
+		Tests: []string{"./store:TestPostgresContract/SettleReply"},
+	},
+	{
+		Name:  "values: the person's page never shows a read's reply",
+		File:  "gate/outcometext.go",
+		From:  "\tif o.Reply == replyApp {\n\t\treturn o.sentence(replyForPage)",
+		To:    "\tif false && o.Reply == replyApp {\n\t\treturn o.sentence(replyForPage)",
+		Tests: []string{"./gate:TestPersonsValuesNeverReachTheStoresFiles/badger"},
+	},
+	{
+		Name:  "values: operators see only the kind of an outcome stored as a sentence",
+		File:  "gate/outcometext.go",
+		From:  "}{legacyResult(h.Outcome).Kind, true})",
+		To:    "}{h.Outcome, true})",
+		Tests: []string{"./gate:TestLegacyOutcomesReadAsBefore"},
+	},
 }
