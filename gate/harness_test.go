@@ -95,6 +95,10 @@ type rig struct {
 	opts    store.BadgerOptions
 	wrap    func(store.Store) store.Store // what the gate sees of the store (nil: the store)
 	actions *actions.Client               // one for the rig's life: its pooled connections outlive restarts
+	// routes are the policies of other routes, by key; any other key
+	// reads policy.
+	routes map[string]*policies.Policy
+	mu     sync.Mutex // guards policy against the gate's readers while reload swaps it
 }
 
 type rigOptions struct {
@@ -148,12 +152,39 @@ func (r *rig) newGate() {
 		Store:         gs,
 		Actions:       r.actions,
 		Pages:         "http://gate.test/toolgate",
-		Policy:        func(string) *policies.Policy { return r.policy },
+		Policy:        r.policyOf,
 		Observer:      r.events,
 		Secret:        []byte(testSecret),
 		Now:           r.clock.Now,
 		ActionTimeout: r.timeout,
 	})
+}
+
+// policyOf is the policy the gate reads under key.
+func (r *rig) policyOf(key string) *policies.Policy {
+	if p, ok := r.routes[key]; ok {
+		return p
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.policy
+}
+
+// swapPolicy swaps the route's policy, as a configuration reload does.
+func (r *rig) swapPolicy(p *policies.Policy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.policy = p
+}
+
+// parsePolicy is testPolicy with edit applied, for the fake app.
+func (r *rig) parsePolicy(name string, edit func(string) string) *policies.Policy {
+	r.t.Helper()
+	p, err := policies.Parse(name, []byte(edit(strings.ReplaceAll(testPolicy, "APP", r.app.URL))))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return p
 }
 
 // restart stops the gate (waiting for nothing in flight), closes the store
