@@ -11,7 +11,8 @@ import (
 )
 
 // One card per intent: while a hold waits, the same call again attaches to
-// it and repeats its link; once it is answered, a repeat is a new call.
+// it: it is a hold of its own step (its own link), sharing the first
+// hold's card; once that is answered, a repeat is a new call.
 
 func TestSameCallAttachesToTheWaitingHold(t *testing.T) {
 	r := newRig(t, rigOptions{})
@@ -21,16 +22,17 @@ func TestSameCallAttachesToTheWaitingHold(t *testing.T) {
 	if first.Step != step {
 		t.Errorf("Verdict.Step = %q, want %q", first.Step, step)
 	}
-	// The same call again, its arguments written otherwise: the same link,
-	// no second card.
+	primary := r.step(step)[0]
+	// The same call again, its arguments written otherwise: a link of its
+	// own, to the same card.
 	again := call(5, 1)
 	again.Arguments = []byte(`{ "post" : 1 }`)
 	step2, v := r.hold(ana, again)
-	if step2 != step || v.Step != "" || !strings.Contains(v.Text, "Delete this post?") || v.Pass[0] || len(v.Refusals) != 0 {
+	if step2 == step || v.Step != step2 || !strings.Contains(v.Text, "Delete this post?") || v.Pass[0] || len(v.Refusals) != 0 {
 		t.Fatalf("repeat: step %q (first %q), verdict %+v", step2, step, v)
 	}
-	if n := len(r.step(step)); n != 1 {
-		t.Errorf("the step has %d holds", n)
+	if hs := r.step(step2); len(hs) != 1 || primaryOf(hs[0]) != primary.ID || hs[0].CallID != "call_5" || hs[0].Fingerprint != primary.Fingerprint {
+		t.Errorf("the repeat's step: %+v", hs)
 	}
 	// Another post, another person, the same owner in another tenant: new
 	// cards.
@@ -42,18 +44,21 @@ func TestSameCallAttachesToTheWaitingHold(t *testing.T) {
 		{Person{Owner: "bo", Tenant: "acme"}, call(0, 1)},
 		{Person{Owner: "ana", Tenant: "other"}, call(0, 1)},
 	} {
-		if s, v := r.hold(tc.who, tc.call); s == "" || s == step || v.Step != s {
+		if s, v := r.hold(tc.who, tc.call); s == "" || s == step || v.Step != s || primaryOf(r.step(s)[0]) != "" {
 			t.Errorf("%+v %s: step %q, verdict %+v", tc.who, tc.call.Arguments, s, v)
 		}
 	}
 	// Answered, a repeat is a new call.
-	r.confirm(step, r.step(step)[0].ID)
+	r.confirm(step, primary.ID)
 	step3, v := r.hold(ana, call(0, 1))
-	if step3 == "" || step3 == step || v.Step != step3 {
+	if step3 == "" || step3 == step || v.Step != step3 || primaryOf(r.step(step3)[0]) != "" {
 		t.Errorf("after the answer: step %q, verdict %+v", step3, v)
 	}
-	if n := r.runs(r.step(step)[0].ID); n != 1 {
+	if n := r.runs(primary.ID); n != 1 {
 		t.Errorf("ran %d times", n)
+	}
+	if n := len(r.app.Calls()); n != 1 {
+		t.Errorf("the app ran %d times", n)
 	}
 }
 
@@ -62,12 +67,16 @@ func TestRepeatBesideANewCall(t *testing.T) {
 	r.app.SetRecord("/posts/1", `{"title":"One"}`)
 	r.app.SetRecord("/posts/2", `{"title":"Two"}`)
 	step, _ := r.hold(ana, call(0, 1))
-	// The repeat and a new call in one response: the new call gets its own
-	// step and link, the repeat the old link; nothing waits in one step
-	// alone, so no stream waits for it (Step is empty).
+	// The repeat and a new call in one response: one step and one link,
+	// the repeat sharing the first card, the new call with a card of its
+	// own.
 	v := r.front(ana).Hold(context.Background(), []interceptor.Call{call(0, 1), call(1, 2)}, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`))
-	if v.Step != "" || strings.Count(v.Text, "/h/") != 2 || !strings.Contains(v.Text, "/h/"+step) {
+	if v.Step == "" || v.Step == step || strings.Count(v.Text, "/h/") != 1 || !strings.Contains(v.Text, "/h/"+v.Step) {
 		t.Fatalf("verdict %+v", v)
+	}
+	hs := r.step(v.Step)
+	if len(hs) != 2 || primaryOf(hs[0]) != r.step(step)[0].ID || primaryOf(hs[1]) != "" {
+		t.Errorf("the new step: %+v", hs)
 	}
 	if n := len(r.step(step)); n != 1 {
 		t.Errorf("the first step has %d holds", n)
@@ -176,7 +185,9 @@ func TestRepeatAttachesOnlyWhereTheSameRequestWouldRun(t *testing.T) {
 		front func(r *rig) *Front
 	}{
 		{"another route's policy", func(r *rig) *Front {
-			shop := r.parsePolicy("shop.yaml", func(s string) string { return strings.ReplaceAll(s, "url: "+r.app.URL+"/posts/{post}", "url: "+r.app.URL+"/shopitems/{post}") })
+			shop := r.parsePolicy("shop.yaml", func(s string) string {
+				return strings.ReplaceAll(s, "url: "+r.app.URL+"/posts/{post}", "url: "+r.app.URL+"/shopitems/{post}")
+			})
 			r.routes = map[string]*policies.Policy{"shop.yaml": shop}
 			return r.gate.Front(shop, "shop.yaml", func() Person { return ana }, "openai-chat")
 		}},
@@ -184,7 +195,7 @@ func TestRepeatAttachesOnlyWhereTheSameRequestWouldRun(t *testing.T) {
 			return r.gate.Front(r.policy, "policy.yaml", func() Person { return ana }, "anthropic")
 		}},
 		{"another version of the action", func(r *rig) *Front {
-			r.reload("reply: Removed.", "reply: Gone.")
+			r.reload("method: DELETE", "method: POST")
 			return r.front(ana)
 		}},
 	} {
