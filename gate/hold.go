@@ -125,9 +125,11 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		}
 		var primary store.Hold
 		if p.refusal == nil {
-			if pr, ok := f.attach(ctx, c.Name, p.args); ok {
+			if pr, ok := f.attach(ctx, c.Name, p.args); ok && pr.Fingerprint == p.print {
 				// One card per intent (intent.go): this call is a hold of
-				// this step that shares the waiting card's decision.
+				// this step that shares the waiting card's decision — when
+				// that card reads as this call's would now (a record that
+				// changed since gets a card of its own).
 				g.log.Info("call attached to a waiting hold", zap.String("primary", pr.ID), zap.String("step_id", stepID), zap.String("action", c.Name),
 					zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
 				primary = pr

@@ -125,15 +125,19 @@ func (f *Front) attach(ctx context.Context, action string, args []byte) (primary
 			g.log.Warn("finding a waiting hold of the same call", zap.String("step_id", steps[i]), zap.Error(err))
 			return store.Hold{}, false
 		}
-		waits := false
+		waits := false // something of this intent still waits in this step
 		for _, h := range holds {
-			if h.Action != action || !f.person.owns(h) || h.StateAt(now) != store.Waiting || h.Kind == store.KindTicket {
+			following := h.State == store.Answered && h.Answer == store.AnswerFollowed
+			if h.Action != action || !f.person.owns(h) || h.StateAt(now) != store.Waiting && !following || h.Kind == store.KindTicket {
 				continue
 			}
 			if c, err := interceptor.CanonicalJSON(h.Arguments); err != nil || string(c) != string(canonical) {
 				continue
 			}
 			waits = true
+			if h.State == store.Answered {
+				continue // an attachment waiting for its primary's outcome: follow finds it here
+			}
 			if id := primaryOf(h); id != "" {
 				// An attachment: the card it shares, if that still waits.
 				p, err := g.cfg.Store.Get(ctx, id)
@@ -145,7 +149,8 @@ func (f *Front) attach(ctx context.Context, action string, args []byte) (primary
 			return h, true
 		}
 		if !waits {
-			// Nothing of this intent waits there any more.
+			// Nothing of this intent waits there any more (for the
+			// person, or for its primary's outcome).
 			if err := g.cfg.Store.Unindex(ctx, key, steps[i]); err != nil {
 				g.log.Warn("unindexing an answered intent", zap.String("step_id", steps[i]), zap.Error(err))
 			}

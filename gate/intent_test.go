@@ -184,17 +184,17 @@ func TestRepeatAttachesOnlyWhereTheSameRequestWouldRun(t *testing.T) {
 		name  string
 		front func(r *rig) *Front
 	}{
-		{"another route's policy", func(r *rig) *Front {
+		{"another_route", func(r *rig) *Front {
 			shop := r.parsePolicy("shop.yaml", func(s string) string {
 				return strings.ReplaceAll(s, "url: "+r.app.URL+"/posts/{post}", "url: "+r.app.URL+"/shopitems/{post}")
 			})
 			r.routes = map[string]*policies.Policy{"shop.yaml": shop}
 			return r.gate.Front(shop, "shop.yaml", func() Person { return ana }, "openai-chat")
 		}},
-		{"another protocol", func(r *rig) *Front {
+		{"another_protocol", func(r *rig) *Front {
 			return r.gate.Front(r.policy, "policy.yaml", func() Person { return ana }, "anthropic")
 		}},
-		{"another version of the action", func(r *rig) *Front {
+		{"another_action_version", func(r *rig) *Front {
 			r.reload("method: DELETE", "method: POST")
 			return r.front(ana)
 		}},
@@ -236,4 +236,30 @@ func (r *rig) holdIn(front *Front, message []byte, calls ...interceptor.Call) st
 		r.t.Fatalf("nothing held: %+v", v)
 	}
 	return v.Text[i+3 : i+3+26]
+}
+
+// Once the person answered the card, the same card on a repeat's link is
+// answered: an answer there is refused, even while the card's own step
+// still waits for its other calls (so the action has not run yet).
+func TestAnsweredCardIsNotAnsweredAgainOnARepeatsLink(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	step1 := r.holdIn(r.front(ana), nil, call(0, 1), call(1, 0))
+	step2 := r.holdIn(r.front(ana), []byte(`{"role":"assistant","content":"two","tool_calls":[]}`), call(7, 1))
+	primary, repeat := r.step(step1)[0], r.step(step2)[0]
+	r.confirm(step1, primary.ID)
+	if _, err := r.gate.Answer(context.Background(), step2, repeat.ID, ana, store.AnswerConfirm); Status(err) != 409 {
+		t.Errorf("confirming the answered card again on the repeat's link: %v", err)
+	}
+	// The first conversation moves on: its step completes and runs; the
+	// repeat reads the same.
+	r.restore(ana, step1, true)
+	r.settled(primary.ID)
+	r.settled(repeat.ID)
+	if got := r.restore(ana, step2, false); len(got) != 1 || got[0] != "The person confirmed. Removed." {
+		t.Errorf("the repeat reads %q", got)
+	}
+	if n := len(r.app.Calls()); n != 1 {
+		t.Errorf("the app ran %d times", n)
+	}
 }

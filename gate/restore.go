@@ -87,6 +87,13 @@ func (g *Gate) settleOpen(ctx context.Context, holds []store.Hold, userFollows b
 	changed := false
 	for _, h := range holds {
 		switch st := h.StateAt(now); {
+		case h.State == store.Answered && h.Answer == store.AnswerFollowed:
+			// An attached call whose primary's outcome did not reach it
+			// when it was recorded: it reads it now.
+			if out, ok := g.followedOutcome(ctx, h); ok {
+				g.settle(ctx, h, out)
+				changed = true
+			}
 		case g.followIfDecided(ctx, h):
 			// An attached call whose card the person answered: it reads
 			// that answer, whatever its own conversation did since.
