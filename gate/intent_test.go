@@ -191,6 +191,13 @@ func TestRepeatAttachesOnlyWhereTheSameRequestWouldRun(t *testing.T) {
 			r.routes = map[string]*policies.Policy{"shop.yaml": shop}
 			return r.gate.Front(shop, "shop.yaml", func() Person { return ana }, "openai-chat")
 		}},
+		{"another_app", func(r *rig) *Front {
+			// The same action, word for word, in another app's policy: a
+			// policy identifies a route (whatever the action's version).
+			shop := r.parsePolicy("shop.yaml", func(s string) string { return strings.Replace(s, "app: Test blog", "app: Test shop", 1) })
+			r.routes = map[string]*policies.Policy{"shop.yaml": shop}
+			return r.gate.Front(shop, "shop.yaml", func() Person { return ana }, "openai-chat")
+		}},
 		{"another_protocol", func(r *rig) *Front {
 			return r.gate.Front(r.policy, "policy.yaml", func() Person { return ana }, "anthropic")
 		}},

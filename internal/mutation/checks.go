@@ -284,7 +284,7 @@ var mutations = []mutation{
 		File:  "gate/intent.go",
 		From:  "\t\tpolicyKey,     // the route's policy\n",
 		To:    "",
-		Tests: []string{"./gate:TestRepeatAttachesOnlyWhereTheSameRequestWouldRun/another_route"},
+		Tests: []string{"./gate:TestRepeatAttachesOnlyWhereTheSameRequestWouldRun/another_app"},
 	},
 	{
 		Name:  "intent: the action's version",
