@@ -36,6 +36,7 @@ type env struct {
 	app      *testkit.App
 	caddy    string // the Caddyfile loaded
 	apiURL   string // the model route
+	shopURL  string // the other app's model route (envOptions.shop)
 	pagesURL string // the pages' base URL
 	storeDir string
 	lastSent string // the body the last request through (shadow_test.go) sent
@@ -49,6 +50,9 @@ type envOptions struct {
 	// pagesRoute replaces what the pages' route runs (default: basic_auth
 	// for ana and bo, then toolgate_pages).
 	pagesRoute string
+	// shop adds a second model route, at env.shopURL, whose policy is
+	// another app's: its delete_post reads and runs APP/shopitems/{post}.
+	shop bool
 }
 
 // policyYAML is the test policy; APP is replaced by the fake app's URL.
@@ -270,6 +274,24 @@ http://%s {
 	}
 }
 `, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
+	if opts.shop {
+		shopFile := filepath.Join(dir, "shop.yaml")
+		shop := strings.ReplaceAll(strings.Replace(pol, "app: Test blog", "app: Test shop", 1), e.app.URL+"/posts/", e.app.URL+"/shopitems/")
+		if err := os.WriteFile(shopFile, []byte(shop), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		shopPort := testkit.FreePort(t)
+		e.shopURL = fmt.Sprintf("http://127.0.0.1:%d", shopPort)
+		e.caddy += fmt.Sprintf(`
+http://127.0.0.1:%d {
+	toolgate {
+		policy %s
+		owner {http.request.header.X-User-Id}
+	}
+	reverse_proxy %s
+}
+`, shopPort, shopFile, e.provider.URL)
+	}
 	testkit.Run(t, e.caddy)
 	return e
 }

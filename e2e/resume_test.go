@@ -668,9 +668,10 @@ func TestResumeKeepAlivesAndStreamCap(t *testing.T) {
 	}
 }
 
-func TestResumeRepeatedCallShowsTheSameLink(t *testing.T) {
+func TestResumeRepeatedCallSharesTheCard(t *testing.T) {
 	// Without waiting, the model calls delete_post again before the person
-	// answered (the app retried): the same link, one card.
+	// answered (the app retried): a link of the repeat's own, to the same
+	// card; the person answers once, on either link.
 	e := newEnv(t, envOptions{})
 	setupPost(e)
 	l, msg := e.hold(t, "ana")
@@ -681,18 +682,26 @@ func TestResumeRepeatedCallShowsTheSameLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again := linkRe.FindString(got.Choices[0].Message.Content); again != l {
-		t.Errorf("the repeat shows %q, want %q", again, l)
+	again := linkRe.FindString(got.Choices[0].Message.Content)
+	if again == "" || again == l {
+		t.Fatalf("the repeat shows %q (the first link %q)", again, l)
 	}
-	if _, _, s := e.view(ana, l); len(s.Holds) != 1 {
-		t.Errorf("the step has %d holds", len(s.Holds))
+	_, _, first := e.view(ana, l)
+	_, _, repeat := e.view(ana, again)
+	if len(repeat.Holds) != 1 || repeat.Holds[0].Card.Sentence != first.Holds[0].Card.Sentence || repeat.Holds[0].State != "waiting" {
+		t.Errorf("the repeat's page: %+v", repeat.Holds)
 	}
-	if st := e.answerOnly(ana, l, "confirm"); st != http.StatusSeeOther {
+	if st := e.answerOnly(ana, again, "confirm"); st != http.StatusSeeOther {
 		t.Fatalf("confirm: %d", st)
+	}
+	for _, link := range []string{l, again} {
+		if _, _, s := e.view(ana, link); len(s.Holds) != 1 || s.Holds[0].State != "settled" {
+			t.Errorf("%s after the answer: %+v", link, s.Holds)
+		}
 	}
 	// Answered: the same call again is a new one.
 	l3, _ := e.hold(t, "ana")
-	if l3 == "" || l3 == l {
+	if l3 == "" || l3 == l || l3 == again {
 		t.Errorf("after the answer the call got %q", l3)
 	}
 	if n := len(e.app.Calls()); n != 1 {

@@ -103,6 +103,7 @@ func (g *Gate) View(ctx context.Context, stepID string, who Person, lang string)
 	owner := who.owns(holds[0])
 	seen := make([]rights, len(holds))
 	for i, h := range holds {
+		holds[i] = g.shared(ctx, h) // an attached call reads as its card's answer (intent.go)
 		seen[i] = g.rightsOn(h, who)
 	}
 	v := StepView{StepID: stepID, Approver: !owner}

@@ -78,6 +78,9 @@ func (g *Gate) answerable(ctx context.Context, stepID, holdID string, who Person
 	if h.StepID != stepID || h.Answer == "refused" || h.Kind == store.KindTicket {
 		return store.Hold{}, rights{}, ErrNotFound
 	}
+	if h, err = g.answerShared(ctx, h); err != nil {
+		return store.Hold{}, rights{}, err
+	}
 	r := g.rightsOn(h, who)
 	if !r.view {
 		g.log.Warn("answer refused: neither the owner nor an approver", zap.String("hold_id", h.ID), zap.String("action", h.Action),
@@ -99,7 +102,7 @@ func approvalsKey(tenant string) string {
 // link still leads to the card, the list only misses it.
 func (g *Gate) fileApprovals(ctx context.Context, holds []store.Hold) {
 	for _, h := range holds {
-		if a := g.action(h); h.State != store.Waiting || a == nil || a.Approvers == nil {
+		if a := g.action(h); h.State != store.Waiting || a == nil || a.Approvers == nil || primaryOf(h) != "" {
 			continue
 		}
 		if err := g.cfg.Store.Index(ctx, approvalsKey(h.Tenant), h.StepID, h.Expires); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/actions"
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
@@ -92,9 +93,14 @@ type rig struct {
 	events  *events
 	timeout time.Duration
 	dir     string // the store's directory ("" in memory)
+	pg      string // the store's PostgreSQL database ("" Badger)
 	opts    store.BadgerOptions
 	wrap    func(store.Store) store.Store // what the gate sees of the store (nil: the store)
 	actions *actions.Client               // one for the rig's life: its pooled connections outlive restarts
+	// routes are the policies of other routes, by key; any other key
+	// reads policy.
+	routes map[string]*policies.Policy
+	mu     sync.Mutex // guards policy against the gate's readers while reload swaps it
 }
 
 type rigOptions struct {
@@ -102,6 +108,7 @@ type rigOptions struct {
 	wrap          func(store.Store) store.Store // what the gate sees of the store
 	maxWaiting    int                           // the store's cap
 	actionTimeout time.Duration                 // default 2s
+	postgres      bool                          // a PostgreSQL database of its own (TOOLGATE_TEST_POSTGRES), the rig's clock as the store's
 }
 
 func newRig(t testing.TB, o rigOptions) *rig {
@@ -122,6 +129,9 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	if o.disk {
 		r.dir = t.TempDir()
 	}
+	if o.postgres {
+		r.pg = pgtest.Database(t, pgtest.DSN(t))
+	}
 	r.open()
 	t.Cleanup(func() { r.gate.Stop(5 * time.Second); r.db.Close() })
 	return r
@@ -130,7 +140,13 @@ func newRig(t testing.TB, o rigOptions) *rig {
 // open opens the store and makes a fresh gate on it, as a start does.
 func (r *rig) open() {
 	r.t.Helper()
-	db, err := store.OpenBadger(r.dir, r.opts)
+	var db store.Store
+	var err error
+	if r.pg != "" {
+		db, err = store.OpenPostgres(r.pg, store.PostgresOptions{Now: r.clock.Now, MaxWaiting: r.opts.MaxWaiting})
+	} else {
+		db, err = store.OpenBadger(r.dir, r.opts)
+	}
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -148,12 +164,39 @@ func (r *rig) newGate() {
 		Store:         gs,
 		Actions:       r.actions,
 		Pages:         "http://gate.test/toolgate",
-		Policy:        func(string) *policies.Policy { return r.policy },
+		Policy:        r.policyOf,
 		Observer:      r.events,
 		Secret:        []byte(testSecret),
 		Now:           r.clock.Now,
 		ActionTimeout: r.timeout,
 	})
+}
+
+// policyOf is the policy the gate reads under key.
+func (r *rig) policyOf(key string) *policies.Policy {
+	if p, ok := r.routes[key]; ok {
+		return p
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.policy
+}
+
+// swapPolicy swaps the route's policy, as a configuration reload does.
+func (r *rig) swapPolicy(p *policies.Policy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.policy = p
+}
+
+// parsePolicy is testPolicy with edit applied, for the fake app.
+func (r *rig) parsePolicy(name string, edit func(string) string) *policies.Policy {
+	r.t.Helper()
+	p, err := policies.Parse(name, []byte(edit(strings.ReplaceAll(testPolicy, "APP", r.app.URL))))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return p
 }
 
 // restart stops the gate (waiting for nothing in flight), closes the store
@@ -162,7 +205,7 @@ func (r *rig) newGate() {
 func (r *rig) restart() {
 	r.t.Helper()
 	r.gate.Stop(0)
-	if r.dir != "" {
+	if r.dir != "" || r.pg != "" {
 		if err := r.db.Close(); err != nil {
 			r.t.Fatal(err)
 		}

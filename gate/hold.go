@@ -115,7 +115,6 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	var holds []store.Hold
 	var says []string
 	var refused []store.Event // kept with the step, or on their own when nothing waits
-	var joined []attached     // calls attached to holds already waiting
 	cards, others := false, false
 	waiting := 0
 	for i, c := range calls {
@@ -124,13 +123,17 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			v.Pass[i] = true
 			continue
 		}
+		var primary store.Hold
 		if p.refusal == nil {
-			if a, ok := f.attach(ctx, c.Name, p.args); ok {
-				g.log.Info("call attached to a waiting hold", zap.String("step_id", a.stepID), zap.String("action", c.Name),
+			if pr, ok := f.attach(ctx, c.Name, p.args); ok && pr.Fingerprint == p.print {
+				// One card per intent (intent.go): this call is a hold of
+				// this step that shares the waiting card's decision — when
+				// that card reads as this call's would now (a record that
+				// changed since gets a card of its own).
+				g.log.Info("call attached to a waiting hold", zap.String("primary", pr.ID), zap.String("step_id", stepID), zap.String("action", c.Name),
 					zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
-				a.others = a.card && f.policy.Action(c.Name).FourEyes
-				joined = append(joined, a)
-				continue // held: the link of the hold already waiting is repeated
+				primary = pr
+				p.kind, p.shown, p.print, p.say = pr.Kind, withPrimary(pr.Shown, pr.ID), pr.Fingerprint, shownSay(pr)
 			}
 		}
 		h := store.Hold{
@@ -148,6 +151,9 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			ttl = a.TTL
 		}
 		h.Expires = now.Add(ttl)
+		if primary.ID != "" && primary.Expires.Before(h.Expires) {
+			h.Expires = primary.Expires // it shares the card, and its TTL
+		}
 		if p.refusal != nil {
 			// Kept, settled, so a restored history pairs this call with
 			// its result too.
@@ -167,7 +173,6 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	}
 	if waiting == 0 {
 		g.audit(refused...)
-		v.Text = attachedText(joined, g)
 		return v
 	}
 	if err := g.cfg.Store.Put(ctx, holds, refused...); err != nil {
@@ -192,34 +197,8 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		}
 	}
 	v.Text = waitingText(cards, others, says, g.Link(stepID))
-	if len(joined) == 0 {
-		v.Step = stepID
-	} else {
-		v.Text += "\n\n" + attachedText(joined, g)
-	}
+	v.Step = stepID
 	return v
-}
-
-// attachedText is the waiting text of calls attached to holds already
-// waiting: each step's link once, with what its attached calls ask.
-func attachedText(joined []attached, g *Gate) string {
-	var parts []string
-	for i, a := range joined {
-		if slices.ContainsFunc(joined[:i], func(b attached) bool { return b.stepID == a.stepID }) {
-			continue
-		}
-		card, others := false, false
-		var says []string
-		for _, b := range joined {
-			if b.stepID == a.stepID {
-				card = card || b.card
-				others = others || b.others
-				says = append(says, b.say)
-			}
-		}
-		parts = append(parts, waitingText(card, others, says, g.Link(a.stepID)))
-	}
-	return strings.Join(parts, "\n\n")
 }
 
 // shownField logs what the person is shown without any argument value: a

@@ -1,11 +1,13 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"go.uber.org/zap"
 
@@ -15,83 +17,151 @@ import (
 )
 
 // One card per intent. Models and agents repeat a call whose answer they
-// have not seen yet. While a hold waits, the same call again — the same
-// person (tenant and owner), tool and arguments, compared in canonical
-// JSON — attaches to the waiting hold: its link is repeated instead of a
-// second card the person would have to answer twice. Once the hold is
-// answered (or expired), a repeat is a new call.
+// have not seen yet, in the same conversation or in another one (a second
+// tab, an agent's retry). While a hold waits, the same call again — where
+// the very same request would run: the same person (tenant and owner),
+// the route's policy (Front.policyKey), the action's version, the wire
+// protocol, the tool and its arguments in canonical JSON — does not ask
+// the person a second time: it attaches to the waiting hold.
+//
+// An attachment is a hold of its own, in the step of the response that
+// made it: its own call id, its own assistant message, its own link. So a
+// conversation's link restores only that conversation's message and call
+// ids, and what is done in one conversation (moving on) ends only its own
+// holds. What it shares with the first ("primary") hold is the decision:
+// its Shown is the primary's card or form, marked with the primary's id
+// (withPrimary), and
+//
+//   - its page shows that card; an answer given on it is the primary's
+//     (answerable), so the person answers once, whichever link they open;
+//   - when the primary is settled after the person's decision (confirm,
+//     decline, submit, later), each attachment still waiting is claimed as
+//     followed and settled with the primary's outcome (follow): the action
+//     runs once, for the primary, and every attached call reads what came
+//     of it under its own call id, in its own conversation;
+//   - when the primary ends without a decision — its conversation moved
+//     on, an operator withdrew it — nothing happens to its attachments:
+//     each is then a card of its own, answered on its own link (the
+//     primary ran nothing, so the action still runs at most once). That
+//     is why an attachment keeps a whole copy of what the person is shown
+//     and its own arguments, rather than a pointer only: it can stand
+//     alone.
+//
+// An attachment expires with its primary. This design costs one Put per
+// attachment (the step it is in, as any held call) and no extra write per
+// primary; finding the attachments of a primary reads the same intent
+// index the lookup reads.
 //
 // The waiting holds of an intent are found through the store's index
-// (Index, Indexed, Unindex), under a key made of the person and a digest
-// of the tool and its canonical arguments: no index of its own. The
-// lookup is bounded: the newest maxIntentSteps steps filed under the key
-// are read, and those that no longer wait for it are taken off. Two equal
-// calls held at the very same moment may still both get a card: the
-// lookup and the Put are not one operation (a store that made them one
-// would need an intent column unique among waiting holds).
+// (Index, Indexed, Unindex), under a key made of the whole identity above
+// (intentKey): no index of its own. The lookup is bounded: the newest
+// maxIntentSteps steps filed under the key are read, and those where
+// nothing of the intent waits any more are taken off. Two equal calls
+// held at the very same moment may still both get a card: the lookup and
+// the Put are not one operation (a store that made them one would need an
+// intent column unique among waiting holds). A call racing the primary's
+// answer in the other direction — its conversation moves on as the
+// person answers — keeps what it was claimed with first.
 
 // maxIntentSteps bounds the steps read to find a waiting hold of an
 // intent.
 const maxIntentSteps = 4
 
-// intent is a call's identity for attaching: its index key, or "" when
-// its arguments are not JSON (nothing attaches to it).
+// intentKey is the index key of an intent: every part of what decides
+// which request would run, length-prefixed so no two identities share a
+// digest input.
+func intentKey(p Person, policyKey, actionVersion, protocol, action string, canonical []byte) string {
+	sum := sha256.New()
+	for _, part := range []string{
+		policyKey,     // the route's policy
+		actionVersion, // the action as that policy declares it
+		protocol,      // the wire protocol the call came on
+		action,
+	} {
+		sum.Write([]byte(strconv.Itoa(len(part)) + ":" + part))
+	}
+	sum.Write(canonical)
+	return indexKey("intent", p, hex.EncodeToString(sum.Sum(nil)))
+}
+
+// intent is a call's identity for attaching on this front: its index key,
+// or "" when its arguments are not JSON (nothing attaches to it).
 func (f *Front) intent(action string, args []byte) (key string, canonical []byte) {
 	canonical, err := interceptor.CanonicalJSON(args)
 	if err != nil || f.person.Owner == "" {
 		return "", nil
 	}
-	sum := sha256.Sum256(append([]byte(action+"\x00"), canonical...))
-	return indexKey("intent", f.person, hex.EncodeToString(sum[:])), canonical
+	return intentKey(f.person, f.policyKey, f.policy.Action(action).Version(), f.protocol, action, canonical), canonical
 }
 
-// attached is a call attached to a hold that was already waiting.
-type attached struct {
-	stepID string
-	card   bool
-	say    string // the card's sentence or the form's message
-	others bool   // a card only an approver may confirm (four_eyes)
+// holdIntent is the index key of a stored hold's intent; "" when it has
+// none.
+func holdIntent(h store.Hold) string {
+	canonical, err := interceptor.CanonicalJSON(h.Arguments)
+	if err != nil || h.Owner == "" {
+		return ""
+	}
+	return intentKey(Person{Owner: h.Owner, Tenant: h.Tenant}, h.Policy, h.ActionVersion, h.Protocol, h.Action, canonical)
 }
 
-// attach finds a waiting hold of the same intent as a call about to be
-// held, of another step; ok is false when there is none (the call gets its
-// own hold).
-func (f *Front) attach(ctx context.Context, action string, args []byte) (attached, bool) {
+// attach finds the waiting primary hold of the same intent as a call
+// about to be held; ok is false when there is none (the call gets its own
+// card).
+func (f *Front) attach(ctx context.Context, action string, args []byte) (primary store.Hold, ok bool) {
 	g := f.g
 	key, canonical := f.intent(action, args)
 	if key == "" {
-		return attached{}, false
+		return store.Hold{}, false
 	}
 	steps, err := g.cfg.Store.Indexed(ctx, key)
 	if err != nil {
 		g.log.Warn("finding a waiting hold of the same call", zap.String("action", action), zap.Error(err))
-		return attached{}, false
+		return store.Hold{}, false
 	}
 	now := g.cfg.Now()
 	for i, n := len(steps)-1, 0; i >= 0 && n < maxIntentSteps; i, n = i-1, n+1 {
 		holds, err := g.cfg.Store.Step(ctx, steps[i])
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			g.log.Warn("finding a waiting hold of the same call", zap.String("step_id", steps[i]), zap.Error(err))
-			return attached{}, false
+			return store.Hold{}, false
 		}
+		waits := false // something of this intent still waits in this step
 		for _, h := range holds {
-			if h.Action != action || !f.person.owns(h) || h.StateAt(now) != store.Waiting || h.Kind == store.KindTicket {
+			following := h.State == store.Answered && h.Answer == store.AnswerFollowed
+			if h.Action != action || !f.person.owns(h) || h.StateAt(now) != store.Waiting && !following || h.Kind == store.KindTicket {
 				continue
 			}
 			if c, err := interceptor.CanonicalJSON(h.Arguments); err != nil || string(c) != string(canonical) {
 				continue
 			}
-			return attached{stepID: h.StepID, card: h.Kind == store.KindCard, say: shownSay(h)}, true
+			waits = true
+			if h.State == store.Answered {
+				continue // an attachment waiting for its primary's outcome: follow finds it here
+			}
+			if id := primaryOf(h); id != "" {
+				// An attachment: the card it shares, if that still waits.
+				p, err := g.cfg.Store.Get(ctx, id)
+				if err != nil || !f.person.owns(p) || p.StateAt(now) != store.Waiting {
+					continue
+				}
+				h = p
+			}
+			return h, true
 		}
-		// Nothing of this intent waits there any more.
-		if err := g.cfg.Store.Unindex(ctx, key, steps[i]); err != nil {
-			g.log.Warn("unindexing an answered intent", zap.String("step_id", steps[i]), zap.Error(err))
+		if !waits {
+			// Nothing of this intent waits there any more (for the
+			// person, or for its primary's outcome).
+			if err := g.cfg.Store.Unindex(ctx, key, steps[i]); err != nil {
+				g.log.Warn("unindexing an answered intent", zap.String("step_id", steps[i]), zap.Error(err))
+			}
 		}
 	}
-	return attached{}, false
+	return store.Hold{}, false
 }
 
-// fileIntents files a new step's waiting holds under their intents.
+// fileIntents files a new step's waiting holds under their intents: a
+// primary so that repeats find it, an attachment so that its primary's
+// settlement finds it (follow).
 func (f *Front) fileIntents(ctx context.Context, holds []store.Hold) {
 	for _, h := range holds {
 		if h.State != store.Waiting {
@@ -107,6 +177,179 @@ func (f *Front) fileIntents(ctx context.Context, holds []store.Hold) {
 	}
 }
 
+// primaryMark opens the Shown of an attachment: withPrimary puts the
+// primary's id first, so a hold with its own card is told apart by a
+// prefix compare, with no JSON work.
+const primaryMark = `{"primary":`
+
+// withPrimary is shown (a card or a form's decision, a JSON object)
+// marked as the primary hold's: the parts that read it as a card or a
+// form ignore the extra member.
+func withPrimary(shown json.RawMessage, primaryID string) json.RawMessage {
+	id, _ := json.Marshal(primaryID)
+	rest := bytes.TrimSpace(shown)
+	out := append([]byte(primaryMark), id...)
+	if len(rest) > 2 && rest[0] == '{' {
+		out = append(append(out, ','), rest[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out
+}
+
+// primaryOf is the id of the hold whose card h shares; "" for a hold with
+// its own.
+func primaryOf(h store.Hold) string {
+	if h.Kind == store.KindTicket || !bytes.HasPrefix(h.Shown, []byte(primaryMark)) {
+		return ""
+	}
+	var s struct {
+		Primary string `json:"primary"`
+	}
+	if err := json.Unmarshal(h.Shown, &s); err != nil {
+		return ""
+	}
+	return s.Primary
+}
+
+// decides reports whether an answer is the person's decision on a card or
+// form, which its attachments share. The others end one conversation's
+// hold only: moved on, timed out, withdrawn by an operator (and the
+// gate's own: followed, used).
+func decides(answer string) bool {
+	switch answer {
+	case store.AnswerConfirm, store.AnswerDecline, store.AnswerSubmit, store.AnswerLater:
+		return true
+	}
+	return false
+}
+
+// follow settles the attachments of a primary that was just settled with
+// outcome after the person's decision: each reads that outcome.
+func (g *Gate) follow(ctx context.Context, p store.Hold) {
+	if primaryOf(p) != "" || p.Kind == store.KindTicket || !decides(p.Answer) {
+		return
+	}
+	key := holdIntent(p)
+	if key == "" {
+		return
+	}
+	steps, err := g.cfg.Store.Indexed(ctx, key)
+	if err != nil {
+		g.log.Error("finding the calls attached to a hold; they settle when read", zap.String("hold_id", p.ID), zap.Error(err))
+		return
+	}
+	for _, s := range steps {
+		if s == p.StepID {
+			continue
+		}
+		holds, err := g.cfg.Store.Step(ctx, s)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				g.log.Error("finding the calls attached to a hold; they settle when read", zap.String("step_id", s), zap.Error(err))
+			}
+			continue
+		}
+		for _, h := range holds {
+			if primaryOf(h) == p.ID {
+				g.followPrimary(ctx, h, p)
+			}
+		}
+	}
+}
+
+// followPrimary gives an attachment its primary's decision: a waiting one
+// is claimed as followed (which releases its step when that completes
+// it), and settled with the primary's outcome once the primary has one. It
+// reports whether the attachment no longer waits.
+func (g *Gate) followPrimary(ctx context.Context, h, p store.Hold) bool {
+	switch h.State {
+	case store.Waiting:
+		claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: store.AnswerFollowed, By: p.AnsweredBy, AllowExpired: true})
+		if err != nil {
+			if !errors.Is(err, store.ErrAnswered) {
+				g.log.Error("settling an attached call", zap.String("hold_id", h.ID), zap.Error(err))
+			}
+			return errors.Is(err, store.ErrAnswered)
+		}
+		g.log.Info("attached call follows its card's answer", zap.String("hold_id", h.ID), zap.String("primary", p.ID), zap.String("answer", p.Answer))
+		if claimed.Complete {
+			wait(ctx, g.releaseStep(ctx, claimed.Step)) // releaseHold settles it with p's outcome
+			return true
+		}
+		h = claimed.Hold
+	case store.Answered:
+		if h.Answer != store.AnswerFollowed {
+			return true
+		}
+	default:
+		return true
+	}
+	if p.State == store.Settled {
+		g.settle(ctx, h, followedFrom(p))
+	}
+	return true
+}
+
+// followIfDecided gives a waiting attachment its primary's decision when
+// the person has made it (the primary's settlement did not reach it: the
+// process stopped in between, say). It reports whether it changed it.
+func (g *Gate) followIfDecided(ctx context.Context, h store.Hold) bool {
+	id := primaryOf(h)
+	if id == "" || h.State != store.Waiting {
+		return false
+	}
+	p, err := g.cfg.Store.Get(ctx, id)
+	if err != nil || p.State == store.Waiting || !decides(p.Answer) {
+		return false
+	}
+	return g.followPrimary(ctx, h, p)
+}
+
+// followedOutcome is what an attachment claimed as followed reads: its
+// primary's outcome; ok is false while the primary has none yet (the
+// primary's settlement settles it then).
+func (g *Gate) followedOutcome(ctx context.Context, h store.Hold) (outcome Outcome, ok bool) {
+	p, err := g.cfg.Store.Get(ctx, primaryOf(h))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Outcome{Kind: outcomeSharedLost}, true
+	case err != nil || p.State != store.Settled:
+		return Outcome{}, false
+	}
+	return followedFrom(p), true
+}
+
+// followedFrom is the outcome an attachment reads of its settled primary:
+// the primary's own, but a read's reply stays the primary's (sealed under
+// its id, read by its conversation), and an outcome an earlier version
+// stored as a sentence is told as lost rather than copied.
+func followedFrom(p store.Hold) Outcome {
+	o, ok := decodeOutcome(p.Outcome)
+	if !ok {
+		return Outcome{Kind: outcomeSharedLost}
+	}
+	if o.Reply == replyApp {
+		o.Reply = replyElsewhere
+	}
+	return o
+}
+
+// shared is an attachment as the person's page shows it: while it waits
+// and its primary has the person's decision, it reads as the primary.
+func (g *Gate) shared(ctx context.Context, h store.Hold) store.Hold {
+	id := primaryOf(h)
+	if id == "" || h.State != store.Waiting {
+		return h
+	}
+	p, err := g.cfg.Store.Get(ctx, id)
+	if err != nil || p.State == store.Waiting || !decides(p.Answer) {
+		return h
+	}
+	h.State, h.Answer, h.AnsweredBy, h.AnsweredAt, h.Outcome = p.State, p.Answer, p.AnsweredBy, p.AnsweredAt, p.Outcome
+	return h
+}
+
 // shownSay is what a waiting text says of a hold: its card's sentence, or
 // its form's message.
 func shownSay(h store.Hold) string {
@@ -117,4 +360,30 @@ func shownSay(h store.Hold) string {
 	var c cards.Card
 	_ = json.Unmarshal(h.Shown, &c)
 	return c.Sentence
+}
+
+// answerShared is the hold an answer given on h is for: h's primary while
+// that waits (the person answers the card once, on whichever link); h
+// itself when it has its own card, or when the primary ended without the
+// person's decision. Once the person decided on the primary, an answer on
+// an attachment is one answer too many: store.ErrAnswered.
+func (g *Gate) answerShared(ctx context.Context, h store.Hold) (store.Hold, error) {
+	id := primaryOf(h)
+	if id == "" || h.State != store.Waiting {
+		return h, nil
+	}
+	p, err := g.cfg.Store.Get(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return h, nil
+	case err != nil:
+		return store.Hold{}, err
+	case p.Owner != h.Owner || p.Tenant != h.Tenant:
+		return h, nil
+	case p.StateAt(g.cfg.Now()) == store.Waiting:
+		return p, nil
+	case decides(p.Answer):
+		return store.Hold{}, store.ErrAnswered
+	}
+	return h, nil
 }

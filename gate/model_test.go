@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -32,7 +35,8 @@ import (
 //	go test ./gate -run TestReleaseModel -args -model.seed=N
 var (
 	modelSeed = flag.Uint64("model.seed", 0, "TestReleaseModel: run only the sequence with this seed")
-	modelN    = flag.Int("model.n", 0, "TestReleaseModel: how many sequences (default 10000; 2000 with -race, 1000 with -short)")
+	modelN    = flag.Int("model.n", 0, "TestReleaseModel: how many sequences (default 10000; 1500 with -race, 1000 with -short)")
+	modelPgN  = flag.Int("model.pgn", 0, "TestReleaseModelPostgres: how many sequences (default 200; 40 with -race)")
 )
 
 // modelWorkers run sequences side by side, each on rigs of its own; most
@@ -52,11 +56,34 @@ func TestReleaseModel(t *testing.T) {
 		case testing.Short():
 			n = 1000
 		case raceBuild:
-			n = 2000 // .ci/run runs the full 10,000 without -race
+			n = 1500 // .ci/run runs the full 10,000 without -race; a sequence now has up to four conversations
 		default:
 			n = 10000
 		}
 	}
+	runModel(t, n, false)
+}
+
+// TestReleaseModelPostgres runs the model's sequences on PostgreSQL
+// (TOOLGATE_TEST_POSTGRES), the rig's clock passed to every statement as
+// the store's; fewer of them, as each change is a round trip. The disk
+// sequences close and reopen the store.
+func TestReleaseModelPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	pgtest.DSN(t)
+	n := *modelPgN
+	if n == 0 {
+		n = 200
+		if raceBuild {
+			n = 40
+		}
+	}
+	runModel(t, n, true)
+}
+
+func runModel(t *testing.T, n int, pg bool) {
 	base := rand.Uint64()
 	if *modelSeed != 0 {
 		n, base = 1, *modelSeed
@@ -68,7 +95,7 @@ func TestReleaseModel(t *testing.T) {
 		for w := range modelWorkers {
 			t.Run(fmt.Sprint(w), func(t *testing.T) {
 				t.Parallel()
-				wk := newModelWorker(t)
+				wk := newModelWorker(t, pg)
 				for i := w; i < n; i += modelWorkers {
 					if failures.Load() >= 3 {
 						return
@@ -92,7 +119,8 @@ type modelWorker struct {
 	disk     *rig
 	memF     *faultStore
 	diskF    *faultStore
-	behaves  sync.Map // hold id → endpointScript
+	behaves  sync.Map                     // hold id → endpointScript
+	versions map[*rig][2]*policies.Policy // the main route's two policies, per rig
 	postSeq  int
 	personID int
 }
@@ -102,13 +130,19 @@ type endpointScript struct {
 	status int
 }
 
-func newModelWorker(t *testing.T) *modelWorker {
+func newModelWorker(t *testing.T, pg bool) *modelWorker {
 	wk := &modelWorker{t: t}
 	wk.memF, wk.diskF = &faultStore{}, &faultStore{}
 	// A short action timeout: the app's "no answer" costs that long.
-	wk.mem = newRig(t, rigOptions{actionTimeout: 300 * time.Millisecond, wrap: wk.memF.wrap})
-	wk.disk = newRig(t, rigOptions{disk: true, actionTimeout: 300 * time.Millisecond, wrap: wk.diskF.wrap})
+	wk.mem = newRig(t, rigOptions{actionTimeout: 300 * time.Millisecond, wrap: wk.memF.wrap, postgres: pg})
+	wk.disk = newRig(t, rigOptions{disk: !pg, actionTimeout: 300 * time.Millisecond, wrap: wk.diskF.wrap, postgres: pg})
+	wk.versions = map[*rig][2]*policies.Policy{}
 	for _, r := range []*rig{wk.mem, wk.disk} {
+		// Another app's route: its delete_post runs another endpoint.
+		r.routes = map[string]*policies.Policy{shopRoute: r.parsePolicy(shopRoute, func(s string) string {
+			return strings.ReplaceAll(s, r.app.URL+"/posts/", r.app.URL+"/shopitems/")
+		})}
+		wk.versions[r] = [2]*policies.Policy{r.policy, r.parsePolicy(mainRoute, func(s string) string { return strings.Replace(s, "method: DELETE", "method: POST", 1) })}
 		r.app.Script(func(key string) (testkit.Behaviour, int) {
 			if s, ok := wk.behaves.Load(key); ok {
 				return s.(endpointScript).behave, s.(endpointScript).status
@@ -205,26 +239,50 @@ func (f *faultStore) Settle(ctx context.Context, id, outcome string, events ...s
 type modelHold struct {
 	id, callID   string
 	form         bool
-	post         int
+	post         int    // the card's post, or the form's title number
 	refused      bool   // refused when it was held
-	answer       string // the answer it must have ("" none yet)
+	answer       string // the answer it must have ("" none yet; store.AnswerFollowed: its primary's)
 	script       endpointScript
 	changed      bool     // its record changed while it waited
 	changedFirst bool     // ... before its release reached the app: it must never run
+	reloaded     bool     // the route's policy was swapped while it lived: it may read that the policy changed
 	reads        []string // what the model read of it, in order
+	expires      time.Time
+	conv         *conv
+	version      int        // the action's version it was held under (cards on the main route follow the policy swaps)
+	primary      *modelHold // the waiting hold it attached to (one card per intent), nil when it has its own card
 }
 
-// sequence is one run: one person, one step.
+// conv is one conversation of the person: the step its model response
+// made, on a route (its policy) and a protocol.
+type conv struct {
+	n        int
+	route    string // "policy.yaml" or "shop.yaml"
+	protocol string
+	message  []byte
+	step     string
+	holds    []*modelHold
+}
+
+// The model's routes and protocols: the main route (whose policy a reload
+// swaps between two versions of delete_post), another app's route whose
+// delete_post runs another endpoint, and another protocol on the main
+// route.
+const (
+	mainRoute = "policy.yaml"
+	shopRoute = "shop.yaml"
+)
+
+// sequence is one run: one person, one to four conversations.
 type sequence struct {
 	wk      *modelWorker
 	r       *rig
 	faults  *faultStore
 	rnd     *rand.Rand
 	who     Person
-	step    string
-	expires time.Time // the step's holds' TTL ends
-	held    bool      // the step was stored (not every call refused)
-	holds   []*modelHold
+	held    bool // the first conversation's step was stored (not every call refused)
+	convs   []*conv
+	version int // the main route's policy now: 0 or 1 (delete_post's method differs)
 	ops     []string
 }
 
@@ -233,6 +291,7 @@ func (wk *modelWorker) run(seed uint64, stats *modelStats) (err error) {
 	if seed%diskEvery == 0 {
 		s.r, s.faults = wk.disk, wk.diskF
 	}
+	s.r.swapPolicy(wk.versions[s.r][0])
 	wk.personID++
 	s.who = Person{Owner: fmt.Sprintf("p%d", seed), Tenant: "t"}
 	defer func() {
@@ -247,9 +306,16 @@ func (wk *modelWorker) run(seed uint64, stats *modelStats) (err error) {
 		stats.add("refused at hold")
 		return nil
 	}
+	// Most sequences repeat calls in other conversations, from the start
+	// (while the first holds wait) or later.
+	if s.rnd.IntN(10) < 6 {
+		if err := s.repeat(); err != nil {
+			return err
+		}
+	}
 	ops := 2 + s.rnd.IntN(7)
 	restartAt := -1
-	if s.r.dir != "" {
+	if s.r == wk.disk {
 		restartAt = s.rnd.IntN(ops)
 	}
 	for i := range ops {
@@ -264,16 +330,80 @@ func (wk *modelWorker) run(seed uint64, stats *modelStats) (err error) {
 }
 
 // start holds 1–3 calls, cards or forms, each with what the app will do
-// with its release.
+// with its release, in the first conversation.
 func (s *sequence) start() error {
 	n := 1 + s.rnd.IntN(3)
-	var calls []callSpec
+	c := s.newConv(mainRoute, "openai-chat")
 	for i := range n {
 		h := &modelHold{callID: fmt.Sprintf("call_%d", i), form: s.rnd.IntN(3) == 0}
-		if !h.form {
-			s.wk.postSeq++
-			h.post = s.wk.postSeq
-			s.r.app.SetRecord(fmt.Sprintf("/posts/%d", h.post), `{"title":"Post"}`)
+		s.wk.postSeq++
+		h.post = s.wk.postSeq
+		c.holds = append(c.holds, h)
+	}
+	if err := s.holdConv(c); err != nil {
+		return err
+	}
+	s.held = c.step != ""
+	return nil
+}
+
+func (s *sequence) newConv(route, protocol string) *conv {
+	c := &conv{n: len(s.convs), route: route, protocol: protocol}
+	c.message = []byte(fmt.Sprintf(`{"role":"assistant","content":"conversation %d of %s","tool_calls":[]}`, c.n, s.who.Owner))
+	return c
+}
+
+// repeat is a model response in a new conversation that calls again some
+// of the first conversation's calls (and perhaps a new one): on the same
+// route and protocol, on another app's route, on another protocol, or
+// after a reload that changed delete_post.
+func (s *sequence) repeat() error {
+	if len(s.convs) >= 4 {
+		return nil
+	}
+	route, protocol := mainRoute, "openai-chat"
+	switch x := s.rnd.IntN(100); {
+	case x < 20:
+		route = shopRoute
+	case x < 35:
+		protocol = "anthropic"
+	case x < 50:
+		s.reload()
+	}
+	c := s.newConv(route, protocol)
+	for i, p := range s.convs[0].holds {
+		if s.rnd.IntN(3) == 0 && i > 0 {
+			continue
+		}
+		c.holds = append(c.holds, &modelHold{callID: fmt.Sprintf("call_%d_%d", c.n, i), form: p.form, post: p.post})
+	}
+	if s.rnd.IntN(4) == 0 {
+		s.wk.postSeq++
+		c.holds = append(c.holds, &modelHold{callID: fmt.Sprintf("call_%d_new", c.n), post: s.wk.postSeq})
+	}
+	return s.holdConv(c)
+}
+
+// reload swaps the main route's policy to its other version.
+func (s *sequence) reload() {
+	s.version = 1 - s.version
+	s.log("reload(v%d)", s.version)
+	s.r.swapPolicy(s.wk.versions[s.r][s.version])
+	for _, c := range s.convs {
+		for _, h := range c.holds {
+			h.reloaded = true
+		}
+	}
+}
+
+// holdConv makes the model response of c; the reference says which of its
+// calls attach to a waiting hold of the same intent.
+func (s *sequence) holdConv(c *conv) error {
+	var calls []interceptor.Call
+	for i, h := range c.holds {
+		h.conv = c
+		if !h.form && c.route == mainRoute {
+			h.version = s.version
 		}
 		// A hang costs the action timeout of waiting, so it is rare; a
 		// drop takes the same path in the gate (sent, no answer) at once.
@@ -289,12 +419,17 @@ func (s *sequence) start() error {
 		default:
 			h.script = endpointScript{testkit.Respond, 422}
 		}
-		s.holds = append(s.holds, h)
-		calls = append(calls, callSpec{i, h.post})
+		if !h.form && !slices.ContainsFunc(s.all(), func(o *modelHold) bool { return o.post == h.post }) {
+			s.r.app.SetRecord(fmt.Sprintf("/posts/%d", h.post), `{"title":"Post"}`)
+			s.r.app.SetRecord(fmt.Sprintf("/shopitems/%d", h.post), `{"title":"Post"}`)
+		}
+		h.primary = s.waitingPrimary(h)
+		calls = append(calls, modelCall(i, h))
 	}
-	s.log("hold %s", describe(s.holds))
-	step, v := s.r.hold(s.who, specs(calls)...)
-	if step == "" {
+	s.log("hold(conv %d, %s %s) %s", c.n, c.route, c.protocol, describe(c.holds))
+	v := s.front(c).Hold(context.Background(), calls, c.message)
+	i := strings.Index(v.Text, "/h/")
+	if i < 0 {
 		// Every record read timed out on a loaded machine: each call is
 		// refused, nothing waits, nothing runs.
 		for _, ref := range v.Refusals {
@@ -302,35 +437,84 @@ func (s *sequence) start() error {
 				return fmt.Errorf("nothing held, and %q", ref.Content)
 			}
 		}
-		if len(v.Refusals) != n {
+		if len(v.Refusals) != len(calls) {
 			return fmt.Errorf("nothing held: %+v", v)
 		}
-		s.held = false
 		return nil
 	}
-	s.held = true
-	s.step = step
-	for _, sh := range s.r.step(step) {
-		s.expires = sh.Expires
-		for _, h := range s.holds {
-			if h.callID == sh.CallID {
-				h.id = sh.ID
-				h.refused = sh.Answer == "refused"
-				s.wk.behaves.Store(h.id, h.script)
+	c.step = v.Text[i+3 : i+3+26]
+	if v.Step != c.step {
+		return fmt.Errorf("conversation %d: the verdict's step %q, its link %q", c.n, v.Step, c.step)
+	}
+	s.convs = append(s.convs, c)
+	for _, sh := range s.r.step(c.step) {
+		for _, h := range c.holds {
+			if h.callID != sh.CallID {
+				continue
+			}
+			h.id, h.expires = sh.ID, sh.Expires
+			h.refused = sh.Answer == "refused"
+			s.wk.behaves.Store(h.id, h.script)
+			want := ""
+			if h.primary != nil && !h.refused {
+				want = h.primary.id
+			} else {
+				h.primary = nil
+			}
+			if got := primaryOf(sh); got != want {
+				return fmt.Errorf("conversation %d's %s attached to %q, want %q", c.n, h.callID, got, want)
 			}
 		}
 	}
 	return nil
 }
 
-type callSpec struct{ i, post int }
-
-func specs(cs []callSpec) []interceptor.Call {
-	out := make([]interceptor.Call, len(cs))
-	for i, c := range cs {
-		out[i] = call(c.i, c.post)
+// waitingPrimary is the hold a new call h attaches to: the newest waiting
+// hold of the very same request (person, route, protocol, action version,
+// tool and arguments) — or, when that is itself attached, its primary if
+// that still waits.
+func (s *sequence) waitingPrimary(h *modelHold) *modelHold {
+	for i := len(s.convs) - 1; i >= 0; i-- {
+		c := s.convs[i]
+		for _, o := range c.holds {
+			if o.refused || o.form != h.form || o.post != h.post || c.route != h.conv.route || c.protocol != h.conv.protocol || o.version != h.version {
+				continue
+			}
+			if !s.waits(o) || o.changed {
+				continue // answered, or its card no longer reads as the record does now
+			}
+			if o.primary == nil {
+				return o
+			}
+			if s.waits(o.primary) {
+				return o.primary
+			}
+		}
 	}
-	return out
+	return nil
+}
+
+// waits reports whether a hold still waits for the person.
+func (s *sequence) waits(h *modelHold) bool {
+	return h.answer == "" && !h.refused && s.r.clock.Now().Before(h.expires)
+}
+
+// modelCall is the call of h at index i: a delete_post of its post, or a
+// draft_post missing body, titled with its number.
+func modelCall(i int, h *modelHold) interceptor.Call {
+	args := fmt.Sprintf(`{"post":%d}`, h.post)
+	name := "delete_post"
+	if h.form {
+		args, name = fmt.Sprintf(`{"title":"Hi %d"}`, h.post), "draft_post"
+	}
+	return interceptor.Call{Position: i, ID: h.callID, Type: "function", Name: name, Arguments: []byte(args),
+		Raw: []byte(`{"id":"` + h.callID + `","type":"function","function":{"name":"` + name + `","arguments":` + jsonString(args) + `}}`)}
+}
+
+// front is the gate of one request of conversation c.
+func (s *sequence) front(c *conv) *Front {
+	p := s.r.policyOf(c.route)
+	return s.r.gate.Front(p, c.route, func() Person { return s.who }, c.protocol)
 }
 
 func describe(holds []*modelHold) string {
@@ -340,51 +524,73 @@ func describe(holds []*modelHold) string {
 		if h.form {
 			kind = "form"
 		}
-		parts = append(parts, fmt.Sprintf("%s/%d/%d", kind, h.script.behave, h.script.status))
+		parts = append(parts, fmt.Sprintf("%s%d/%d/%d", kind, h.post, h.script.behave, h.script.status))
 	}
 	return strings.Join(parts, " ")
 }
 
 func (s *sequence) log(format string, a ...any) { s.ops = append(s.ops, fmt.Sprintf(format, a...)) }
 
+// all is every hold of every conversation.
+func (s *sequence) all() []*modelHold {
+	var out []*modelHold
+	for _, c := range s.convs {
+		out = append(out, c.holds...)
+	}
+	return out
+}
+
 // op runs one random operation and moves the reference model with it.
 func (s *sequence) op() error {
 	switch x := s.rnd.IntN(100); {
-	case x < 40:
+	case x < 38:
 		return s.answer()
-	case x < 50:
-		s.log("message")
-		s.read(true)
-	case x < 58:
-		s.log("read")
-		s.read(false)
-	case x < 66:
+	case x < 48:
+		c := s.convs[s.rnd.IntN(len(s.convs))]
+		s.log("message(conv %d)", c.n)
+		return s.read(c, true)
+	case x < 56:
+		c := s.convs[s.rnd.IntN(len(s.convs))]
+		s.log("read(conv %d)", c.n)
+		return s.read(c, false)
+	case x < 63:
 		s.log("expire")
 		s.r.clock.Advance(DefaultTTL + time.Minute)
-	case x < 73:
+	case x < 69:
 		s.log("sweep")
 		s.timeOutBesideAnswers()
 		if err := s.r.gate.Sweep(context.Background(), false); err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
-	case x < 80:
+	case x < 75:
 		s.restart()
-	case x < 88:
+	case x < 82:
 		begin := s.rnd.IntN(2) == 0
 		s.log("fault(begin=%v)", begin)
 		s.faults.arm(begin)
-	case x < 93:
+	case x < 86:
 		s.log("stale")
 		s.r.clock.Advance(s.r.gate.releaseTakes(MaxHeld) + time.Second)
+	case x < 91:
+		return s.repeat()
+	case x < 93:
+		s.reload()
 	default:
-		h := s.holds[s.rnd.IntN(len(s.holds))]
+		all := s.all()
+		h := all[s.rnd.IntN(len(all))]
 		if h.form || h.refused {
 			return nil
 		}
-		s.log("change(%s)", h.callID)
-		h.changed = true
-		h.changedFirst = h.changedFirst || s.r.app.RunCount(h.id) == 0
-		s.r.app.SetRecord(fmt.Sprintf("/posts/%d", h.post), fmt.Sprintf(`{"title":"Post, changed %d"}`, s.rnd.Int()))
+		s.log("change(%d)", h.post)
+		for _, o := range all {
+			if !o.form && o.post == h.post {
+				o.changed = true
+				o.changedFirst = o.changedFirst || s.r.app.RunCount(o.id) == 0
+			}
+		}
+		title := fmt.Sprintf(`{"title":"Post, changed %d"}`, s.rnd.Int())
+		s.r.app.SetRecord(fmt.Sprintf("/posts/%d", h.post), title)
+		s.r.app.SetRecord(fmt.Sprintf("/shopitems/%d", h.post), title)
 	}
 	return nil
 }
@@ -396,15 +602,18 @@ func (s *sequence) restart() {
 	s.r.restart()
 }
 
-// expired reports whether the step's holds are past their TTL.
-func (s *sequence) expired() bool {
-	return !s.r.clock.Now().Before(s.expires)
+// expired reports whether a hold is past its TTL.
+func (s *sequence) expired(h *modelHold) bool {
+	return !s.r.clock.Now().Before(h.expires)
 }
 
-// answer answers a random hold with a random answer of its kind; the
-// reference says whether the gate must take it.
+// answer answers a random hold, on its own conversation's link, with a
+// random answer of its kind; the reference says whether the gate must
+// take it, and for which hold: an attached call's answer is its primary's
+// while that waits.
 func (s *sequence) answer() error {
-	h := s.holds[s.rnd.IntN(len(s.holds))]
+	all := s.all()
+	h := all[s.rnd.IntN(len(all))]
 	if h.refused {
 		return nil
 	}
@@ -413,13 +622,17 @@ func (s *sequence) answer() error {
 		choices = []string{store.AnswerSubmit, store.AnswerSubmit, store.AnswerDecline, store.AnswerLater}
 	}
 	choice := choices[s.rnd.IntN(len(choices))]
-	want := h.answer == "" && !s.expired()
-	s.log("%s(%s)", choice, h.callID)
+	want := h.answer == "" && !s.expired(h)
+	to := h
+	if want && h.primary != nil && s.waits(h.primary) {
+		to = h.primary
+	}
+	s.log("%s(conv %d %s)", choice, h.conv.n, h.callID)
 	var err error
 	if choice == store.AnswerSubmit {
-		_, err = s.r.gate.Submit(context.Background(), s.step, h.id, s.who, "", map[string][]string{"body": {"Text"}}, nil, false)
+		_, err = s.r.gate.Submit(context.Background(), h.conv.step, h.id, s.who, "", map[string][]string{"body": {"Text"}}, nil, false)
 	} else {
-		_, err = s.r.gate.Answer(context.Background(), s.step, h.id, s.who, choice)
+		_, err = s.r.gate.Answer(context.Background(), h.conv.step, h.id, s.who, choice)
 	}
 	switch {
 	case want && err != nil:
@@ -430,58 +643,96 @@ func (s *sequence) answer() error {
 		return fmt.Errorf("%s of a hold answered %q: %v (status %d), want 409", choice, h.answer, err, Status(err))
 	}
 	if want {
-		h.answer = choice
+		s.decide(to, choice)
 	}
 	return nil
 }
 
-// read is the model's next request; userFollows when the person wrote on.
-func (s *sequence) read(userFollows bool) {
-	expired := s.expired()
-	for _, h := range s.holds {
+// decide records the person's answer to h: the calls attached to it that
+// still wait take it.
+func (s *sequence) decide(h *modelHold, choice string) {
+	h.answer = choice
+	for _, o := range s.all() {
+		if o.primary == h && o.answer == "" {
+			o.answer = store.AnswerFollowed
+		}
+	}
+}
+
+// read is conversation c's next model request; userFollows when the
+// person wrote on. It checks that c restores its own message and call
+// ids only.
+func (s *sequence) read(c *conv, userFollows bool) error {
+	for _, h := range c.holds {
 		if h.answer == "" && !h.refused {
 			switch {
-			case expired:
+			case s.expired(h):
 				h.answer = store.AnswerTimedOut
 			case userFollows:
 				h.answer = store.AnswerMovedOn
 			}
 		}
 	}
-	s.collect(s.r.restore(s.who, s.step, userFollows))
+	results, err := s.restore(c, userFollows)
+	if err != nil {
+		return err
+	}
+	for i, text := range results {
+		c.holds[i].reads = append(c.holds[i].reads, text)
+	}
+	return nil
 }
 
-func (s *sequence) collect(results []string) {
-	for i, text := range results {
-		s.holds[i].reads = append(s.holds[i].reads, text)
+// restore is c's request restoring its step: its own message, and one
+// result per call of its own, in order.
+func (s *sequence) restore(c *conv, userFollows bool) ([]string, error) {
+	res, ok := s.front(c).Restore(context.Background(), c.step, userFollows)
+	if !ok {
+		return nil, fmt.Errorf("conversation %d's link restores nothing", c.n)
 	}
+	if string(res.Message) != string(c.message) {
+		return nil, fmt.Errorf("conversation %d restored another conversation's message %s", c.n, res.Message)
+	}
+	if len(res.Results) != len(c.holds) {
+		return nil, fmt.Errorf("conversation %d restored %d results for %d calls", c.n, len(res.Results), len(c.holds))
+	}
+	out := make([]string, len(res.Results))
+	for i, x := range res.Results {
+		if x.CallID != c.holds[i].callID {
+			return nil, fmt.Errorf("conversation %d restored call id %q where its call is %q", c.n, x.CallID, c.holds[i].callID)
+		}
+		out[i] = x.Content
+	}
+	return out, nil
 }
 
 // timeOutBesideAnswers is what a sweep (or a restart's) does to the
 // reference: in a step where the person answered but some holds still
 // wait past their TTL, those are timed out.
 func (s *sequence) timeOutBesideAnswers() {
-	answered, waiting := false, false
-	for _, h := range s.holds {
-		switch h.answer {
-		case store.AnswerConfirm, store.AnswerSubmit, store.AnswerDecline, store.AnswerLater:
-			answered = true
-		case "":
-			waiting = waiting || !h.refused
+	for _, c := range s.convs {
+		answered, waiting := false, false
+		for _, h := range c.holds {
+			switch h.answer {
+			case store.AnswerConfirm, store.AnswerSubmit, store.AnswerDecline, store.AnswerLater, store.AnswerFollowed:
+				answered = true
+			case "":
+				waiting = waiting || !h.refused && s.expired(h)
+			}
 		}
-	}
-	if !answered || !waiting || !s.expired() {
-		return
-	}
-	for _, h := range s.holds {
-		if h.answer == "" && !h.refused {
-			h.answer = store.AnswerTimedOut
+		if !answered || !waiting {
+			continue
+		}
+		for _, h := range c.holds {
+			if h.answer == "" && !h.refused && s.expired(h) {
+				h.answer = store.AnswerTimedOut
+			}
 		}
 	}
 }
 
-// check ends the sequence (everything expires, a sweep, the model's next
-// request) and checks every hold.
+// check ends the sequence (everything expires, a sweep, each
+// conversation's next request) and checks every hold.
 func (s *sequence) check(stats *modelStats) error {
 	s.faults.disarm()
 	s.r.clock.Advance(2 * time.Hour)
@@ -490,34 +741,68 @@ func (s *sequence) check(stats *modelStats) error {
 		return fmt.Errorf("final sweep: %w", err)
 	}
 	s.log("end")
-	s.read(true)
-	again := s.r.restore(s.who, s.step, true)
-	stored := s.r.step(s.step)
-	for i, h := range s.holds {
-		text := h.reads[len(h.reads)-1]
-		if again[i] != text {
-			return fmt.Errorf("%s: the model read %q, then %q", h.callID, text, again[i])
-		}
-		runs := s.r.app.RunCount(h.id)
-		if runs > 1 {
-			return fmt.Errorf("%s reached the app %d times", h.callID, runs)
-		}
-		if st := stored[i].State; st != store.Settled {
-			return fmt.Errorf("%s ended %s, not settled (answer %q)", h.callID, st, stored[i].Answer)
-		}
-		if says := s.r.gate.outcomeText(stored[i]); text != says {
-			return fmt.Errorf("%s: the model read %q, the store says %q", h.callID, text, says)
-		}
-		kind, err := h.judge(text, runs, s.faults.fault(h.id))
-		if err != nil {
-			return fmt.Errorf("%s (answer %q, app %d/%d, fault %q, ran %d): %w", h.callID, h.answer, h.script.behave, h.script.status, s.faults.fault(h.id), runs, err)
-		}
-		for _, read := range h.reads[:len(h.reads)-1] {
-			if read != text && read != OutcomeWaiting && read != OutcomeAnswered && read != OutcomeRunning {
-				return fmt.Errorf("%s: the model read %q before the final %q", h.callID, read, text)
+	// Twice: a primary settled by one conversation's request settles the
+	// calls attached to it in the others.
+	for range 2 {
+		for _, c := range s.convs {
+			if err := s.read(c, true); err != nil {
+				return err
 			}
 		}
-		stats.add(kind)
+	}
+	for _, c := range s.convs {
+		again, err := s.restore(c, true)
+		if err != nil {
+			return err
+		}
+		stored := s.r.step(c.step)
+		for i, h := range c.holds {
+			text := h.reads[len(h.reads)-1]
+			if again[i] != text {
+				return fmt.Errorf("%s: the model read %q, then %q", h.callID, text, again[i])
+			}
+			runs := s.r.app.RunCount(h.id)
+			if runs > 1 {
+				return fmt.Errorf("%s reached the app %d times", h.callID, runs)
+			}
+			if st := stored[i].State; st != store.Settled {
+				return fmt.Errorf("%s ended %s, not settled (answer %q)", h.callID, st, stored[i].Answer)
+			}
+			if says := s.r.gate.outcomeText(stored[i]); text != says {
+				return fmt.Errorf("%s: the model read %q, the store says %q", h.callID, text, says)
+			}
+			for _, read := range h.reads[:len(h.reads)-1] {
+				if read != text && read != OutcomeWaiting && read != OutcomeAnswered && read != OutcomeRunning {
+					return fmt.Errorf("%s: the model read %q before the final %q", h.callID, read, text)
+				}
+			}
+			if h.answer == store.AnswerFollowed {
+				// It reads what came of its card, and never runs itself.
+				p := h.primary
+				if want := p.reads[len(p.reads)-1]; text != want || runs != 0 {
+					return fmt.Errorf("%s attached to %s: read %q, ran %d; want %q, ran 0", h.callID, p.callID, text, runs, want)
+				}
+				stats.add("followed")
+				continue
+			}
+			kind, err := h.judge(text, runs, s.faults.fault(h.id))
+			if err != nil {
+				return fmt.Errorf("%s (answer %q, app %d/%d, fault %q, ran %d): %w", h.callID, h.answer, h.script.behave, h.script.status, s.faults.fault(h.id), runs, err)
+			}
+			stats.add(kind)
+		}
+	}
+	// One card per intent runs at most once, whichever link was answered.
+	for _, p := range s.all() {
+		runs := s.r.app.RunCount(p.id)
+		for _, h := range s.all() {
+			if h.primary == p {
+				runs += s.r.app.RunCount(h.id)
+			}
+		}
+		if runs > 1 {
+			return fmt.Errorf("%s and the calls attached to it reached the app %d times", p.callID, runs)
+		}
 	}
 	return nil
 }
@@ -549,6 +834,9 @@ func (h *modelHold) judge(text string, runs int, fault string) (string, error) {
 		return fixed("timed out", OutcomeExpired)
 	case h.answer == "":
 		return "", fmt.Errorf("the reference has no answer for a hold read as %q", text)
+	}
+	if h.reloaded && text == outcomePolicyChanged {
+		return fixed("policy changed", outcomePolicyChanged)
 	}
 	if h.changedFirst && runs > 0 {
 		return "", fmt.Errorf("ran against a record that changed after the person saw it (read %q)", text)
@@ -626,7 +914,7 @@ func (m *modelStats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d holds:", m.holds)
 	for _, k := range []string{"ran", "app failed", "app refused", "dropped: unknown", "no answer: unknown", "cut after the send: unknown",
-		"changed", "declined", "later", "moved on", "timed out", "refused at hold", "slow: unknown", "slow: unchecked", "slow: not reached"} {
+		"changed", "declined", "later", "moved on", "timed out", "refused at hold", "followed", "policy changed", "slow: unknown", "slow: unchecked", "slow: not reached"} {
 		fmt.Fprintf(&b, " %s %d;", k, m.kinds[k])
 	}
 	return b.String()

@@ -108,7 +108,7 @@ func (n *notifier) init(timeout time.Duration) {
 func (g *Gate) notifyHeld(holds []store.Hold) {
 	for _, h := range holds {
 		a := g.action(h)
-		if h.State != store.Waiting || a == nil || a.Notify == nil {
+		if h.State != store.Waiting || a == nil || a.Notify == nil || primaryOf(h) != "" {
 			continue
 		}
 		w := g.waitingHold(h, rights{}, nil)

@@ -184,6 +184,10 @@ const (
 	outcomeWithdrawn   = "withdrawn"    // an operator withdrew the waiting hold
 	outcomeUsed        = "used"         // an MCP ticket redeemed
 	outcomeRefusedHeld = "refused_held" // refused when it was held (Refusal)
+	// outcomeSharedLost: an attached call whose card (the primary) is no
+	// longer kept, or kept only as an earlier version's sentence: what
+	// came of the person's answer cannot be told.
+	outcomeSharedLost = "shared_lost"
 )
 
 // What the person did (Outcome.Person).
@@ -197,6 +201,9 @@ const (
 const (
 	replyApp    = "app"
 	replyPolicy = "policy"
+	// replyElsewhere: a read's body that went to the conversation of the
+	// card this call was attached to (intent.go), never to this one.
+	replyElsewhere = "elsewhere"
 )
 
 // Why nothing ran (Outcome.Why of ResultNotRun).
@@ -213,6 +220,10 @@ const (
 // replyGone is what the model reads in place of a read's body once it has
 // read it (the reply is dropped then) or when it cannot be unsealed.
 const replyGone = "The app's answer was given earlier in this conversation and is not kept."
+
+// replyOther is what the model reads in place of a read's body for a call
+// that shared another conversation's card: the body went there.
+const replyOther = "The app's answer went to the conversation where the person answered; it is not repeated here."
 
 // encode is the Outcome as the store keeps it.
 func (o Outcome) encode() string {
@@ -311,6 +322,8 @@ func (o Outcome) sentence(reply string) string {
 		return "used"
 	case outcomeRefusedHeld:
 		return o.Refusal
+	case outcomeSharedLost:
+		return "The person answered this call's card in another conversation; what came of it can no longer be read, and it may or may not have run."
 	}
 	// A kind this version does not know: never said to have run.
 	return "The outcome is unknown to this gate; it may or may not have run; nothing was retried."

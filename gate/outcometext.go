@@ -45,6 +45,8 @@ func (g *Gate) pageOutcome(h store.Hold) string {
 // action's reply as the policy says it now, or "Done.".
 func (g *Gate) replyText(h store.Hold, o Outcome) string {
 	switch o.Reply {
+	case replyElsewhere:
+		return replyOther
 	case replyApp:
 		if len(h.Reply) == 0 {
 			return replyGone

@@ -22,7 +22,7 @@ func (r *rig) reload(from, to string) {
 	if err != nil {
 		r.t.Fatalf("reloading the policy: %v", err)
 	}
-	r.policy = p
+	r.swapPolicy(p)
 }
 
 // TestPolicyReloadedBetweenHoldAndConfirm: a hold records the versions of

@@ -94,6 +94,9 @@ func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
 	switch {
 	case h.Kind == store.KindTicket:
 		outcome = Outcome{Kind: outcomeUsed}
+	case h.Answer == store.AnswerFollowed:
+		// An attached call: its card's primary ran (or not), never this.
+		outcome, ok = g.followedOutcome(ctx, h)
 	case moved.Kind != "":
 		outcome = moved
 	case h.Answer == store.AnswerConfirm && h.Protocol == ProtocolMCP:
@@ -291,6 +294,8 @@ func (g *Gate) settleWithReply(ctx context.Context, h store.Hold, o Outcome, rep
 				zap.String("answered_by", h.AnsweredBy), zap.String("outcome", outcome))
 			g.wake.notify(h.StepID) // a stream waiting for the step reads it again
 			g.notifySettled(h, outcome)
+			h.State, h.Outcome = store.Settled, outcome
+			g.follow(ctx, h) // the calls attached to its card read the same (intent.go)
 			return
 		case errors.Is(err, store.ErrAnswered):
 			g.log.Info("hold already settled", zap.String("hold_id", h.ID), zap.String("action", h.Action))

@@ -88,6 +88,17 @@ func (g *Gate) settleOpen(ctx context.Context, holds []store.Hold, userFollows b
 	changed := false
 	for _, h := range holds {
 		switch st := h.StateAt(now); {
+		case h.State == store.Answered && h.Answer == store.AnswerFollowed:
+			// An attached call whose primary's outcome did not reach it
+			// when it was recorded: it reads it now.
+			if out, ok := g.followedOutcome(ctx, h); ok {
+				g.settle(ctx, h, out)
+				changed = true
+			}
+		case g.followIfDecided(ctx, h):
+			// An attached call whose card the person answered: it reads
+			// that answer, whatever its own conversation did since.
+			changed = true
 		case st == store.Expired:
 			changed = g.settleUnanswered(ctx, h, store.AnswerTimedOut) || changed
 		case st == store.Waiting && userFollows:
@@ -104,6 +115,9 @@ func (g *Gate) settleOpen(ctx context.Context, holds []store.Hold, userFollows b
 // race, their answer stands. It reports whether the hold is no longer
 // waiting (claimed here or by someone else); false when the store failed.
 func (g *Gate) settleUnanswered(ctx context.Context, h store.Hold, choice string) bool {
+	if g.followIfDecided(ctx, h) {
+		return true // an attached call whose card the person answered reads that answer
+	}
 	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, AllowExpired: true})
 	if err != nil {
 		if !errors.Is(err, store.ErrAnswered) {
@@ -129,6 +143,8 @@ func (g *Gate) outcomeFor(h store.Hold, step []store.Hold) string {
 		return OutcomeRunning
 	case store.Answered:
 		switch {
+		case h.Answer == store.AnswerFollowed:
+			return OutcomeRunning // settled with its card's outcome as soon as that has one
 		case h.Answer != store.AnswerConfirm && h.Answer != store.AnswerSubmit:
 			return unansweredOutcome(h).sentence("") // settled with this text when the step is released
 		case complete(step):

@@ -131,6 +131,8 @@ func (o Outcome) result() Result {
 		return Result{Kind: o.Kind}
 	case outcomeWithdrawn, outcomeUsed, outcomeRefusedHeld:
 		return Result{Kind: ResultNotRun}
+	case outcomeSharedLost:
+		return Result{Kind: ResultUnknown}
 	}
 	return Result{Kind: ResultUnknown}
 }

@@ -90,6 +90,10 @@ const (
 	AnswerTimedOut  = "timed_out" // settled after expiry
 	AnswerUsed      = "used"      // an MCP ticket redeemed by the client's retry
 	AnswerWithdrawn = "withdrawn" // an operator withdrew the waiting hold (the admin API)
+	// AnswerFollowed: a call attached to another hold's card (one card per
+	// intent, gate/intent.go) takes that card's answer; it runs nothing
+	// itself.
+	AnswerFollowed = "followed"
 )
 
 // Hold is one gated call waiting for (or answered by) a person.

@@ -342,4 +342,42 @@ var mutations = []mutation{
 		To:    "}{h.Outcome, true})",
 		Tests: []string{"./gate:TestLegacyOutcomesReadAsBefore"},
 	},
+	// One card per intent (gate/intent.go): a repeat attaches only where
+	// the very same request would run, and shares the card's decision,
+	// never what one conversation does.
+	{
+		Name:  "intent: the route's policy",
+		File:  "gate/intent.go",
+		From:  "\t\tpolicyKey,     // the route's policy\n",
+		To:    "",
+		Tests: []string{"./gate:TestRepeatAttachesOnlyWhereTheSameRequestWouldRun/another_app"},
+	},
+	{
+		Name:  "intent: the action's version",
+		File:  "gate/intent.go",
+		From:  "\t\tactionVersion, // the action as that policy declares it\n",
+		To:    "",
+		Tests: []string{"./gate:TestRepeatAttachesOnlyWhereTheSameRequestWouldRun/another_action_version"},
+	},
+	{
+		Name:  "intent: the protocol",
+		File:  "gate/intent.go",
+		From:  "\t\tprotocol,      // the wire protocol the call came on\n",
+		To:    "",
+		Tests: []string{"./gate:TestRepeatAttachesOnlyWhereTheSameRequestWouldRun/another_protocol"},
+	},
+	{
+		Name:  "intent: only the person's decision reaches another conversation",
+		File:  "gate/intent.go",
+		From:  "if primaryOf(p) != \"\" || p.Kind == store.KindTicket || !decides(p.Answer) {",
+		To:    "if primaryOf(p) != \"\" || p.Kind == store.KindTicket {",
+		Tests: []string{"./gate:TestRepeatInAnotherConversationKeepsToItsOwn"},
+	},
+	{
+		Name:  "intent: an answered card is not answered again on a repeat's link",
+		File:  "gate/intent.go",
+		From:  "\tcase decides(p.Answer):\n\t\treturn store.Hold{}, store.ErrAnswered\n",
+		To:    "",
+		Tests: []string{"./gate:TestAnsweredCardIsNotAnsweredAgainOnARepeatsLink"},
+	},
 }
