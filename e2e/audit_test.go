@@ -143,6 +143,9 @@ func TestAuditExportsEveryHoldsLife(t *testing.T) {
 	byHold := map[string][]map[string]any{}
 	var lastSeq float64
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if strings.HasPrefix(line, `{"export":`) {
+			continue // the export's end line
+		}
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("export line %q: %v", line, err)
@@ -177,7 +180,7 @@ func TestAuditExportsEveryHoldsLife(t *testing.T) {
 			released(200), {"kind": "settled", "outcome": "The person confirmed. Removed."}},
 		{{"kind": "held"}, {"kind": "shown", "by": "ana"}, {"kind": "answered", "by": "ana", "answer": "decline"},
 			{"kind": "settled", "outcome": "The person declined; nothing ran."}},
-		{{"kind": "held"}, {"kind": "shown", "by": "ana"}, {"kind": "answered", "answer": "timed_out"},
+		{{"kind": "held"}, {"kind": "shown", "by": "ana"}, {"kind": "answered", "by": "toolgate", "answer": "timed_out"},
 			{"kind": "settled", "outcome": "The person did not answer in time; nothing ran."}},
 		{{"kind": "held"}, {"kind": "shown", "by": "ana"}, {"kind": "answered", "by": "ana", "answer": "confirm"},
 			released(500), {"kind": "settled", "outcome": "The person confirmed, but the app failed (HTTP 500); it may or may not have made changes; nothing was retried."}},

@@ -103,7 +103,12 @@ func (g *Gate) settleOpen(ctx context.Context, holds []store.Hold, userFollows b
 // race, their answer stands. It reports whether the hold is no longer
 // waiting (claimed here or by someone else); false when the store failed.
 func (g *Gate) settleUnanswered(ctx context.Context, h store.Hold, choice string) bool {
-	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, AllowExpired: true})
+	ans := store.Answer{Choice: choice, AllowExpired: true}
+	ev := answeredEvent(h.ID, ans)
+	if choice == store.AnswerTimedOut {
+		ev.At = h.Expires // when it happened, not when a request or the sweeper noticed
+	}
+	claimed, err := g.cfg.Store.Claim(ctx, h.ID, ans, ev)
 	if err != nil {
 		if !errors.Is(err, store.ErrAnswered) {
 			g.log.Error("settling unanswered hold", zap.String("hold_id", h.ID), zap.Error(err))

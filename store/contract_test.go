@@ -66,6 +66,7 @@ var contract = []struct {
 	{"AuditOnlyWhatCommitted", testAuditOnlyWhatCommitted},
 	{"AuditRace", testAuditRace},
 	{"AuditQuery", testAuditQuery},
+	{"AuditAt", testAuditAt},
 	{"AuditRetention", testAuditRetention},
 	{"Retention", testRetention},
 	{"Stats", testStats},
