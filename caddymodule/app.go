@@ -18,7 +18,6 @@ import (
 	"github.com/toolgate/toolgate/actions"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/pages"
-	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -108,6 +107,17 @@ type App struct {
 	// when the store is opened.
 	AuditRetention caddy.Duration `json:"audit_retention,omitempty"`
 
+	// PolicyPoll is how often the policy files the handlers load are
+	// checked for edits. An edited file takes effect on its own, without
+	// a config reload (Caddy skips a reload whose config is unchanged):
+	// once two reads one poll apart agree and it loads, its new version
+	// is used for new calls, and holds made under the old one are judged
+	// as after a reload (an action whose version changed runs nothing).
+	// A file that does not load is logged, and the policy before it
+	// stays. Default: 2s; negative (the Caddyfile's `policy_poll off`):
+	// not watched.
+	PolicyPoll caddy.Duration `json:"policy_poll,omitempty"`
+
 	// SweepInterval is how often the sweeper ends what a crash, a stop or
 	// a store outage left open: a release cut mid-run is settled as
 	// unknown (never run again), an answered step whose release never
@@ -128,12 +138,15 @@ type App struct {
 
 // live is the app's state that changes while it runs.
 type live struct {
-	mu       sync.RWMutex
-	db       store.Store // set in Start, cleared in Stop
-	policies sync.Map    // clean policy path → *policies.Policy
+	mu sync.RWMutex
+	db store.Store // set in Start, cleared in Stop
 
-	stopLoop context.CancelFunc // ends the sweeper loop (set in Start)
-	loopDone chan struct{}      // closed when the loop has ended
+	polMu sync.RWMutex
+	files map[string]*policyFile // by clean path (policyfiles.go)
+
+	stopLoop  context.CancelFunc // ends the sweeper loop and the policy watcher (set in Start)
+	loopDone  chan struct{}      // closed when the loop has ended
+	watchDone chan struct{}      // closed when the policy watcher has ended (nil: not watching)
 
 	started     chan struct{} // closed once Start has set db, or by Stop
 	startedOnce sync.Once
@@ -176,6 +189,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	if a.SweepInterval == 0 {
 		a.SweepInterval = caddy.Duration(time.Minute)
+	}
+	if a.PolicyPoll == 0 {
+		a.PolicyPoll = caddy.Duration(DefaultPolicyPoll)
 	}
 	a.ctx = ctx
 	m, err := newMetrics(ctx.GetMetricsRegistry())
@@ -256,6 +272,10 @@ func (a *App) Start() error {
 	// Only a Badger this app opened is nobody else's: a shared database
 	// may have releases in flight on other replicas.
 	go a.background(ctx, a.live.loopDone, !loaded && a.dsn == "")
+	if a.PolicyPoll > 0 {
+		a.live.watchDone = make(chan struct{})
+		go a.watchPolicies(ctx, a.live.watchDone)
+	}
 	return nil
 }
 
@@ -328,6 +348,9 @@ func (a *App) Stop() error {
 			a.logger.Error("stopping: the sweeper did not end")
 		}
 	}
+	if a.live.watchDone != nil {
+		<-a.live.watchDone // a poll reads one small file at a time
+	}
 	a.live.mu.Lock()
 	a.live.db = nil
 	a.live.mu.Unlock()
@@ -374,19 +397,6 @@ func (a *App) sampleStore(ctx context.Context) {
 		return
 	}
 	a.metrics.storeBytes.Set(float64(st.Bytes))
-}
-
-// register makes a handler's policy known to the gate, so the pages can
-// rebuild and release the holds it made. It is keyed by the policy's
-// clean path: holds made under an earlier load of the same file are
-// answered against the policy as it reads now.
-func (a *App) register(key string, p *policies.Policy) { a.live.policies.Store(key, p) }
-
-func (a *App) policy(key string) *policies.Policy {
-	if v, ok := a.live.policies.Load(key); ok {
-		return v.(*policies.Policy)
-	}
-	return nil
 }
 
 type pooledStore struct{ store.Store }

@@ -42,6 +42,7 @@ func init() {
 //		max_waiting    <count>
 //		sweep_interval <duration>
 //		audit_retention <duration>|forever
+//		policy_poll    <duration>|off
 //	}
 //
 // max_waiting 0 means no cap.
@@ -91,6 +92,20 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 			if a.SweepInterval == 0 {
 				return d.Errf("sweep_interval: want a positive duration")
 			}
+		case "policy_poll":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			if s == "off" {
+				a.PolicyPoll = -1 // not watched; in JSON, 0 is the default
+				return nil
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return d.Errf("policy_poll: want a positive duration, or off, got %q", s)
+			}
+			a.PolicyPoll = caddy.Duration(dur)
 		case "audit_retention":
 			var s string
 			if err := oneArg(d, &s); err != nil {

@@ -154,10 +154,9 @@ type Handler struct {
 	// waiting stream per interval. Default 2s.
 	ResumePoll caddy.Duration `json:"resume_poll,omitempty"`
 
-	app       *App
-	policy    *policies.Policy
-	policyKey string
-	logger    *zap.Logger
+	app     *App
+	file    *policyFile // the policy file, as it reads now (policyfiles.go)
+	logger  *zap.Logger
 	waiting   *atomic.Int64 // streams of this route waiting for the person (ResumeWait)
 }
 
@@ -176,7 +175,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	var err error
-	if h.app, h.policyKey, h.policy, err = joinApp(ctx, h.Policy); err != nil {
+	if h.app, h.file, err = joinApp(ctx, h.Policy); err != nil {
 		return err
 	}
 	if h.Provider != "" && h.Provider != "auto" && adapters[h.Provider] == nil {
@@ -204,34 +203,36 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.ResumePoll = caddy.Duration(gate.DefaultPoll)
 	}
 	h.waiting = new(atomic.Int64)
-	h.logger.Info("policy loaded", zap.String("policy", h.policyKey), zap.Int("actions", len(h.policy.Actions)))
 	return nil
 }
 
 // joinApp loads a handler's policy file and registers it with the
-// toolgate app, which it returns, under the file's clean absolute path:
-// the key a hold names its policy by.
-func joinApp(ctx caddy.Context, policy string) (*App, string, *policies.Policy, error) {
+// toolgate app, which it returns, with the file the handler reads its
+// policy through (watched for edits). Holds name the policy by its
+// identity (name and content), not by the file's path; the log line ties
+// the one to the other for operators.
+func joinApp(ctx caddy.Context, policy string) (*App, *policyFile, error) {
 	if policy == "" {
-		return nil, "", nil, errors.New("policy is required")
+		return nil, nil, errors.New("policy is required")
 	}
 	path := caddy.NewReplacer().ReplaceAll(policy, "")
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("policy %q: %w", path, err)
+		return nil, nil, fmt.Errorf("policy %q: %w", path, err)
 	}
-	key := filepath.Clean(abs)
-	p, err := policies.Load(key)
+	clean := filepath.Clean(abs)
+	p, err := policies.Load(clean)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, err
 	}
 	appIface, err := ctx.App("toolgate")
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("getting toolgate app: %w", err)
+		return nil, nil, fmt.Errorf("getting toolgate app: %w", err)
 	}
 	app := appIface.(*App)
-	app.register(key, p)
-	return app, key, p, nil
+	f := app.registerFile(clean, p)
+	ctx.Logger().Info("policy loaded", zap.String("file", clean), zap.String("policy", p.Identity()), zap.Int("actions", len(p.Actions)))
+	return app, f, nil
 }
 
 // ServeHTTP gates one model request.
@@ -283,14 +284,16 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
-	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
+	pol := h.file.current() // one version for the whole request, whatever a swap does meanwhile
+	front := h.app.gate.Front(pol.policy, pol.key, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
 		WithToolSchemas(func(name string) []byte { return toolParameters(original, name, protocol) })
 
 	body, err := adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
-	if body, err = adapter.RewriteTools(body, h.rewriteTool); err != nil {
+	rewrite := func(name string, parameters []byte) ([]byte, string, bool) { return rewriteTool(pol.policy, name, parameters) }
+	if body, err = adapter.RewriteTools(body, rewrite); err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
 	setBody(r, body)
@@ -519,12 +522,7 @@ const askHint = " If you do not know every field, call it with what you know: th
 
 // rewriteTool offers the policy's actions to the model as the policy says:
 // required-for-agents fields required and not nullable, and the ask hint.
-func (h *Handler) rewriteTool(name string, parameters []byte) ([]byte, string, bool) {
-	return rewriteTool(h.policy, name, parameters)
-}
-
-// rewriteTool is the one rule both fronts apply to a declared tool's
-// definition. An action in shadow mode is offered as the app wrote it:
+// It is the one rule both fronts apply to a declared tool's definition. An action in shadow mode is offered as the app wrote it:
 // shadow mode changes nothing the model or the app reads.
 func rewriteTool(p *policies.Policy, name string, parameters []byte) ([]byte, string, bool) {
 	a := p.Action(name)

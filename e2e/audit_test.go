@@ -81,7 +81,7 @@ func TestAuditExportsEveryHoldsLife(t *testing.T) {
 		e.app.SetRecord("/posts/"+post, `{"title":"`+title+`","status":"draft"}`)
 	}
 	start := time.Now().Add(-time.Second)
-	policyFile, policy := e.policyFile(t)
+	_, policy := e.policyFile(t)
 
 	type held struct {
 		link string
@@ -196,7 +196,7 @@ func TestAuditExportsEveryHoldsLife(t *testing.T) {
 		for j, w := range lives[i] {
 			g := got[j]
 			full := map[string]any{"hold_id": h.id, "owner": "ana", "action": actions[i], "hold_kind": "card",
-				"protocol": "openai-chat", "policy": policyFile}
+				"protocol": "openai-chat", "policy": policy.Identity()}
 			for k, v := range w {
 				full[k] = v
 			}

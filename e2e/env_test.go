@@ -49,6 +49,7 @@ type envOptions struct {
 	// pagesRoute replaces what the pages' route runs (default: basic_auth
 	// for ana and bo, then toolgate_pages).
 	pagesRoute string
+	app        string // more lines for the toolgate global options
 }
 
 // policyYAML is the test policy; APP is replaced by the fake app's URL.
@@ -252,6 +253,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		pages %s
 		ttl %s
 		action_timeout 5s
+		%s
 	}
 }
 
@@ -269,7 +271,7 @@ http://%s {
 		%s
 	}
 }
-`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
+`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, opts.app, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
 	testkit.Run(t, e.caddy)
 	return e
 }

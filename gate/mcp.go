@@ -405,10 +405,18 @@ func (f *Front) mcpPolicyMoved(c MCPCall, moved string) MCPVerdict {
 // ticket, a card hold, another kind of ticket) is refused before anything
 // is claimed.
 func (f *Front) issuedFor(t store.Hold, kind string, c MCPCall) bool {
-	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {
+	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || !f.samePolicy(t.Policy) {
 		return false
 	}
 	return ticketKind(t) == kind
+}
+
+// samePolicy reports whether a record made under the policy key is this
+// front's policy: the same identity, or an earlier version of the policy
+// file this front reads now (the version checks then decide,
+// policyversion.go).
+func (f *Front) samePolicy(key string) bool {
+	return key == f.policyKey || f.g.cfg.Policy(key) == f.policy
 }
 
 // ticketKind is the kind of requestState a ticket backs, read from what it

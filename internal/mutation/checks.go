@@ -176,7 +176,7 @@ var mutations = []mutation{
 	{
 		Name:  "mcp: the ticket matches the requestState",
 		File:  "gate/mcp.go",
-		From:  "if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {",
+		From:  "if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || !f.samePolicy(t.Policy) {",
 		To:    "if false {",
 		Tests: []string{"./gate:TestMCPStateMustMatchItsTicket", "./gate:TestMCPMismatchedStateUsesNothing"},
 	},
@@ -275,5 +275,43 @@ var mutations = []mutation{
 		From:  "WHERE h.id = $1 AND h.state = 'waiting' AND",
 		To:    "WHERE h.id = $1 AND",
 		Tests: []string{"./store:TestPostgresContract/ClaimRace"},
+	},
+
+	// Issue 15 §4 and §5: replicas that disagree, the audit log, policy
+	// files.
+	{
+		Name:  "ops policy: identified by content, not path",
+		File:  "caddymodule/policyfiles.go",
+		From:  "l := &loadedPolicy{policy: p, key: p.Identity()}\n\tlineage.Store(l.key, path)",
+		To:    "l := &loadedPolicy{policy: p, key: path}\n\tlineage.Store(l.key, path)",
+		Tests: []string{"./e2e:TestPolicyIsItsContentNotItsPath"},
+	},
+	{
+		Name:  "ops policy: an edited file takes effect",
+		File:  "caddymodule/policyfiles.go",
+		From:  "\tf.cur.Store(l)\n\tf.stat, f.pending, f.bad",
+		To:    "\tf.stat, f.pending, f.bad",
+		Tests: []string{"./e2e:TestPolicyFileEditTakesEffect"},
+	},
+	{
+		Name:  "ops audit: the stored time is the hashed time",
+		File:  "store/audit.go",
+		From:  "if !r.Time.Equal(e.Time) {",
+		To:    "if false && !r.Time.Equal(e.Time) {",
+		Tests: []string{"./store:TestBadgerAuditTamper/retime", "./store:TestPostgresAuditTamper/retime"},
+	},
+	{
+		Name:  "ops audit: an export ends with its end line",
+		File:  "store/auditlines.go",
+		From:  "\tcase end == nil:\n",
+		To:    "\tcase false:\n",
+		Tests: []string{"./cmd/toolgate:TestAuditExportCommand"},
+	},
+	{
+		Name:  "ops audit: an expiry is answered when it happened",
+		File:  "gate/restore.go",
+		From:  "\t\tev.At = h.Expires",
+		To:    "\t\t_ = h.Expires",
+		Tests: []string{"./gate:TestAuditExpiredAnswer"},
 	},
 }
