@@ -157,7 +157,7 @@ type Handler struct {
 	app     *App
 	file    *policyFile // the policy file, as it reads now (policyfiles.go)
 	logger  *zap.Logger
-	waiting   *atomic.Int64 // streams of this route waiting for the person (ResumeWait)
+	waiting *atomic.Int64 // streams of this route waiting for the person (ResumeWait)
 }
 
 // Defaults of the resume options.
@@ -292,7 +292,9 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
-	rewrite := func(name string, parameters []byte) ([]byte, string, bool) { return rewriteTool(pol.policy, name, parameters) }
+	rewrite := func(name string, parameters []byte) ([]byte, string, bool) {
+		return rewriteTool(pol.policy, name, parameters)
+	}
 	if body, err = adapter.RewriteTools(body, rewrite); err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
