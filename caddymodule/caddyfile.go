@@ -151,6 +151,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		resume_wait        <duration>
 //		resume_keepalive   <duration>
 //		resume_max_streams <count>
+//		resume_max_streams_per_person <count>
 //		resume_poll        <duration>
 //	}
 //
@@ -198,6 +199,16 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("resume_max_streams: want a positive whole number, got %q", s)
 			}
 			h.ResumeMaxStreams = n
+		case "resume_max_streams_per_person":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				return d.Errf("resume_max_streams_per_person: want a positive whole number, got %q", s)
+			}
+			h.ResumeMaxStreamsPerPerson = n
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -148,6 +147,15 @@ type Handler struct {
 	// ends at once, as without ResumeWait. Default 1000.
 	ResumeMaxStreams int `json:"resume_max_streams,omitempty"`
 
+	// ResumeMaxStreamsPerPerson caps the streams of one person (tenant
+	// and owner) waiting at once on this route, so that no one person
+	// takes the whole of ResumeMaxStreams from the others: their streams
+	// beyond it end at once, as without ResumeWait. Default: half of
+	// ResumeMaxStreams, at least 1 and at most 10 (1 for a cap of 3; 10
+	// for the default 1000); never more than ResumeMaxStreams. Both caps
+	// count this process's streams (each holds a connection here).
+	ResumeMaxStreamsPerPerson int `json:"resume_max_streams_per_person,omitempty"`
+
 	// ResumePoll is how often a waiting stream reads its step from the
 	// store, to learn of answers another replica sharing the store took
 	// (answers this process takes wake it at once). One read by id per
@@ -157,7 +165,43 @@ type Handler struct {
 	app     *App
 	file    *policyFile // the policy file, as it reads now (policyfiles.go)
 	logger  *zap.Logger
-	waiting *atomic.Int64 // streams of this route waiting for the person (ResumeWait)
+	waiting *streamShares // streams of this route waiting for the person (ResumeWait)
+}
+
+// streamShares counts the streams of a route that wait for the person,
+// in all and per person.
+type streamShares struct {
+	mu       sync.Mutex
+	total    int
+	byPerson map[personKey]int
+}
+
+// personKey is a person as the stream caps count them.
+type personKey struct{ tenant, owner string }
+
+// enter counts a stream of who's unless that would take the route over
+// max or who over perPerson; it reports whether it did.
+func (s *streamShares) enter(who gate.Person, max, perPerson int) bool {
+	k := personKey{who.Tenant, who.Owner}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total >= max || s.byPerson[k] >= perPerson {
+		return false
+	}
+	s.total++
+	s.byPerson[k]++
+	return true
+}
+
+// leave uncounts a stream enter counted.
+func (s *streamShares) leave(who gate.Person) {
+	k := personKey{who.Tenant, who.Owner}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total--
+	if s.byPerson[k]--; s.byPerson[k] <= 0 {
+		delete(s.byPerson, k)
+	}
 }
 
 // Defaults of the resume options.
@@ -202,7 +246,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.ResumePoll == 0 {
 		h.ResumePoll = caddy.Duration(gate.DefaultPoll)
 	}
-	h.waiting = new(atomic.Int64)
+	if h.ResumeMaxStreamsPerPerson < 0 {
+		return errors.New("resume_max_streams_per_person must not be negative")
+	}
+	if h.ResumeMaxStreamsPerPerson == 0 {
+		h.ResumeMaxStreamsPerPerson = min(max(h.ResumeMaxStreams/2, 1), 10)
+	}
+	h.ResumeMaxStreamsPerPerson = min(h.ResumeMaxStreamsPerPerson, h.ResumeMaxStreams)
+	h.waiting = &streamShares{byPerson: map[personKey]int{}}
 	return nil
 }
 
@@ -381,10 +432,11 @@ func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapte
 		return nil, false
 	}
 	step := rw.Held()
-	if step == "" || !h.enterWait(step) {
+	who := front.Person()
+	if step == "" || !h.enterWait(step, who) {
 		return nil, false
 	}
-	defer h.waiting.Add(-1)
+	defer h.waiting.leave(who)
 	answered, err := front.Await(r.Context(), step, h.awaitOptions(rw))
 	if !answered {
 		h.unanswered(r, step, err)
@@ -396,13 +448,13 @@ func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapte
 }
 
 // enterWait counts a stream that waits, unless ResumeMaxStreams of the
-// route already do.
-func (h *Handler) enterWait(step string) bool {
-	if h.waiting.Add(1) <= int64(h.ResumeMaxStreams) {
+// route, or ResumeMaxStreamsPerPerson of who's, already do.
+func (h *Handler) enterWait(step string, who gate.Person) bool {
+	if h.waiting.enter(who, h.ResumeMaxStreams, h.ResumeMaxStreamsPerPerson) {
 		return true
 	}
-	h.waiting.Add(-1)
-	h.logger.Warn("stream not kept waiting: resume_max_streams reached", zap.String("step_id", step), zap.Int("resume_max_streams", h.ResumeMaxStreams))
+	h.logger.Warn("stream not kept waiting: resume_max_streams or resume_max_streams_per_person reached", zap.String("step_id", step),
+		zap.Int("resume_max_streams", h.ResumeMaxStreams), zap.Int("resume_max_streams_per_person", h.ResumeMaxStreamsPerPerson))
 	return false
 }
 

@@ -314,4 +314,11 @@ var mutations = []mutation{
 		To:    "\t\t_ = h.Expires",
 		Tests: []string{"./gate:TestAuditExpiredAnswer"},
 	},
+	{
+		Name:  "ops resume: a person's share of the waiting streams",
+		File:  "caddymodule/handler.go",
+		From:  "if s.total >= max || s.byPerson[k] >= perPerson {",
+		To:    "if s.total >= max {",
+		Tests: []string{"./e2e:TestResumeStreamsFairShare"},
+	},
 }
