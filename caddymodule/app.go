@@ -66,6 +66,21 @@ type App struct {
 	// it into the config.
 	Secret string `json:"secret,omitempty"`
 
+	// PreviousSecrets are secrets being rotated out, each at least 16
+	// bytes: what they signed (the person's page tokens, MCP
+	// requestStates) is still taken, and every request to an app carries
+	// a signature by each of them beside the one by Secret, so an app
+	// still on an old secret verifies it. Nothing new is signed with them
+	// alone. Remove them one TTL (ttl, or an MCP route's state_ttl if
+	// longer) after every replica runs the new Secret.
+	//
+	// The store records a fingerprint of the secrets in use (never the
+	// secrets): a start whose Secret and PreviousSecrets all differ from
+	// the recorded ones is refused, so a replica with another secret
+	// cannot join the others on the same store. See the README's
+	// rotation steps.
+	PreviousSecrets []string `json:"previous_secrets,omitempty"`
+
 	// Pages is the absolute base URL under which the `toolgate_pages`
 	// handler is reachable for the person, e.g.
 	// "https://gate.example.com/toolgate". Links are Pages + "/h/" + id.
@@ -125,15 +140,16 @@ type App struct {
 	// answered ones is completed. It also runs once at start. Default: 1m.
 	SweepInterval caddy.Duration `json:"sweep_interval,omitempty"`
 
-	secret  []byte
-	dir     string // the Badger directory; "" when dsn is set
-	dsn     string // the PostgreSQL DSN, placeholders resolved
-	ctx     caddy.Context
-	gate    *gate.Gate
-	pages   *pages.Pages
-	logger  *zap.Logger
-	metrics *metrics
-	live    *live
+	secret   []byte
+	previous [][]byte // PreviousSecrets, placeholders resolved
+	dir      string   // the Badger directory; "" when dsn is set
+	dsn      string   // the PostgreSQL DSN, placeholders resolved
+	ctx      caddy.Context
+	gate     *gate.Gate
+	pages    *pages.Pages
+	logger   *zap.Logger
+	metrics  *metrics
+	live     *live
 }
 
 // live is the app's state that changes while it runs.
@@ -173,6 +189,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.live = &live{started: make(chan struct{})}
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
+	a.previous = nil
+	for _, p := range a.PreviousSecrets {
+		a.previous = append(a.previous, []byte(repl.ReplaceAll(p, "")))
+	}
 	a.Pages = repl.ReplaceAll(a.Pages, "")
 	a.dir, a.dsn = storeLocation(repl, a.Store, a.Postgres)
 	if a.TTL == 0 {
@@ -200,19 +220,21 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.metrics = m
 	a.gate = gate.New(gate.Config{
-		Store:    (*appStore)(a),
-		Actions:  &actions.Client{Secret: a.secret, Timeout: time.Duration(a.ActionTimeout)},
-		Secret:   a.secret,
-		Pages:    a.Pages,
-		TTL:      time.Duration(a.TTL),
-		Policy:   a.policy,
-		Logger:   a.logger,
-		Observer: m,
-		Context:  ctx,
+		Store:   (*appStore)(a),
+		Actions: &actions.Client{Secret: a.secret, Previous: a.previous, Timeout: time.Duration(a.ActionTimeout)},
+		Secret:  a.secret,
+
+		PreviousSecrets: a.previous,
+		Pages:           a.Pages,
+		TTL:             time.Duration(a.TTL),
+		Policy:          a.policy,
+		Logger:          a.logger,
+		Observer:        m,
+		Context:         ctx,
 
 		ActionTimeout: time.Duration(a.ActionTimeout),
 	})
-	a.pages = &pages.Pages{Gate: a.gate, Secret: a.secret, Logger: a.logger}
+	a.pages = &pages.Pages{Gate: a.gate, Secret: a.secret, Previous: a.previous, Logger: a.logger}
 	return nil
 }
 
@@ -220,6 +242,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 func (a *App) Validate() error {
 	if len(a.secret) < 16 {
 		return errors.New("toolgate: secret must be set and at least 16 bytes (e.g. secret {env.TOOLGATE_SECRET})")
+	}
+	for i, p := range a.previous {
+		if len(p) < 16 {
+			return fmt.Errorf("toolgate: previous_secrets[%d] must be at least 16 bytes (is its environment variable set?)", i)
+		}
 	}
 	if a.Pages == "" {
 		return errors.New("toolgate: pages must be set to the absolute base URL of the toolgate_pages handler")
@@ -257,6 +284,11 @@ func (a *App) Start() error {
 		return fmt.Errorf("toolgate: opening store: %w", err)
 	}
 	db := v.(pooledStore).Store
+	if err := a.checkSecrets(db); err != nil {
+		a.live.markStarted()
+		_, _ = stores.Delete(a.storeKey())
+		return err
+	}
 	a.live.mu.Lock()
 	a.live.db = db
 	a.live.mu.Unlock()
@@ -275,6 +307,26 @@ func (a *App) Start() error {
 	if a.PolicyPoll > 0 {
 		a.live.watchDone = make(chan struct{})
 		go a.watchPolicies(ctx, a.live.watchDone)
+	}
+	return nil
+}
+
+// checkSecrets refuses a start whose secrets match none of those the
+// store records (store.SecretKeeper): another replica on the same store
+// signs with another secret. It then records this config's.
+func (a *App) checkSecrets(db store.Store) error {
+	k, ok := db.(store.SecretKeeper)
+	if !ok {
+		return nil // a store of a test's own
+	}
+	fps := []string{store.SecretFingerprint(a.secret)}
+	for _, p := range a.previous {
+		fps = append(fps, store.SecretFingerprint(p))
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	if err := k.CheckSecrets(ctx, fps); err != nil {
+		return fmt.Errorf("toolgate: secret: %w", err)
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ func init() {
 //	toolgate {
 //		store          [badger] <path> | postgres <dsn>
 //		secret         <secret>
+//		previous_secrets <secret>...
 //		pages          <base url>
 //		ttl            <duration>
 //		retention      <duration>
@@ -64,6 +65,11 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 			}
 		case "secret":
 			return oneArg(d, &a.Secret)
+		case "previous_secrets":
+			a.PreviousSecrets = d.RemainingArgs()
+			if len(a.PreviousSecrets) == 0 {
+				return d.ArgErr()
+			}
 		case "pages":
 			return oneArg(d, &a.Pages)
 		case "ttl":

@@ -53,6 +53,9 @@ type Config struct {
 	Observer Observer
 	// Secret keys the signature of MCP request states.
 	Secret []byte
+	// PreviousSecrets still verify request states signed before a
+	// rotation (nothing is signed with them).
+	PreviousSecrets [][]byte
 	// Now is the clock; time.Now when nil. It must read like the store's:
 	// the sweeper compares it with the times the store stamps.
 	Now func() time.Time

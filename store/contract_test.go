@@ -67,6 +67,7 @@ var contract = []struct {
 	{"AuditRace", testAuditRace},
 	{"AuditQuery", testAuditQuery},
 	{"AuditAt", testAuditAt},
+	{"Secrets", testSecrets},
 	{"AuditRetention", testAuditRetention},
 	{"Retention", testRetention},
 	{"Stats", testStats},
