@@ -18,6 +18,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,10 @@ type Client struct {
 	Transport *http.Transport
 	// Secret keys the signature.
 	Secret []byte
+	// Previous are secrets being rotated out: during a rotation each
+	// request also carries a signature by each of them (Signature), so an
+	// app still on the old secret verifies it.
+	Previous [][]byte
 	// Timeout bounds each request. Default 10s.
 	Timeout time.Duration
 	// MaxBody caps the response body read. Default 1 MiB.
@@ -189,7 +194,7 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, rawURL string,
 	}
 	ts := now().Unix()
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderSignature, Sign(c.Secret, method, u.RequestURI(), ts, body))
+	req.Header.Set(HeaderSignature, c.Signature(method, u.RequestURI(), ts, body))
 
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -230,6 +235,19 @@ func Sign(secret []byte, method, requestURI string, timestamp int64, body []byte
 	return "v1=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// Signature is the signature header value of a request: Sign by the
+// secret, then, during a rotation, a comma and Sign by each previous
+// secret ("v1=<hex>,v1=<hex>"). An app accepts the request when any one
+// of the comma-separated signatures matches its secret, so it may move
+// to the new secret at any time while the gate still lists the old one.
+func (c *Client) Signature(method, requestURI string, timestamp int64, body []byte) string {
+	sig := Sign(c.Secret, method, requestURI, timestamp, body)
+	for _, p := range c.Previous {
+		sig += "," + Sign(p, method, requestURI, timestamp, body)
+	}
+	return sig
+}
+
 // Verify checks a request the gate signed, as an app written in Go would:
 // the signature must match the body and the timestamp must be within skew
 // of now (a replay of an old request fails).
@@ -242,8 +260,11 @@ func Verify(secret []byte, r *http.Request, body []byte, now time.Time, skew tim
 		return errors.New("timestamp outside the allowed skew")
 	}
 	want := Sign(secret, r.Method, r.URL.RequestURI(), ts, body)
-	if !hmac.Equal([]byte(want), []byte(r.Header.Get(HeaderSignature))) {
-		return errors.New("signature mismatch")
+	// During a rotation the header lists one signature per secret.
+	for _, got := range strings.Split(r.Header.Get(HeaderSignature), ",") {
+		if hmac.Equal([]byte(want), []byte(strings.TrimSpace(got))) {
+			return nil
+		}
 	}
-	return nil
+	return errors.New("signature mismatch")
 }

@@ -93,16 +93,20 @@ const (
 // adminHold is a hold as the admin API shows it: never the person's
 // values, the call, its arguments or the assistant message.
 type adminHold struct {
-	ID       string          `json:"id"`
-	StepID   string          `json:"step_id"`
-	Tenant   string          `json:"tenant"`
-	Owner    string          `json:"owner"`
-	Policy   string          `json:"policy"`
-	Action   string          `json:"action"`
-	Kind     store.Kind      `json:"kind"`
-	Protocol string          `json:"protocol"`
-	State    store.State     `json:"state"`
-	Shown    json.RawMessage `json:"shown,omitempty"`
+	ID     string `json:"id"`
+	StepID string `json:"step_id"`
+	Tenant string `json:"tenant"`
+	Owner  string `json:"owner"`
+	Policy string `json:"policy"`
+	// PolicyFile is the file this gate reads the policy from now, when it
+	// reads this very version (policy names it by identity: its name and
+	// content hash).
+	PolicyFile string          `json:"policy_file,omitempty"`
+	Action     string          `json:"action"`
+	Kind       store.Kind      `json:"kind"`
+	Protocol   string          `json:"protocol"`
+	State      store.State     `json:"state"`
+	Shown      json.RawMessage `json:"shown,omitempty"`
 
 	Answer     string `json:"answer,omitempty"`
 	AnsweredBy string `json:"answered_by,omitempty"`
@@ -116,9 +120,10 @@ type adminHold struct {
 	StartedAt  time.Time `json:"started_at,omitzero"`
 }
 
-func showHold(h *store.Hold, now time.Time) adminHold {
+func (a *App) showHold(h *store.Hold, now time.Time) adminHold {
 	return adminHold{
-		ID: h.ID, StepID: h.StepID, Tenant: h.Tenant, Owner: h.Owner, Policy: h.Policy, Action: h.Action,
+		PolicyFile: a.policyFileOf(h.Policy),
+		ID:         h.ID, StepID: h.StepID, Tenant: h.Tenant, Owner: h.Owner, Policy: h.Policy, Action: h.Action,
 		Kind: h.Kind, Protocol: h.Protocol, State: h.StateAt(now), Shown: gate.ShownSummary(h),
 		Answer: h.Answer, AnsweredBy: h.AnsweredBy, Outcome: gate.OutcomeSummary(h),
 		Created: h.Created, Expires: h.Expires, AnsweredAt: h.AnsweredAt, StartedAt: h.StartedAt,
@@ -153,7 +158,7 @@ func (Admin) handleList(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := adminPage{Holds: make([]adminHold, 0, len(page.Holds)), Next: page.Next}
 	for i := range page.Holds {
-		out.Holds = append(out.Holds, showHold(&page.Holds[i], now))
+		out.Holds = append(out.Holds, app.showHold(&page.Holds[i], now))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -231,7 +236,7 @@ func (Admin) handleHold(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return storeError("reading hold", err, http.StatusInternalServerError)
 		}
-		return writeJSON(w, http.StatusOK, showHold(&h, time.Now()))
+		return writeJSON(w, http.StatusOK, app.showHold(&h, time.Now()))
 	}
 	by := operator(r)
 	h, err := app.gate.Withdraw(r.Context(), id, by)
@@ -247,7 +252,7 @@ func (Admin) handleHold(w http.ResponseWriter, r *http.Request) error {
 	}
 	app.logger.Info("hold withdrawn through the admin API", zap.String("hold_id", id), zap.String("action", h.Action),
 		zap.String("by", by), zap.String("remote_ip", r.RemoteAddr))
-	return writeJSON(w, http.StatusOK, showHold(&h, time.Now()))
+	return writeJSON(w, http.StatusOK, app.showHold(&h, time.Now()))
 }
 
 // operator is who the audit names as withdrawing a hold: "admin", with

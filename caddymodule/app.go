@@ -18,7 +18,6 @@ import (
 	"github.com/toolgate/toolgate/actions"
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/pages"
-	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -67,6 +66,21 @@ type App struct {
 	// it into the config.
 	Secret string `json:"secret,omitempty"`
 
+	// PreviousSecrets are secrets being rotated out, each at least 16
+	// bytes: what they signed (the person's page tokens, MCP
+	// requestStates) is still taken, and every request to an app carries
+	// a signature by each of them beside the one by Secret, so an app
+	// still on an old secret verifies it. Nothing new is signed with them
+	// alone. Remove them one TTL (ttl, or an MCP route's state_ttl if
+	// longer) after every replica runs the new Secret.
+	//
+	// The store records a fingerprint of the secrets in use (never the
+	// secrets): a start whose Secret and PreviousSecrets all differ from
+	// the recorded ones is refused, so a replica with another secret
+	// cannot join the others on the same store. See docs/operations.md,
+	// "Secret rotation".
+	PreviousSecrets []string `json:"previous_secrets,omitempty"`
+
 	// Pages is the absolute base URL under which the `toolgate_pages`
 	// handler is reachable for the person, e.g.
 	// "https://gate.example.com/toolgate". Links are Pages + "/h/" + id.
@@ -100,13 +114,24 @@ type App struct {
 	MaxWaiting int `json:"max_waiting,omitempty"`
 
 	// AuditRetention is how long an entry of the audit log (every event
-	// of every hold's life: see the README's "Audit trail") is kept, by
+	// of every hold's life: see docs/operations.md, "Audit trail") is kept, by
 	// the time of its event. Older entries are pruned from the chain's
 	// start, and the chain then verifies from the last one pruned.
 	// Default: 2160h (90 days); negative (the Caddyfile's
 	// `audit_retention forever`): never pruned. Like MaxWaiting it is read
 	// when the store is opened.
 	AuditRetention caddy.Duration `json:"audit_retention,omitempty"`
+
+	// PolicyPoll is how often the policy files the handlers load are
+	// checked for edits. An edited file takes effect on its own, without
+	// a config reload (Caddy skips a reload whose config is unchanged):
+	// once two reads one poll apart agree and it loads, its new version
+	// is used for new calls, and holds made under the old one are judged
+	// as after a reload (an action whose version changed runs nothing).
+	// A file that does not load is logged, and the policy before it
+	// stays. Default: 2s; negative (the Caddyfile's `policy_poll off`):
+	// not watched.
+	PolicyPoll caddy.Duration `json:"policy_poll,omitempty"`
 
 	// SweepInterval is how often the sweeper ends what a crash, a stop or
 	// a store outage left open: a release cut mid-run is settled as
@@ -115,25 +140,29 @@ type App struct {
 	// answered ones is completed. It also runs once at start. Default: 1m.
 	SweepInterval caddy.Duration `json:"sweep_interval,omitempty"`
 
-	secret  []byte
-	dir     string // the Badger directory; "" when dsn is set
-	dsn     string // the PostgreSQL DSN, placeholders resolved
-	ctx     caddy.Context
-	gate    *gate.Gate
-	pages   *pages.Pages
-	logger  *zap.Logger
-	metrics *metrics
-	live    *live
+	secret   []byte
+	previous [][]byte // PreviousSecrets, placeholders resolved
+	dir      string   // the Badger directory; "" when dsn is set
+	dsn      string   // the PostgreSQL DSN, placeholders resolved
+	ctx      caddy.Context
+	gate     *gate.Gate
+	pages    *pages.Pages
+	logger   *zap.Logger
+	metrics  *metrics
+	live     *live
 }
 
 // live is the app's state that changes while it runs.
 type live struct {
-	mu       sync.RWMutex
-	db       store.Store // set in Start, cleared in Stop
-	policies sync.Map    // clean policy path → *policies.Policy
+	mu sync.RWMutex
+	db store.Store // set in Start, cleared in Stop
 
-	stopLoop context.CancelFunc // ends the sweeper loop (set in Start)
-	loopDone chan struct{}      // closed when the loop has ended
+	polMu sync.RWMutex
+	files map[string]*policyFile // by clean path (policyfiles.go)
+
+	stopLoop  context.CancelFunc // ends the sweeper loop and the policy watcher (set in Start)
+	loopDone  chan struct{}      // closed when the loop has ended
+	watchDone chan struct{}      // closed when the policy watcher has ended (nil: not watching)
 
 	started     chan struct{} // closed once Start has set db, or by Stop
 	startedOnce sync.Once
@@ -174,6 +203,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.SweepInterval == 0 {
 		a.SweepInterval = caddy.Duration(time.Minute)
 	}
+	if a.PolicyPoll == 0 {
+		a.PolicyPoll = caddy.Duration(DefaultPolicyPoll)
+	}
 	a.ctx = ctx
 	m, err := newMetrics(ctx.GetMetricsRegistry())
 	if err != nil {
@@ -181,19 +213,21 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.metrics = m
 	a.gate = gate.New(gate.Config{
-		Store:    (*appStore)(a),
-		Actions:  &actions.Client{Secret: a.secret, Timeout: time.Duration(a.ActionTimeout)},
-		Secret:   a.secret,
-		Pages:    a.Pages,
-		TTL:      time.Duration(a.TTL),
-		Policy:   a.policy,
-		Logger:   a.logger,
-		Observer: m,
-		Context:  ctx,
+		Store:   (*appStore)(a),
+		Actions: &actions.Client{Secret: a.secret, Previous: a.previous, Timeout: time.Duration(a.ActionTimeout)},
+		Secret:  a.secret,
+
+		PreviousSecrets: a.previous,
+		Pages:           a.Pages,
+		TTL:             time.Duration(a.TTL),
+		Policy:          a.policy,
+		Logger:          a.logger,
+		Observer:        m,
+		Context:         ctx,
 
 		ActionTimeout: time.Duration(a.ActionTimeout),
 	})
-	a.pages = &pages.Pages{Gate: a.gate, Secret: a.secret, Logger: a.logger}
+	a.pages = &pages.Pages{Gate: a.gate, Secret: a.secret, Previous: a.previous, Logger: a.logger}
 	return nil
 }
 
@@ -202,6 +236,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 func (a *App) resolve() {
 	repl := caddy.NewReplacer()
 	a.secret = []byte(repl.ReplaceAll(a.Secret, ""))
+	a.previous = nil
+	for _, p := range a.PreviousSecrets {
+		a.previous = append(a.previous, []byte(repl.ReplaceAll(p, "")))
+	}
 	a.Pages = repl.ReplaceAll(a.Pages, "")
 	a.dir, a.dsn = storeLocation(repl, a.Store, a.Postgres)
 }
@@ -211,6 +249,11 @@ func (a *App) resolve() {
 func (a *App) Validate() error {
 	if len(a.secret) < 16 {
 		return errors.New("toolgate: " + secretProblem(a.Secret, a.secret))
+	}
+	for i, p := range a.previous {
+		if len(p) < 16 {
+			return fmt.Errorf("toolgate: previous_secrets[%d] must be at least 16 bytes (is its environment variable set?)", i)
+		}
 	}
 	if a.Pages == "" {
 		return errors.New("toolgate: pages is not set: give the toolgate global option `pages <absolute URL>`, the base URL the toolgate_pages handler answers under (e.g. pages https://gate.example.com/toolgate)")
@@ -248,6 +291,11 @@ func (a *App) Start() error {
 		return fmt.Errorf("toolgate: opening store: %w", err)
 	}
 	db := v.(pooledStore).Store
+	if err := a.checkSecrets(db); err != nil {
+		a.live.markStarted()
+		_, _ = stores.Delete(a.storeKey())
+		return err
+	}
 	a.live.mu.Lock()
 	a.live.db = db
 	a.live.mu.Unlock()
@@ -263,6 +311,30 @@ func (a *App) Start() error {
 	// Only a Badger this app opened is nobody else's: a shared database
 	// may have releases in flight on other replicas.
 	go a.background(ctx, a.live.loopDone, !loaded && a.dsn == "")
+	if a.PolicyPoll > 0 {
+		a.live.watchDone = make(chan struct{})
+		go a.watchPolicies(ctx, a.live.watchDone)
+	}
+	return nil
+}
+
+// checkSecrets refuses a start whose secrets match none of those the
+// store records (store.SecretKeeper): another replica on the same store
+// signs with another secret. It then records this config's.
+func (a *App) checkSecrets(db store.Store) error {
+	k, ok := db.(store.SecretKeeper)
+	if !ok {
+		return nil // a store of a test's own
+	}
+	fps := []string{store.SecretFingerprint(a.secret)}
+	for _, p := range a.previous {
+		fps = append(fps, store.SecretFingerprint(p))
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	if err := k.CheckSecrets(ctx, fps); err != nil {
+		return fmt.Errorf("toolgate: secret: %w", err)
+	}
 	return nil
 }
 
@@ -335,6 +407,9 @@ func (a *App) Stop() error {
 			a.logger.Error("stopping: the sweeper did not end")
 		}
 	}
+	if a.live.watchDone != nil {
+		<-a.live.watchDone // a poll reads one small file at a time
+	}
 	a.live.mu.Lock()
 	a.live.db = nil
 	a.live.mu.Unlock()
@@ -381,19 +456,6 @@ func (a *App) sampleStore(ctx context.Context) {
 		return
 	}
 	a.metrics.storeBytes.Set(float64(st.Bytes))
-}
-
-// register makes a handler's policy known to the gate, so the pages can
-// rebuild and release the holds it made. It is keyed by the policy's
-// clean path: holds made under an earlier load of the same file are
-// answered against the policy as it reads now.
-func (a *App) register(key string, p *policies.Policy) { a.live.policies.Store(key, p) }
-
-func (a *App) policy(key string) *policies.Policy {
-	if v, ok := a.live.policies.Load(key); ok {
-		return v.(*policies.Policy)
-	}
-	return nil
 }
 
 type pooledStore struct{ store.Store }

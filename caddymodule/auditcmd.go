@@ -46,7 +46,8 @@ answered, released, settled, refused) in one hash chain in the store.
                 to its head and names the first broken entry; exit 0 when
                 it holds, 1 when it is broken, 2 when it cannot be read.
                 With --file it checks an export instead of the store.
-  audit export  writes the entries of a time range as JSON Lines.
+  audit export  writes the entries of a time range as JSON Lines, and an
+                end line naming how many, the last one and the head.
 
 The store is named by --badger DIR, --postgres DSN, or the toolgate app of
 a config (--config FILE, --adapter NAME; by default the Caddyfile in the
@@ -95,6 +96,8 @@ func auditExportCommand() *cobra.Command {
 before --until, in chain order, one JSON object a line: the entry (seq, prev,
 time, kind and the event's fields) with its hash as the last member.
 Removing ,"hash":"..." from the end of a line gives the bytes the hash covers.
+The last line, {"export":{"entries":N,"last_seq":..,"last_hash":..,"head_seq":..,
+"head_hash":..}}, lets "audit verify --file" tell an export cut at its tail.
 
 TIME is RFC 3339 (2026-12-01T18:00:00Z), a date (2026-12-01, midnight UTC),
 or a duration before now (24h, 30m). Without --since from the chain's start,
@@ -220,21 +223,36 @@ func runExport(cmd *cobra.Command) error {
 	if err := s.SyncAudit(ctx); err != nil {
 		return fmt.Errorf("exporting the audit log of %s: %w", where, err)
 	}
+	// The head is read first: entries chained while the export runs are
+	// left out, so its end line says what the chain was when it began.
+	head, err := s.AuditHead(ctx)
+	if err != nil {
+		return fmt.Errorf("exporting the audit log of %s: %w", where, err)
+	}
+	end := store.ExportEnd{HeadSeq: head.Seq, HeadHash: hex.EncodeToString(head.Hash)}
 	q.Limit = 1000
+pages:
 	for {
 		page, err := s.AuditEntries(ctx, q)
 		if err != nil {
 			return fmt.Errorf("exporting the audit log of %s: %w", where, err)
 		}
 		for _, e := range page {
+			if e.Seq > head.Seq {
+				break pages
+			}
 			if _, err := bw.Write(e.Line()); err != nil {
 				return fmt.Errorf("writing the export: %w", err)
 			}
+			end.Entries, end.LastSeq, end.LastHash = end.Entries+1, e.Seq, hex.EncodeToString(e.Hash)
 		}
 		if len(page) < q.Limit {
 			break
 		}
 		q.After = page[len(page)-1].Seq
+	}
+	if _, err := bw.Write(end.Line()); err != nil {
+		return fmt.Errorf("writing the export: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("writing the export: %w", err)

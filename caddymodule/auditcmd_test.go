@@ -54,3 +54,31 @@ func TestParseAuditTime(t *testing.T) {
 		}
 	}
 }
+
+// The options of issue 15 §4 and §5 in the Caddyfile, and their mistakes.
+func TestCaddyfileRotationAndPolicyPoll(t *testing.T) {
+	for _, tt := range []struct{ in, want, err string }{
+		{"previous_secrets {env.OLD} old-secret-0123456789", `"previous_secrets":["{env.OLD}","old-secret-0123456789"]`, ""},
+		{"previous_secrets", "", "wrong argument count"},
+		{"policy_poll 500ms", `"policy_poll":500000000`, ""},
+		{"policy_poll off", `"policy_poll":-1`, ""},
+		{"policy_poll 0s", "", "want a positive duration, or off"},
+	} {
+		t.Run(tt.in, func(t *testing.T) {
+			cfg, err := adapt(t, "{\n\ttoolgate {\n\t\t"+tt.in+"\n\t}\n}\n")
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one saying %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			app, _ := json.Marshal(cfg["apps"].(map[string]any)["toolgate"])
+			if !strings.Contains(string(app), tt.want) {
+				t.Errorf("app JSON %s lacks %s", app, tt.want)
+			}
+		})
+	}
+}

@@ -35,6 +35,7 @@ func init() {
 //	toolgate {
 //		store          [badger] <path> | postgres <dsn>
 //		secret         <secret>
+//		previous_secrets <secret>...
 //		pages          <base url>
 //		ttl            <duration>
 //		retention      <duration>
@@ -42,6 +43,7 @@ func init() {
 //		max_waiting    <count>
 //		sweep_interval <duration>
 //		audit_retention <duration>|forever
+//		policy_poll    <duration>|off
 //	}
 //
 // max_waiting 0 means no cap.
@@ -63,6 +65,11 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 			}
 		case "secret":
 			return oneArg(d, &a.Secret)
+		case "previous_secrets":
+			a.PreviousSecrets = d.RemainingArgs()
+			if len(a.PreviousSecrets) == 0 {
+				return d.ArgErr()
+			}
 		case "pages":
 			return oneArg(d, &a.Pages)
 		case "ttl":
@@ -91,6 +98,20 @@ func parseGlobal(d *caddyfile.Dispenser, _ any) (any, error) {
 			if a.SweepInterval == 0 {
 				return d.Errf("sweep_interval: want a positive duration")
 			}
+		case "policy_poll":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			if s == "off" {
+				a.PolicyPoll = -1 // not watched; in JSON, 0 is the default
+				return nil
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return d.Errf("policy_poll: want a positive duration, or off, got %q", s)
+			}
+			a.PolicyPoll = caddy.Duration(dur)
 		case "audit_retention":
 			var s string
 			if err := oneArg(d, &s); err != nil {
@@ -136,6 +157,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		resume_wait        <duration>
 //		resume_keepalive   <duration>
 //		resume_max_streams <count>
+//		resume_max_streams_per_person <count>
 //		resume_poll        <duration>
 //	}
 //
@@ -183,6 +205,16 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("resume_max_streams: want a positive whole number, got %q", s)
 			}
 			h.ResumeMaxStreams = n
+		case "resume_max_streams_per_person":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				return d.Errf("resume_max_streams_per_person: want a positive whole number, got %q", s)
+			}
+			h.ResumeMaxStreamsPerPerson = n
 		default:
 			return d.Errf("unrecognized subdirective %q", key)
 		}

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -148,17 +147,61 @@ type Handler struct {
 	// ends at once, as without ResumeWait. Default 1000.
 	ResumeMaxStreams int `json:"resume_max_streams,omitempty"`
 
+	// ResumeMaxStreamsPerPerson caps the streams of one person (tenant
+	// and owner) waiting at once on this route, so that no one person
+	// takes the whole of ResumeMaxStreams from the others: their streams
+	// beyond it end at once, as without ResumeWait. Default: half of
+	// ResumeMaxStreams, at least 1 and at most 10 (1 for a cap of 3; 10
+	// for the default 1000); never more than ResumeMaxStreams. Both caps
+	// count this process's streams (each holds a connection here).
+	ResumeMaxStreamsPerPerson int `json:"resume_max_streams_per_person,omitempty"`
+
 	// ResumePoll is how often a waiting stream reads its step from the
 	// store, to learn of answers another replica sharing the store took
 	// (answers this process takes wake it at once). One read by id per
 	// waiting stream per interval. Default 2s.
 	ResumePoll caddy.Duration `json:"resume_poll,omitempty"`
 
-	app       *App
-	policy    *policies.Policy
-	policyKey string
-	logger    *zap.Logger
-	waiting   *atomic.Int64 // streams of this route waiting for the person (ResumeWait)
+	app     *App
+	file    *policyFile // the policy file, as it reads now (policyfiles.go)
+	logger  *zap.Logger
+	waiting *streamShares // streams of this route waiting for the person (ResumeWait)
+}
+
+// streamShares counts the streams of a route that wait for the person,
+// in all and per person.
+type streamShares struct {
+	mu       sync.Mutex
+	total    int
+	byPerson map[personKey]int
+}
+
+// personKey is a person as the stream caps count them.
+type personKey struct{ tenant, owner string }
+
+// enter counts a stream of who's unless that would take the route over
+// max or who over perPerson; it reports whether it did.
+func (s *streamShares) enter(who gate.Person, max, perPerson int) bool {
+	k := personKey{who.Tenant, who.Owner}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total >= max || s.byPerson[k] >= perPerson {
+		return false
+	}
+	s.total++
+	s.byPerson[k]++
+	return true
+}
+
+// leave uncounts a stream enter counted.
+func (s *streamShares) leave(who gate.Person) {
+	k := personKey{who.Tenant, who.Owner}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total--
+	if s.byPerson[k]--; s.byPerson[k] <= 0 {
+		delete(s.byPerson, k)
+	}
 }
 
 // Defaults of the resume options.
@@ -176,7 +219,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	var err error
-	if h.app, h.policyKey, h.policy, err = joinApp(ctx, h.Policy); err != nil {
+	if h.app, h.file, err = joinApp(ctx, h.Policy); err != nil {
 		return err
 	}
 	if h.Provider != "" && h.Provider != "auto" && adapters[h.Provider] == nil {
@@ -203,35 +246,44 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.ResumePoll == 0 {
 		h.ResumePoll = caddy.Duration(gate.DefaultPoll)
 	}
-	h.waiting = new(atomic.Int64)
-	h.logger.Info("policy loaded", zap.String("policy", h.policyKey), zap.Int("actions", len(h.policy.Actions)))
+	if h.ResumeMaxStreamsPerPerson < 0 {
+		return errors.New("resume_max_streams_per_person must not be negative")
+	}
+	if h.ResumeMaxStreamsPerPerson == 0 {
+		h.ResumeMaxStreamsPerPerson = min(max(h.ResumeMaxStreams/2, 1), 10)
+	}
+	h.ResumeMaxStreamsPerPerson = min(h.ResumeMaxStreamsPerPerson, h.ResumeMaxStreams)
+	h.waiting = &streamShares{byPerson: map[personKey]int{}}
 	return nil
 }
 
 // joinApp loads a handler's policy file and registers it with the
-// toolgate app, which it returns, under the file's clean absolute path:
-// the key a hold names its policy by.
-func joinApp(ctx caddy.Context, policy string) (*App, string, *policies.Policy, error) {
+// toolgate app, which it returns, with the file the handler reads its
+// policy through (watched for edits). Holds name the policy by its
+// identity (name and content), not by the file's path; the log line ties
+// the one to the other for operators.
+func joinApp(ctx caddy.Context, policy string) (*App, *policyFile, error) {
 	if policy == "" {
-		return nil, "", nil, errors.New("policy is required")
+		return nil, nil, errors.New("policy is required")
 	}
 	path := caddy.NewReplacer().ReplaceAll(policy, "")
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("policy %q: %w", path, err)
+		return nil, nil, fmt.Errorf("policy %q: %w", path, err)
 	}
-	key := filepath.Clean(abs)
-	p, err := policies.Load(key)
+	clean := filepath.Clean(abs)
+	p, err := policies.Load(clean)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, err
 	}
 	appIface, err := ctx.App("toolgate")
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("getting toolgate app: %w", err)
+		return nil, nil, fmt.Errorf("getting toolgate app: %w", err)
 	}
 	app := appIface.(*App)
-	app.register(key, p)
-	return app, key, p, nil
+	f := app.registerFile(clean, p)
+	ctx.Logger().Info("policy loaded", zap.String("file", clean), zap.String("policy", p.Identity()), zap.Int("actions", len(p.Actions)))
+	return app, f, nil
 }
 
 // ServeHTTP gates one model request.
@@ -283,14 +335,18 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
-	front := h.app.gate.Front(h.policy, h.policyKey, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
+	pol := h.file.current() // one version for the whole request, whatever a swap does meanwhile
+	front := h.app.gate.Front(pol.policy, pol.key, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
 		WithToolSchemas(func(name string) []byte { return toolParameters(original, name, protocol) })
 
 	body, err := adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
-	if body, err = adapter.RewriteTools(body, h.rewriteTool); err != nil {
+	rewrite := func(name string, parameters []byte) ([]byte, string, bool) {
+		return rewriteTool(pol.policy, name, parameters)
+	}
+	if body, err = adapter.RewriteTools(body, rewrite); err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
 	setBody(r, body)
@@ -376,10 +432,11 @@ func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapte
 		return nil, false
 	}
 	step := rw.Held()
-	if step == "" || !h.enterWait(step) {
+	who := front.Person()
+	if step == "" || !h.enterWait(step, who) {
 		return nil, false
 	}
-	defer h.waiting.Add(-1)
+	defer h.waiting.leave(who)
 	answered, err := front.Await(r.Context(), step, h.awaitOptions(rw))
 	if !answered {
 		h.unanswered(r, step, err)
@@ -391,13 +448,13 @@ func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapte
 }
 
 // enterWait counts a stream that waits, unless ResumeMaxStreams of the
-// route already do.
-func (h *Handler) enterWait(step string) bool {
-	if h.waiting.Add(1) <= int64(h.ResumeMaxStreams) {
+// route, or ResumeMaxStreamsPerPerson of who's, already do.
+func (h *Handler) enterWait(step string, who gate.Person) bool {
+	if h.waiting.enter(who, h.ResumeMaxStreams, h.ResumeMaxStreamsPerPerson) {
 		return true
 	}
-	h.waiting.Add(-1)
-	h.logger.Warn("stream not kept waiting: resume_max_streams reached", zap.String("step_id", step), zap.Int("resume_max_streams", h.ResumeMaxStreams))
+	h.logger.Warn("stream not kept waiting: resume_max_streams or resume_max_streams_per_person reached", zap.String("step_id", step),
+		zap.Int("resume_max_streams", h.ResumeMaxStreams), zap.Int("resume_max_streams_per_person", h.ResumeMaxStreamsPerPerson))
 	return false
 }
 
@@ -519,12 +576,7 @@ const askHint = " If you do not know every field, call it with what you know: th
 
 // rewriteTool offers the policy's actions to the model as the policy says:
 // required-for-agents fields required and not nullable, and the ask hint.
-func (h *Handler) rewriteTool(name string, parameters []byte) ([]byte, string, bool) {
-	return rewriteTool(h.policy, name, parameters)
-}
-
-// rewriteTool is the one rule both fronts apply to a declared tool's
-// definition. An action in shadow mode is offered as the app wrote it:
+// It is the one rule both fronts apply to a declared tool's definition. An action in shadow mode is offered as the app wrote it:
 // shadow mode changes nothing the model or the app reads.
 func rewriteTool(p *policies.Policy, name string, parameters []byte) ([]byte, string, bool) {
 	a := p.Action(name)

@@ -93,12 +93,14 @@ type MCP struct {
 	// MiB.
 	MaxResponseBody int64 `json:"max_response_body,omitempty"`
 
-	app       *App
-	policy    *policies.Policy
-	policyKey string
-	logger    *zap.Logger
-	schemas   *sync.Map // tool name → input schema the server listed last ([]byte)
+	app     *App
+	file    *policyFile // the policy file, as it reads now (policyfiles.go)
+	logger  *zap.Logger
+	schemas *sync.Map // tool name → input schema the server listed last ([]byte)
 }
+
+// policy is the route's policy as it reads now.
+func (h *MCP) policy() *policies.Policy { return h.file.current().policy }
 
 // DefaultConfirmWait is how long a confirmation's retry waits for the
 // person unless ConfirmWait says otherwise.
@@ -113,7 +115,7 @@ func (MCP) CaddyModule() caddy.ModuleInfo {
 func (h *MCP) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	var err error
-	if h.app, h.policyKey, h.policy, err = joinApp(ctx, h.Policy); err != nil {
+	if h.app, h.file, err = joinApp(ctx, h.Policy); err != nil {
 		return err
 	}
 	h.schemas = new(sync.Map)
@@ -126,7 +128,6 @@ func (h *MCP) Provision(ctx caddy.Context) error {
 	if h.MaxResponseBody <= 0 {
 		h.MaxResponseBody = 16 << 20
 	}
-	h.logger.Info("policy loaded", zap.String("policy", h.policyKey), zap.Int("actions", len(h.policy.Actions)))
 	return nil
 }
 
@@ -166,7 +167,7 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 			return writeRPCError(w, nil, http.StatusBadRequest, -32600, "toolgate: a message in the batch gives a key twice")
 		}
 		for _, name := range interceptor.MCPBatchCalls(body) {
-			if h.policy.Action(name) != nil {
+			if h.policy().Action(name) != nil {
 				return writeRPCError(w, nil, http.StatusBadRequest, -32600, "toolgate: a tools/call of a gated tool cannot be sent in a batch; send it on its own")
 			}
 		}
@@ -180,7 +181,7 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	case "tools/list":
 		return h.serveList(w, r, body, next)
 	case "tools/call":
-		if h.policy.Action(tool) == nil && !retriesGateState(body) {
+		if h.policy().Action(tool) == nil && !retriesGateState(body) {
 			return next.ServeHTTP(w, r)
 		}
 		return h.serveCall(w, r, body, next)
@@ -216,7 +217,7 @@ func (h *MCP) serveList(w http.ResponseWriter, r *http.Request, body []byte, nex
 // listTool is the tools/list rewrite of one tool; it remembers the
 // schemas of declared tools for the forms of later calls.
 func (h *MCP) listTool(name string, schema []byte) ([]byte, string, bool) {
-	a := h.policy.Action(name)
+	a := h.policy().Action(name)
 	if a == nil {
 		return nil, "", false
 	}
@@ -225,7 +226,7 @@ func (h *MCP) listTool(name string, schema []byte) ([]byte, string, bool) {
 	}
 	// The server's own schema, as the model front takes the request's: it
 	// carries the server's annotations (x-mcp-header), which clients need.
-	return rewriteTool(h.policy, name, schema)
+	return rewriteTool(h.policy(), name, schema)
 }
 
 // serveCall decides a gated tools/call.
@@ -239,12 +240,13 @@ func (h *MCP) serveCall(w http.ResponseWriter, r *http.Request, body []byte, nex
 	if wait == 0 {
 		wait = DefaultConfirmWait
 	}
-	front := h.app.gate.MCPFront(h.policy, h.policyKey, func() gate.Person { return h.caller(repl) }, time.Duration(h.StateTTL), wait)
+	pol := h.file.current()
+	front := h.app.gate.MCPFront(pol.policy, pol.key, func() gate.Person { return h.caller(repl) }, time.Duration(h.StateTTL), wait)
 	up := &upstream{h: h, r: r, body: body, next: next, version: req.Version}
 	if up.version == "" {
 		up.version = r.Header.Get(interceptor.MCPVersionHeader) // legacy clients say it here only
 	}
-	a := h.policy.Action(req.Name)
+	a := pol.policy.Action(req.Name)
 	var schema []byte
 	if a != nil { // nil: a retry of the gate's for a tool no longer declared, which the gate refuses
 		schema = a.Schema
@@ -358,7 +360,7 @@ func (u *upstream) toolSchema(name string) []byte {
 		var found []byte
 		gjson.GetBytes(result, "tools").ForEach(func(_, t gjson.Result) bool {
 			n := t.Get("name").String()
-			if s := t.Get("inputSchema"); s.IsObject() && u.h.policy.Action(n) != nil {
+			if s := t.Get("inputSchema"); s.IsObject() && u.h.policy().Action(n) != nil {
 				u.h.schemas.Store(n, []byte(s.Raw))
 				if n == name {
 					found = []byte(s.Raw)

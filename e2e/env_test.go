@@ -53,6 +53,7 @@ type envOptions struct {
 	// shop adds a second model route, at env.shopURL, whose policy is
 	// another app's: its delete_post reads and runs APP/shopitems/{post}.
 	shop bool
+	app  string // more lines for the toolgate global options
 }
 
 // policyYAML is the test policy; APP is replaced by the fake app's URL.
@@ -256,6 +257,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		pages %s
 		ttl %s
 		action_timeout 5s
+		%s
 	}
 }
 
@@ -273,7 +275,7 @@ http://%s {
 		%s
 	}
 }
-`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
+`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, opts.app, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
 	if opts.shop {
 		shopFile := filepath.Join(dir, "shop.yaml")
 		shop := strings.ReplaceAll(strings.Replace(pol, "app: Test blog", "app: Test shop", 1), e.app.URL+"/posts/", e.app.URL+"/shopitems/")

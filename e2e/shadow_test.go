@@ -281,8 +281,8 @@ func (e *env) auditExport(t *testing.T, since time.Time) []auditLine {
 	}
 	var lines []auditLine
 	for _, raw := range strings.Split(out, "\n") {
-		if raw == "" {
-			continue // the end, or an empty export
+		if raw == "" || strings.HasPrefix(raw, `{"export":`) {
+			continue // the end, or an empty export; the export's end line
 		}
 		var l auditLine
 		if err := json.Unmarshal([]byte(raw), &l); err != nil {

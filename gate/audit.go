@@ -32,6 +32,10 @@ type AuditObserver interface {
 	AuditFailed(kind string)
 }
 
+// ByGate is who answered, in the audit log, a hold the gate settled
+// itself: it expired, or the person moved on.
+const ByGate = "toolgate"
+
 // auditTimeout bounds one append made on its own.
 const auditTimeout = 5 * time.Second
 
@@ -49,9 +53,24 @@ func (a audited) Put(ctx context.Context, holds []store.Hold, events ...store.Ev
 	return a.Store.Put(ctx, holds, events...)
 }
 
+// Claim appends the answered event, unless events hold one for the hold
+// already (answeredEvent, made by a caller that knows when the answer
+// happened).
 func (a audited) Claim(ctx context.Context, id string, ans store.Answer, events ...store.Event) (store.Claimed, error) {
+	if !slices.ContainsFunc(events, func(e store.Event) bool { return e.Kind == store.EventAnswered && e.HoldID == id }) {
+		events = append(slices.Clip(events), answeredEvent(id, ans))
+	}
+	return a.Store.Claim(ctx, id, ans, events...)
+}
+
+// answeredEvent reports a claim: by the person, an operator, or the gate
+// itself (ByGate) when nobody gave the answer.
+func answeredEvent(id string, ans store.Answer) store.Event {
 	ev := store.Event{Kind: store.EventAnswered, HoldID: id, By: ans.By, Answer: ans.Choice}
-	return a.Store.Claim(ctx, id, ans, append(slices.Clip(events), ev)...)
+	if ev.By == "" {
+		ev.By = ByGate
+	}
+	return ev
 }
 
 // Settle's event carries the outcome as stored: structured data that holds

@@ -378,3 +378,43 @@ func (s settledBefore) Settle(ctx context.Context, id, outcome string, events ..
 	}
 	return s.Store.Settle(ctx, id, outcome, events...)
 }
+
+// TestAuditExpiredAnswer (issue 15 §5): a hold nobody answered in time is
+// claimed for the gate when a later request notices it, long after its
+// TTL. Its answered event names who answered (the gate itself, not an
+// empty by) and carries the time the hold expired, not the time the
+// later request came; a hold the person moved on from is answered by the
+// gate too, at the time it happened.
+func TestAuditExpiredAnswer(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	r.app.SetRecord("/posts/2", `{"title":"Two"}`)
+	expired, _ := r.hold(ana, call(0, 1))
+	expires := r.step(expired)[0].Expires
+	r.clock.Advance(3 * DefaultTTL)
+	noticed := r.clock.Now()
+	wantResults(t, r.restore(ana, expired, false), OutcomeExpired)
+	movedOn, _ := r.hold(ana, call(0, 2))
+	wantResults(t, r.restore(ana, movedOn, true), OutcomeMovedOn)
+
+	log := r.auditLog()
+	for _, c := range []struct {
+		step, answer string
+		at           time.Time
+	}{
+		{expired, store.AnswerTimedOut, expires},
+		{movedOn, store.AnswerMovedOn, noticed},
+	} {
+		ev := eventsOf(log, r.step(c.step)[0].ID)
+		if got := kinds(ev); got != "held answered settled" {
+			t.Fatalf("events of the %s hold: %s", c.answer, got)
+		}
+		a := ev[1]
+		if a.Answer != c.answer || a.By != ByGate || !a.Time.Equal(c.at) {
+			t.Errorf("%s: answered by %q at %s, want by %q at %s", c.answer, a.By, a.Time, ByGate, c.at)
+		}
+	}
+	if rep, err := store.VerifyAudit(context.Background(), r.db); err != nil || rep.Broken != nil {
+		t.Errorf("VerifyAudit: %v %v", err, rep.Err())
+	}
+}

@@ -46,13 +46,17 @@ type Config struct {
 	Pages string
 	// TTL is the default hold TTL; DefaultTTL when zero.
 	TTL time.Duration
-	// Policy returns the policy loaded under key (its file path) in the
-	// running configuration, or nil.
+	// Policy returns the policy a hold names by key (its identity,
+	// policies.Policy.Identity) as it reads in the running configuration:
+	// the same version, or the version its file has now; nil when none.
 	Policy   func(key string) *policies.Policy
 	Logger   *zap.Logger
 	Observer Observer
 	// Secret keys the signature of MCP request states.
 	Secret []byte
+	// PreviousSecrets still verify request states signed before a
+	// rotation (nothing is signed with them).
+	PreviousSecrets [][]byte
 	// Now is the clock; time.Now when nil. It must read like the store's:
 	// the sweeper compares it with the times the store stamps.
 	Now func() time.Time

@@ -317,7 +317,7 @@ func (f *Front) issue(ctx context.Context, t store.Hold, kind string, c MCPCall,
 // nothing up.
 func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCPVerdict {
 	g := f.g
-	st, ok := g.readState(c.State)
+	st, key, ok := g.readStateKey(c.State)
 	if !ok {
 		return f.mcpRefuse(c, "bad_state", "its requestState is not one this gate signed; nothing ran.")
 	}
@@ -327,7 +327,7 @@ func (f *Front) mcpRetry(ctx context.Context, c MCPCall, a *policies.Action) MCP
 		return f.mcpRefuse(c, "bad_state", "its requestState is of an unknown kind; nothing ran.")
 	case now.UnixMilli() >= st.Expires:
 		return f.mcpRefuse(c, "expired", "its requestState expired; nothing ran. Call it again to start over.")
-	case !hmac.Equal([]byte(st.Person), []byte(g.personMAC(f.person))):
+	case !hmac.Equal([]byte(st.Person), []byte(g.personMACWith(key, f.person))):
 		return f.mcpRefuse(c, "other_person", "its requestState was issued to someone else; nothing ran.")
 	case st.Tool != c.Name:
 		return f.mcpRefuse(c, "bad_state", "its requestState was issued for another tool; nothing ran.")
@@ -406,10 +406,18 @@ func (f *Front) mcpPolicyMoved(c MCPCall, moved Outcome) MCPVerdict {
 // ticket, a card hold, another kind of ticket) is refused before anything
 // is claimed.
 func (f *Front) issuedFor(t store.Hold, kind string, c MCPCall) bool {
-	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {
+	if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || !f.samePolicy(t.Policy) {
 		return false
 	}
 	return ticketKind(t) == kind
+}
+
+// samePolicy reports whether a record made under the policy key is this
+// front's policy: the same identity, or an earlier version of the policy
+// file this front reads now (the version checks then decide,
+// policyversion.go).
+func (f *Front) samePolicy(key string) bool {
+	return key == f.policyKey || f.g.cfg.Policy(key) == f.policy
 }
 
 // ticketKind is the kind of requestState a ticket backs, read from what it
@@ -620,8 +628,10 @@ func (g *Gate) MCPFront(p *policies.Policy, policyKey string, who func() Person,
 
 // stateKey is the HMAC key of request states, derived from the secret so
 // that no other signature of the gate can stand in for one.
-func (g *Gate) stateKey() []byte {
-	m := hmac.New(sha256.New, g.cfg.Secret)
+func (g *Gate) stateKey() []byte { return stateKeyOf(g.cfg.Secret) }
+
+func stateKeyOf(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("toolgate mcp requestState v1"))
 	return m.Sum(nil)
 }
@@ -629,8 +639,12 @@ func (g *Gate) stateKey() []byte {
 // personMAC binds a requestState to who is calling, tenant and owner,
 // before any ticket is claimed: a retry from anyone else, in any tenant,
 // uses nothing up.
-func (g *Gate) personMAC(p Person) string {
-	m := hmac.New(sha256.New, g.stateKey())
+func (g *Gate) personMAC(p Person) string { return g.personMACWith(g.stateKey(), p) }
+
+// personMACWith is personMAC under a given state key: a state signed
+// before a rotation binds its person under the key that signed it.
+func (g *Gate) personMACWith(key []byte, p Person) string {
+	m := hmac.New(sha256.New, key)
 	fmt.Fprintf(m, "person\x00%q\x00%q", p.Tenant, p.Owner)
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
@@ -645,28 +659,43 @@ func (g *Gate) signState(s mcpState) string {
 
 // readState checks a requestState's signature and reads it.
 func (g *Gate) readState(token string) (mcpState, bool) {
+	s, _, ok := g.readStateKey(token)
+	return s, ok
+}
+
+// readStateKey is readState that also returns the state key that
+// verified it: the secret's, or during a rotation a previous secret's
+// (a state signed before it), which its person MAC was made under.
+func (g *Gate) readStateKey(token string) (mcpState, []byte, bool) {
 	var s mcpState
 	if len(token) > maxState || len(g.cfg.Secret) == 0 {
-		return s, false
+		return s, nil, false
 	}
 	p, sig, ok := strings.Cut(strings.TrimPrefix(token, statePrefix), ".")
 	if !ok {
-		return s, false
+		return s, nil, false
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil {
-		return s, false
+		return s, nil, false
 	}
-	m := hmac.New(sha256.New, g.stateKey())
-	m.Write([]byte(p))
-	if !hmac.Equal(got, m.Sum(nil)) {
-		return s, false
+	var key []byte
+	for _, secret := range append([][]byte{g.cfg.Secret}, g.cfg.PreviousSecrets...) {
+		key = stateKeyOf(secret)
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(p))
+		if ok = hmac.Equal(got, m.Sum(nil)); ok {
+			break
+		}
+	}
+	if !ok {
+		return s, nil, false
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(p)
 	if err != nil || json.Unmarshal(payload, &s) != nil || s.ID == "" {
-		return mcpState{}, false
+		return mcpState{}, nil, false
 	}
-	return s, true
+	return s, key, true
 }
 
 // argsDigest digests arguments in canonical form, so a client that

@@ -100,3 +100,21 @@ func TestMCPStoreDown(t *testing.T) {
 		t.Errorf("retry: %+v %s", v, v.Result)
 	}
 }
+
+// TestRequestStateAcrossRotation (issue 15 §4): a requestState signed
+// before a rotation is read by a gate whose previous secrets hold the old
+// secret, its person bound under the key that signed it; once the old
+// secret is dropped it is refused.
+func TestRequestStateAcrossRotation(t *testing.T) {
+	oldSecret, newSecret := []byte("old-secret-0123456789"), []byte("new-secret-0123456789")
+	before := New(Config{Secret: oldSecret})
+	tok := before.signState(mcpState{Kind: "form", ID: "ABC", Person: before.personMAC(Person{Owner: "ana"}), Tool: "draft_post", Expires: 42})
+	rotating := New(Config{Secret: newSecret, PreviousSecrets: [][]byte{oldSecret}})
+	st, key, ok := rotating.readStateKey(tok)
+	if !ok || st.Person != rotating.personMACWith(key, Person{Owner: "ana"}) || st.Person == rotating.personMACWith(key, Person{Owner: "bo"}) {
+		t.Fatalf("during the rotation: read %v, person bound %v", ok, st.Person == rotating.personMACWith(key, Person{Owner: "ana"}))
+	}
+	if _, ok := New(Config{Secret: newSecret}).readState(tok); ok {
+		t.Error("after the rotation the old secret's state was taken")
+	}
+}

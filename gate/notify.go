@@ -218,11 +218,11 @@ func (g *Gate) deliver(to *policies.Notify, n Notice, body []byte) error {
 	req.Header.Set(actions.HeaderIdempotency, n.Hold+":"+n.Event)
 	req.Header.Set(actions.HeaderHold, n.Hold)
 	req.Header.Set(actions.HeaderTimestamp, strconv.FormatInt(ts, 10))
-	var secret []byte
+	sig := actions.Sign(nil, http.MethodPost, u.RequestURI(), ts, body)
 	if g.cfg.Actions != nil {
-		secret = g.cfg.Actions.Secret
+		sig = g.cfg.Actions.Signature(http.MethodPost, u.RequestURI(), ts, body)
 	}
-	req.Header.Set(actions.HeaderSignature, actions.Sign(secret, http.MethodPost, u.RequestURI(), ts, body))
+	req.Header.Set(actions.HeaderSignature, sig)
 	resp, err := g.notices.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("posting notice to %s: %w", u.Redacted(), err)

@@ -118,7 +118,12 @@ func (g *Gate) settleUnanswered(ctx context.Context, h store.Hold, choice string
 	if g.followIfDecided(ctx, h) {
 		return true // an attached call whose card the person answered reads that answer
 	}
-	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, AllowExpired: true})
+	ans := store.Answer{Choice: choice, AllowExpired: true}
+	ev := answeredEvent(h.ID, ans)
+	if choice == store.AnswerTimedOut {
+		ev.At = h.Expires // when it happened, not when a request or the sweeper noticed
+	}
+	claimed, err := g.cfg.Store.Claim(ctx, h.ID, ans, ev)
 	if err != nil {
 		if !errors.Is(err, store.ErrAnswered) {
 			g.log.Error("settling unanswered hold", zap.String("hold_id", h.ID), zap.Error(err))

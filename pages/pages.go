@@ -34,7 +34,10 @@ import (
 type Pages struct {
 	Gate   *gate.Gate
 	Secret []byte // keys the per-hold form tokens
-	Logger *zap.Logger
+	// Previous are secrets being rotated out: tokens they signed (a page
+	// opened before the rotation) are still taken.
+	Previous [][]byte
+	Logger   *zap.Logger
 }
 
 // answer is a person's answer as posted (form or JSON).
@@ -50,8 +53,21 @@ type answer struct {
 // Token is the per-hold CSRF token: an HMAC of the hold id and its owner
 // and tenant, so it cannot be made without the secret and is useless to
 // anyone else. Each part is length-prefixed: no two triples share a token.
-func (p *Pages) Token(holdID string, who gate.Person) string {
-	m := hmac.New(sha256.New, p.Secret)
+func (p *Pages) Token(holdID string, who gate.Person) string { return token(p.Secret, holdID, who) }
+
+// validToken reports whether tok is the hold's token for who under the
+// secret or, during a rotation, a previous one (a page opened before it).
+func (p *Pages) validToken(tok, holdID string, who gate.Person) bool {
+	for _, secret := range append([][]byte{p.Secret}, p.Previous...) {
+		if hmac.Equal([]byte(tok), []byte(token(secret, holdID, who))) {
+			return true
+		}
+	}
+	return false
+}
+
+func token(secret []byte, holdID string, who gate.Person) string {
+	m := hmac.New(sha256.New, secret)
 	io.WriteString(m, "toolgate answer v2\x00")
 	for _, part := range []string{holdID, who.Owner, who.Tenant} {
 		io.WriteString(m, strconv.Itoa(len(part))+":"+part)
@@ -195,7 +211,7 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 		p.fail(w, r, http.StatusBadRequest, func(w *words) string { return w.Unreadable })
 		return
 	}
-	if !hmac.Equal([]byte(a.Token), []byte(p.Token(a.Hold, who))) {
+	if !p.validToken(a.Token, a.Hold, who) {
 		p.log().Warn("answer with a bad token refused", zap.String("hold_id", a.Hold), zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
 		p.fail(w, r, http.StatusConflict, func(w *words) string { return w.BadToken })
 		return

@@ -116,3 +116,19 @@ func actionVersion(a *Action) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:versionLen]
 }
+
+// Identity names the policy by what it says, not where it was read from:
+// its app name ("policy" when the file gives none), "@", and its Version.
+// A byte-identical file at another path (another replica's layout, a
+// file moved) is the same policy; an edited file is another one. Holds
+// and the keys that let one call stand for another carry it.
+func (p *Policy) Identity() string {
+	if p == nil {
+		return ""
+	}
+	name := p.App
+	if name == "" {
+		name = "policy"
+	}
+	return name + "@" + p.Version()
+}

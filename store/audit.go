@@ -76,9 +76,13 @@ const (
 // answer needs only the hold's id.
 type Event struct {
 	// Time is when it happened on the store's clock, set when the event
-	// is appended (any value given is replaced).
+	// is appended (any value given is replaced), unless At is set.
 	Time time.Time `json:"time"`
 	Kind EventKind `json:"kind"`
+	// At, when set, is the Time the event keeps: it happened before it
+	// was appended (a hold expired at its TTL, noticed by a later
+	// request or the sweeper). It is not written apart from Time.
+	At time.Time `json:"-"`
 
 	HoldID   string `json:"hold_id,omitempty"`
 	StepID   string `json:"step_id,omitempty"`
@@ -346,6 +350,13 @@ func verifyFrom(ctx context.Context, s Store, head AuditHead) (AuditReport, erro
 			}
 			if r.Seq != e.Seq {
 				return brk(e.Seq, "it holds the content of seq %d (entries were reordered)", r.Seq)
+			}
+			// The time exports select by is stored beside the body (an
+			// index); the body's time is hashed. Binding the one to the
+			// other keeps an entry from being hidden from a time range.
+			if !r.Time.Equal(e.Time) {
+				return brk(e.Seq, "its stored time %s is not the time its content holds, %s (the entry was moved in time)",
+					e.Time.Format(time.RFC3339Nano), r.Time.Format(time.RFC3339Nano))
 			}
 			if r.Prev != hex.EncodeToString(prev) {
 				return brk(e.Seq, "its prev is not the hash of seq %d (an entry before it was edited, removed or reordered)", prevSeq)

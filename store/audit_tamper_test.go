@@ -26,6 +26,7 @@ type auditData struct {
 	edit   func(t *testing.T, seq uint64, rehash bool) // replaces "person-1" in an entry's body by "mallory"
 	remove func(t *testing.T, seq uint64)
 	swap   func(t *testing.T, a, b uint64) // exchanges two entries' places
+	retime func(t *testing.T, seq uint64)  // sets the time an entry is found by (not its body) to 0
 }
 
 // tamperCases are the changes and the break each must show.
@@ -42,6 +43,9 @@ var tamperCases = []struct {
 	{"delete the first", func(t *testing.T, d auditData) { d.remove(t, 1) }, 1, "the entry after seq 0 is seq 2"},
 	{"delete the last", func(t *testing.T, d auditData) { d.remove(t, 6) }, 6, "head records seq 6"},
 	{"reorder", func(t *testing.T, d auditData) { d.swap(t, 3, 4) }, 3, "holds the content of seq 4"},
+	// issue 15 §5: the time an export selects by is bound to the hashed
+	// body's, so an entry cannot be hidden from `export --since`.
+	{"retime", func(t *testing.T, d auditData) { d.retime(t, 3) }, 3, "its stored time"},
 }
 
 // runTamper writes six entries of a hold's life for each case, tampers,
@@ -162,6 +166,12 @@ func TestBadgerAuditTamper(t *testing.T) {
 					return txn.Set(key(b), va)
 				})
 			},
+			retime: func(t *testing.T, seq uint64) {
+				raw(t, func(txn *badger.Txn) error {
+					v := get(txn, seq)
+					return txn.Set(key(seq), append(make([]byte, 8), v[8:]...))
+				})
+			},
 		}
 	})
 }
@@ -200,6 +210,9 @@ func TestPostgresAuditTamper(t *testing.T) {
 			},
 			swap: func(t *testing.T, a, b uint64) {
 				exec(t, fmt.Sprintf(`UPDATE audit_log SET seq = -1 WHERE seq = %d; UPDATE audit_log SET seq = %d WHERE seq = %d; UPDATE audit_log SET seq = %d WHERE seq = -1`, a, a, b, b))
+			},
+			retime: func(t *testing.T, seq uint64) {
+				exec(t, `UPDATE audit_log SET at = 0 WHERE seq = `+fmt.Sprint(seq))
 			},
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -13,14 +14,17 @@ import (
 // a card's rows, far below it.
 const maxAuditLine = 4 << 20
 
-// VerifyLines checks an export (JSON Lines, each an AuditEntry.Line) on
-// its own, without the store: each line's hash covers its body, each
-// entry's seq follows the one before, and each prev is the hash of the
-// line before. An export of a time range starts anywhere in the chain, so
-// its first line's prev is taken as given; compare the last line's seq and
-// hash with a head kept elsewhere to know nothing was cut from the end.
-// The report's From and To are the first and last seq read, Head the last
-// line's seq and hash. An error is returned only when r cannot be read.
+// VerifyLines checks an export (JSON Lines, each an AuditEntry.Line,
+// then the export's end line, ExportEnd.Line) on its own, without the
+// store: each line's hash covers its body, each entry's seq follows the
+// one before, each prev is the hash of the line before, and the end line
+// is there, last, and names the count, the last seq and the last hash of
+// the entries before it: an export cut at its tail is broken. An export
+// of a time range starts anywhere in the chain, so its first line's prev
+// is taken as given; the end line's head (the chain's head when it was
+// written) is what to compare with a head kept elsewhere. The report's
+// From and To are the first and last seq read, Head the last line's seq
+// and hash. An error is returned only when r cannot be read.
 func VerifyLines(r io.Reader) (AuditReport, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxAuditLine)
@@ -32,10 +36,24 @@ func VerifyLines(r io.Reader) (AuditReport, error) {
 		return rep, nil
 	}
 	line := 0
+	var end *ExportEnd
 	for sc.Scan() {
 		line++
 		text := sc.Bytes()
 		if len(bytes.TrimSpace(text)) == 0 {
+			continue
+		}
+		if end != nil {
+			return brk(prevSeq+1, "line %d follows the export's end line", line)
+		}
+		if bytes.HasPrefix(text, []byte(exportEndPrefix)) {
+			var w struct {
+				Export *ExportEnd `json:"export"`
+			}
+			if err := json.Unmarshal(text, &w); err != nil || w.Export == nil {
+				return brk(prevSeq+1, "line %d is not the export's end line: %v", line, err)
+			}
+			end = w.Export
 			continue
 		}
 		body, hash, ok := splitLine(text)
@@ -68,7 +86,37 @@ func VerifyLines(r io.Reader) (AuditReport, error) {
 	}
 	rep.To = prevSeq
 	rep.Head = AuditHead{Seq: prevSeq, Hash: prev}
+	switch {
+	case end == nil:
+		return brk(prevSeq+1, "missing: the export ends after seq %d without its end line (its tail was cut)", prevSeq)
+	case end.Entries != rep.Entries || end.LastSeq != prevSeq || end.LastHash != hex.EncodeToString(prev):
+		return brk(prevSeq+1, "missing: the export's end line records %d entries, the last seq %d, but %d entries to seq %d precede it (its tail was cut)",
+			end.Entries, end.LastSeq, rep.Entries, prevSeq)
+	}
 	return rep, nil
+}
+
+// ExportEnd is an export's last line: what it holds and the chain's head
+// when it was written. Without it, or when it disagrees with the entries
+// before it, VerifyLines reports the export cut.
+type ExportEnd struct {
+	Entries  int    `json:"entries"`
+	LastSeq  uint64 `json:"last_seq"`  // 0 when the export holds no entry
+	LastHash string `json:"last_hash"` // hex; "" when the export holds no entry
+	HeadSeq  uint64 `json:"head_seq"`  // the chain's head when the export was written
+	HeadHash string `json:"head_hash"`
+}
+
+// exportEndPrefix starts an end line, and no entry's line (which starts
+// with its seq).
+const exportEndPrefix = `{"export":`
+
+// Line is the end line, a JSON object of one member, "export".
+func (e ExportEnd) Line() []byte {
+	b, _ := json.Marshal(struct {
+		Export ExportEnd `json:"export"`
+	}{e})
+	return append(b, '\n')
 }
 
 // splitLine takes a line apart into the body its hash covers and the

@@ -70,6 +70,9 @@ func (r auditHeadRecord) head() (AuditHead, error) {
 func (b *Badger) stageEvents(w *writeTxn, events []Event, now time.Time) error {
 	for _, ev := range events {
 		ev.Time = now.UTC()
+		if !ev.At.IsZero() {
+			ev.Time = ev.At.UTC()
+		}
 		v, err := encodeEvent(ev)
 		if err != nil {
 			return err

@@ -394,3 +394,30 @@ func testAuditRetention(t *testing.T, open openStoreFunc) {
 	}
 	mustVerify(t, s, 4, 6)
 }
+
+// An event that gives At keeps it as its time (an expiry noticed later
+// happened at the TTL), on its own and with a claim; the entry is found
+// by that time, and the chain verifies.
+func testAuditAt(t *testing.T, open openStoreFunc) {
+	s, clock := openClocked(t, open)
+	ctx := context.Background()
+	h := putStep(t, s, 1, clock.Now())[0]
+	at := clock.Now().Add(-time.Hour).Truncate(time.Microsecond).Add(123)
+	clock.Advance(time.Minute)
+	if err := s.Audit(ctx, store.Event{Kind: "test", At: at}); err != nil {
+		t.Fatalf("Audit: %v", err)
+	}
+	if _, err := s.Claim(ctx, h.ID, store.Answer{Choice: store.AnswerConfirm, By: "person-1"},
+		store.Event{Kind: store.EventAnswered, HoldID: h.ID, At: at.Add(time.Second)}); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	_, recs := chained(t, s)
+	if n := len(recs); n < 2 || !recs[n-2].Time.Equal(at) || !recs[n-1].Time.Equal(at.Add(time.Second)) {
+		t.Fatalf("entries %+v, want the last two at %s and a second later", recs, at)
+	}
+	es, err := s.AuditEntries(ctx, store.AuditQuery{Since: at, Until: at.Add(2 * time.Second), Limit: 10})
+	if err != nil || len(es) != 2 {
+		t.Errorf("AuditEntries at that time: %d entries, %v; want 2", len(es), err)
+	}
+	mustVerify(t, s, 1, uint64(len(recs)))
+}

@@ -67,6 +67,8 @@ var contract = []struct {
 	{"AuditOnlyWhatCommitted", testAuditOnlyWhatCommitted},
 	{"AuditRace", testAuditRace},
 	{"AuditQuery", testAuditQuery},
+	{"AuditAt", testAuditAt},
+	{"Secrets", testSecrets},
 	{"AuditRetention", testAuditRetention},
 	{"Retention", testRetention},
 	{"Stats", testStats},

@@ -86,6 +86,9 @@ func (r *replicas) List(ctx context.Context, f store.HoldFilter, cursor string, 
 func (r *replicas) Audit(ctx context.Context, events ...store.Event) error {
 	return r.pick().Audit(ctx, events...)
 }
+func (r *replicas) CheckSecrets(ctx context.Context, fingerprints []string) error {
+	return r.pick().(store.SecretKeeper).CheckSecrets(ctx, fingerprints)
+}
 func (r *replicas) SyncAudit(ctx context.Context) error {
 	return r.pick().SyncAudit(ctx)
 }

@@ -37,7 +37,7 @@ func insertPending(from string, ids, now int) string {
 }
 
 // pendingArgs are the two array parameters of insertPending: hold ids and
-// events (JSON, without their time).
+// events (JSON, without their time unless Event.At gives it).
 func pendingArgs(events []Event) ([2]any, error) {
 	if err := checkEvents(events); err != nil {
 		return [2]any{}, err
@@ -48,7 +48,7 @@ func pendingArgs(events []Event) ([2]any, error) {
 		if !storableID(ev.HoldID) {
 			return [2]any{}, fmt.Errorf("auditing: events[%d]: hold id holds a NUL byte or invalid UTF-8", i)
 		}
-		ev.Time = time.Time{}
+		ev.Time = ev.At.UTC() // zero (the row's at decides) unless the event gives it
 		b, err := encodeEvent(ev)
 		if err != nil {
 			return [2]any{}, err
@@ -170,7 +170,9 @@ func (p *Postgres) chainOnce(ctx context.Context) (int, error) {
 				if err := json.Unmarshal(raw, &ev); err != nil {
 					return db(fmt.Errorf("reading audit event %d: %w", id, err))
 				}
-				ev.Time = time.Unix(0, at).UTC()
+				if ev.Time.IsZero() {
+					ev.Time = time.Unix(0, at).UTC()
+				}
 				if stepID != nil {
 					fillEvent(&ev, &Hold{StepID: *stepID, Tenant: string(f[0]), Owner: string(f[1]), Action: string(f[2]),
 						Policy: string(f[3]), Kind: Kind(f[4]), Protocol: string(f[5])})

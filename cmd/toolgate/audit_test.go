@@ -227,7 +227,7 @@ func TestAuditExportCommand(t *testing.T) {
 		t.Fatalf("status %d\nstderr %s", status, errOut)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"seq":3,"prev":"`) || !strings.HasPrefix(lines[1], `{"seq":4,"prev":"`) ||
+	if len(lines) != 3 || !strings.HasPrefix(lines[2], `{"export":{"entries":2,"last_seq":4,`) || !strings.HasPrefix(lines[0], `{"seq":3,"prev":"`) || !strings.HasPrefix(lines[1], `{"seq":4,"prev":"`) ||
 		!strings.Contains(lines[0], `"time":"2031-05-04T12:00:00Z","kind":"refused","owner":"person-3","action":"delete_post","reason":"no_owner","hash":"`) {
 		t.Fatalf("export of 11:30 to 13:30:\n%s", out)
 	}
@@ -243,7 +243,7 @@ func TestAuditExportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(all) != 6 {
+	if len(all) != 7 {
 		t.Fatalf("export of everything: %d lines\n%s", len(all), data)
 	}
 	out, errOut, status = runAudit(t, bin, "verify", "--file", file)
@@ -268,6 +268,16 @@ func TestAuditExportCommand(t *testing.T) {
 			l[2], l[3] = l[3], l[2]
 			return l
 		}, "audit chain broken at seq 3: missing: the entry after seq 2 is seq 4"},
+		// issue 15 §5: an export cut at its tail used to verify (exit 0).
+		{"cut", func() []string {
+			return append([]string(nil), all[:4]...)
+		}, "audit chain broken at seq 5: missing: the export ends after seq 4 without its end line (its tail was cut)"},
+		{"cut with its end line put back", func() []string {
+			return append(append([]string(nil), all[:4]...), all[6])
+		}, "audit chain broken at seq 5: missing: the export's end line records 6 entries, the last seq 6"},
+		{"an entry after the end line", func() []string {
+			return append(append([]string(nil), all...), all[5])
+		}, "audit chain broken at seq 7: line 8 follows the export's end line"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "audit.jsonl")

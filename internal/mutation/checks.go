@@ -97,8 +97,8 @@ var mutations = []mutation{
 	{
 		Name:  "pages: the per-hold token",
 		File:  "pages/pages.go",
-		From:  "if !hmac.Equal([]byte(a.Token), []byte(p.Token(a.Hold, who))) {",
-		To:    "if false && !hmac.Equal([]byte(a.Token), []byte(p.Token(a.Hold, who))) {",
+		From:  "if !p.validToken(a.Token, a.Hold, who) {",
+		To:    "if false && !p.validToken(a.Token, a.Hold, who) {",
 		Tests: []string{"./pages:TestAnswerWithoutItsTokenIsRefused"},
 	},
 	{
@@ -141,15 +141,15 @@ var mutations = []mutation{
 	{
 		Name:  "mcp: the requestState's signature",
 		File:  "gate/mcp.go",
-		From:  "if !hmac.Equal(got, m.Sum(nil)) {",
-		To:    "if false && !hmac.Equal(got, m.Sum(nil)) {",
+		From:  "if ok = hmac.Equal(got, m.Sum(nil)); ok {",
+		To:    "if ok = true || hmac.Equal(got, m.Sum(nil)); ok {",
 		Tests: []string{"./gate:TestMCPStateIsBoundToTheCall"},
 	},
 	{
 		Name:  "mcp: the requestState's person",
 		File:  "gate/mcp.go",
-		From:  "case !hmac.Equal([]byte(st.Person), []byte(g.personMAC(f.person))):",
-		To:    "case false && !hmac.Equal([]byte(st.Person), []byte(g.personMAC(f.person))):",
+		From:  "case !hmac.Equal([]byte(st.Person), []byte(g.personMACWith(key, f.person))):",
+		To:    "case false && !hmac.Equal([]byte(st.Person), []byte(g.personMACWith(key, f.person))):",
 		Tests: []string{"./gate:TestMCPStateIsBoundToThePerson"},
 	},
 	{
@@ -176,7 +176,7 @@ var mutations = []mutation{
 	{
 		Name:  "mcp: the ticket matches the requestState",
 		File:  "gate/mcp.go",
-		From:  "if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || t.Policy != f.policyKey {",
+		From:  "if t.Kind != store.KindTicket || t.Owner != f.person.Owner || t.Tenant != f.person.Tenant || t.Action != c.Name || !f.samePolicy(t.Policy) {",
 		To:    "if false {",
 		Tests: []string{"./gate:TestMCPStateMustMatchItsTicket", "./gate:TestMCPMismatchedStateUsesNothing"},
 	},
@@ -379,5 +379,56 @@ var mutations = []mutation{
 		From:  "\tcase decides(p.Answer):\n\t\treturn store.Hold{}, store.ErrAnswered\n",
 		To:    "",
 		Tests: []string{"./gate:TestAnsweredCardIsNotAnsweredAgainOnARepeatsLink"},
+	},
+	// Issue 15 §4 and §5: replicas that disagree, the audit log, policy
+	// files.
+	{
+		Name:  "ops policy: identified by content, not path",
+		File:  "caddymodule/policyfiles.go",
+		From:  "l := &loadedPolicy{policy: p, key: p.Identity()}\n\tlineage.Store(l.key, path)",
+		To:    "l := &loadedPolicy{policy: p, key: path}\n\tlineage.Store(l.key, path)",
+		Tests: []string{"./e2e:TestPolicyIsItsContentNotItsPath"},
+	},
+	{
+		Name:  "ops policy: an edited file takes effect",
+		File:  "caddymodule/policyfiles.go",
+		From:  "\tf.cur.Store(l)\n\tf.stat, f.pending, f.bad",
+		To:    "\tf.stat, f.pending, f.bad",
+		Tests: []string{"./e2e:TestPolicyFileEditTakesEffect"},
+	},
+	{
+		Name:  "ops audit: the stored time is the hashed time",
+		File:  "store/audit.go",
+		From:  "if !r.Time.Equal(e.Time) {",
+		To:    "if false && !r.Time.Equal(e.Time) {",
+		Tests: []string{"./store:TestBadgerAuditTamper/retime", "./store:TestPostgresAuditTamper/retime"},
+	},
+	{
+		Name:  "ops audit: an export ends with its end line",
+		File:  "store/auditlines.go",
+		From:  "\tcase end == nil:\n",
+		To:    "\tcase false:\n",
+		Tests: []string{"./cmd/toolgate:TestAuditExportCommand"},
+	},
+	{
+		Name:  "ops audit: an expiry is answered when it happened",
+		File:  "gate/restore.go",
+		From:  "\t\tev.At = h.Expires",
+		To:    "\t\t_ = h.Expires",
+		Tests: []string{"./gate:TestAuditExpiredAnswer"},
+	},
+	{
+		Name:  "ops resume: a person's share of the waiting streams",
+		File:  "caddymodule/handler.go",
+		From:  "if s.total >= max || s.byPerson[k] >= perPerson {",
+		To:    "if s.total >= max {",
+		Tests: []string{"./e2e:TestResumeStreamsFairShare"},
+	},
+	{
+		Name:  "ops secret: a start with another secret is refused",
+		File:  "store/secrets.go",
+		From:  "if len(known) == 0 || slices.ContainsFunc(known,",
+		To:    "if true || slices.ContainsFunc(known,",
+		Tests: []string{"./store:TestBadgerContract/Secrets", "./store:TestPostgresContract/Secrets", "./e2e:TestSecretMismatchAndRotation"},
 	},
 }
