@@ -48,6 +48,14 @@ var answerShapes = []struct {
 		testkit.Reply{Body: []byte(`{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"delete_post","input":{"post":7}}}]}},"stopReason":"tool_use","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}`)}},
 	{"bedrock invoke", "POST", "/model/anthropic.claude-sonnet-4/invoke", `{"anthropic_version":"bedrock-2023-05-31","max_tokens":64,"messages":[{"role":"user","content":"x"}]}`,
 		testkit.Reply{Body: []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"delete_post","input":{"post":7}}],"stop_reason":"tool_use"}`)}},
+	{"gemini stream on a path the route reads as its provider's", "POST", "/v2/generate", `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`,
+		testkit.Reply{Events: [][]byte{[]byte("data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Sure.\"}]},\"index\":0}]}\n\n"), []byte("data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"delete_post\",\"args\":{\"post\":7}}}]},\"index\":0}]}\n\n")}}},
+	{"anthropic stream answering a chat path", "POST", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`,
+		testkit.Reply{Events: [][]byte{
+			[]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n"),
+			[]byte("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"delete_post\",\"input\":{}}}\n\n"),
+			[]byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"post\\\":7}\"}}\n\n"),
+			[]byte("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")}}},
 	{"unknown get", "GET", "/v1/agents/a1/last_answer", "", testkit.Reply{Body: []byte(`{"calls":[{"tool":"delete_post","args":{"post":7}}]}`)}},
 }
 

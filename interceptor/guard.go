@@ -327,6 +327,82 @@ func checkShape(a Adapter, names *Names, body []byte) error {
 	return ErrNamesGated
 }
 
+// ownsEvent reports whether an event's data is one of the protocol's own
+// stream events and no other protocol's (asked only of an event naming a
+// gated tool): see eventMarks.
+func (Chat) ownsEvent(data []byte) bool { return eventMarks(data) == markChat }
+
+func (Responses) ownsEvent(data []byte) bool { return eventMarks(data) == markResponses }
+
+func (Anthropic) ownsEvent(data []byte) bool { return eventMarks(data) == markAnthropic }
+
+// Marks of the protocols a stream event can be read as.
+const (
+	markChat      = 1 << iota // a choices key (Chat's chunks)
+	markResponses             // a type "response.…", or an item key (Responses' events)
+	markAnthropic             // a type of Anthropic's events, or a content_block or message key
+	markOther                 // any other provider's call key (callKeys), or not an object
+)
+
+// eventMarks returns the marks of every protocol whose clients read the
+// event's data as theirs, keys compared in any case: an event one
+// adapter reads must carry only its own.
+func eventMarks(data []byte) int {
+	v := gjson.ParseBytes(data)
+	if !v.IsObject() {
+		return markOther
+	}
+	marks := 0
+	v.ForEach(func(key, val gjson.Result) bool {
+		name := key.String()
+		switch {
+		case strings.EqualFold(name, "choices"):
+			marks |= markChat
+		case strings.EqualFold(name, "item"):
+			marks |= markResponses
+		case strings.EqualFold(name, "content_block"), strings.EqualFold(name, "message"):
+			marks |= markAnthropic
+		case strings.EqualFold(name, "type"):
+			switch typ := val.String(); {
+			case strings.HasPrefix(typ, "response."):
+				marks |= markResponses
+			case anthropicEvents[typ]:
+				marks |= markAnthropic
+			}
+		case isCallKey(name):
+			marks |= markOther
+		}
+		return true
+	})
+	return marks
+}
+
+// anthropicEvents are the types of Anthropic's stream events.
+var anthropicEvents = map[string]bool{
+	"message_start": true, "content_block_start": true, "content_block_delta": true,
+	"content_block_stop": true, "message_delta": true, "message_stop": true, "ping": true,
+}
+
+// eventShape is the adapter's ownsEvent; nil for an adapter without one
+// (its streams are not guarded).
+func eventShape(a Adapter) func([]byte) bool {
+	if o, ok := a.(interface{ ownsEvent([]byte) bool }); ok {
+		return o.ownsEvent
+	}
+	return nil
+}
+
+// guardStream makes s refuse events in another protocol's shape naming
+// one of names (see sseFrame.guardWith).
+func guardStream(s Stream, a Adapter, names *Names) {
+	own := eventShape(a)
+	if g, ok := s.(interface {
+		guardWith(*Names, func([]byte) bool)
+	}); ok && names != nil && own != nil {
+		g.guardWith(names, own)
+	}
+}
+
 // Interface guards
 var (
 	_ http.ResponseWriter             = (*GuardWriter)(nil)

@@ -180,3 +180,35 @@ func TestWriterRefusesForeignShapes(t *testing.T) {
 }
 
 var _ http.ResponseWriter = (*guardRecorder)(nil)
+
+// A stream's event in another protocol's shape naming a gated tool stops
+// the stream before it goes out (the client's SDK reads the stop event as
+// an error); the events before it went out as they came.
+func TestStreamRefusesForeignEvents(t *testing.T) {
+	names := NewNames([]string{"delete_post"})
+	text := map[string]string{
+		"chat":      `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Sure."}}]}` + "\n\n",
+		"responses": `data: {"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"Sure."}` + "\n\n",
+		"anthropic": "event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Sure."}}` + "\n\n",
+	}
+	foreign := []string{
+		`data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete_post","args":{}}}]}}]}` + "\n\n",
+		"event: content_block_start\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"delete_post","input":{}},"choices":[]}` + "\n\n",
+		`data: {"message":{"role":"assistant","tool_calls":[{"function":{"name":"delete_post"}}]},"type":"response.output_text.delta"}` + "\n\n",
+	}
+	for name, a := range map[string]Adapter{"chat": Chat{}, "responses": Responses{}, "anthropic": Anthropic{}} {
+		for i, ev := range foreign {
+			rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+			rw := Wrap(rec, a, context.Background(), newHolder("delete_post"), 0)
+			rw.GuardNames(names)
+			rw.Header().Set("Content-Type", "text/event-stream")
+			rw.WriteHeader(200)
+			_, _ = rw.Write([]byte(text[name]))
+			_, _ = rw.Write([]byte(ev))
+			err := rw.Close()
+			if bytes.Contains(rec.Body.Bytes(), []byte("delete_post")) || !bytes.Contains(rec.Body.Bytes(), []byte("Sure.")) {
+				t.Errorf("%s stream, foreign event %d: Close %v, the client got %q", name, i, err, rec.Body.Bytes())
+			}
+		}
+	}
+}

@@ -174,6 +174,7 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 		rw.flushFn = flusher(rw.ResponseWriter)
 		rw.turn = rw.newTurn()
 		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
+		guardStream(rw.stream, rw.adapter, rw.names)
 	default:
 		rw.mode, rw.kind = buffering, jsonBody
 		rw.status = status
@@ -211,6 +212,7 @@ func (rw *ResponseWriter) followUpHeader(status int) {
 	case kind == sseBody:
 		rw.mode = streaming
 		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
+		guardStream(rw.stream, rw.adapter, rw.names)
 	default:
 		rw.mode = buffering
 		rw.buf, rw.body, rw.tooLarge = getBuf(), false, false
