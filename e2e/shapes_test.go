@@ -184,7 +184,11 @@ func TestLowerCaseMethods(t *testing.T) {
 	}
 	prov.Serve("post", answerShapes[0].reply)
 	status, body, err := sendShape(url, "post", "/v1/chat/completions", answerShapes[0].request, "post")
-	if err != nil || carriesCall(status, body) {
-		t.Errorf("post /v1/chat/completions: the app got the call: %d %s %v", status, body, err)
+	if err != nil || carriesCall(status, body) || status != http.StatusOK || gjson.GetBytes(body, "choices.0.message.content").String() == "" {
+		t.Errorf("post /v1/chat/completions: %d %s %v, want it gated (the call taken out, text in its place)", status, body, err)
+	}
+	status, body, err = sendShape(url, "post", "/api/chat", `{}`, "none")
+	if err != nil || status != http.StatusForbidden || !strings.Contains(string(body), "allow_paths") {
+		t.Errorf("post /api/chat: %d %s %v, want 403", status, body, err)
 	}
 }
