@@ -48,6 +48,8 @@ var answerShapes = []struct {
 		testkit.Reply{Body: []byte(`{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"delete_post","input":{"post":7}}}]}},"stopReason":"tool_use","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}`)}},
 	{"bedrock invoke", "POST", "/model/anthropic.claude-sonnet-4/invoke", `{"anthropic_version":"bedrock-2023-05-31","max_tokens":64,"messages":[{"role":"user","content":"x"}]}`,
 		testkit.Reply{Body: []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"delete_post","input":{"post":7}}],"stop_reason":"tool_use"}`)}},
+	{"gemini answer on a path the route reads as its provider's", "POST", "/v2/generate", `{"model":"m","messages":[{"role":"user","content":"x"}]}`,
+		testkit.Reply{Body: []byte(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"delete_post","args":{"post":7}}}]},"finishReason":"STOP","index":0}]}`)}},
 	{"gemini stream on a path the route reads as its provider's", "POST", "/v2/generate", `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`,
 		testkit.Reply{Events: [][]byte{[]byte("data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Sure.\"}]},\"index\":0}]}\n\n"), []byte("data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"delete_post\",\"args\":{\"post\":7}}}]},\"index\":0}]}\n\n")}}},
 	{"anthropic stream answering a chat path", "POST", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`,
