@@ -152,6 +152,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		owner_fields      <gjson path>...
 //		tenant            <placeholder>
 //		allow             legacy_functions|batches|stored_responses|realtime...
+//		allow_paths       <path>|<prefix>/*...
 //		max_request_body  <bytes>
 //		max_response_body <bytes>
 //		resume_wait        <duration>
@@ -183,6 +184,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			if err := h.checkAllow(); err != nil {
+				return d.Err(err.Error())
+			}
+		case "allow_paths":
+			if h.AllowPaths = d.RemainingArgs(); len(h.AllowPaths) == 0 {
+				return d.ArgErr()
+			}
+			if err := (&Handler{AllowPaths: h.AllowPaths}).checkAllowPaths(); err != nil {
 				return d.Err(err.Error())
 			}
 		case "max_request_body":

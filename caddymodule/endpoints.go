@@ -75,24 +75,132 @@ func isCanonical(p string) bool {
 }
 
 // providerFor names the protocol of a canonical path ("" when the route
-// does not gate it): the one the route fixes, or by the path's end.
+// does not gate it): by the path's end when it is a gated endpoint's (the
+// upstream answers in that endpoint's shape, whatever the route's
+// Provider: vLLM serves /v1/chat/completions, /v1/responses and
+// /v1/messages side by side), else the one the route fixes.
 func (h *Handler) providerFor(path string) string {
-	if h.Provider != "" && h.Provider != "auto" {
-		return h.Provider
-	}
 	for _, p := range pathProviders {
 		if strings.HasSuffix(path, p.suffix) && adapters[p.provider] != nil {
 			return p.provider
 		}
 	}
+	if h.Provider != "" && h.Provider != "auto" {
+		return h.Provider
+	}
 	return ""
 }
 
-// pathProviders map a path's end to its provider, for Provider "auto".
+// pathProviders map a path's end to its provider.
 var pathProviders = []struct{ suffix, provider string }{
 	{"/chat/completions", "openai-chat"},
 	{"/responses", "openai-responses"},
 	{"/messages", "anthropic"},
+}
+
+// unknownPost returns the refusal of a POST to a canonical path that is
+// neither a gated endpoint (protocol, from providerFor) nor one of those
+// known to answer without tool calls (knownPaths), or nil: its answer may
+// be a provider's the gate has no adapter for (Gemini's
+// {model}:generateContent, the Assistants API's runs, Ollama's /api/chat,
+// Bedrock's invoke and converse), whose calls would reach the app
+// unchecked. The paths of those other providers (foreignPath) are refused
+// on every route, even where a gated endpoint's end or a fixed Provider
+// would read them as another's; on a route whose Provider is fixed every
+// other POST is read as that provider's. The
+// operator lets a path through with AllowPaths; its answer is then still
+// refused when it names a gated tool (interceptor.Guard).
+//
+// sent is the path as the request had it, which the refusal names.
+func (h *Handler) unknownPost(method, path, sent, protocol string) *refusal {
+	if method != http.MethodPost || h.allowsPath(path) {
+		return nil
+	}
+	if !foreignPath(path) && (protocol != "" || knownPath(path)) {
+		return nil
+	}
+	return &refusal{http.StatusForbidden, fmt.Sprintf("POST %s is not an endpoint the gate reads: its answer could carry tool calls in a shape the gate does not check. The operator can allow the path with `allow_paths %s`; an answer naming a gated tool is refused even then.", sent, sent)}
+}
+
+// knownPaths end the paths of endpoints known to answer without tool
+// calls, any provider: embeddings, moderations, legacy completions, audio,
+// images, files and uploads, token counting and tokenizing, response
+// compaction, conversations and their items.
+var knownPaths = []string{
+	"/embeddings", "/moderations", "/completions",
+	"/audio/speech", "/audio/transcriptions", "/audio/translations",
+	"/images/generations", "/images/edits", "/images/variations",
+	"/files", "/uploads", "/parts", "/complete",
+	"/messages/count_tokens", "/responses/input_tokens", "/responses/compact",
+	"/tokenize", "/detokenize", "/conversations", "/items",
+}
+
+// knownPath reports a canonical path that ends in one of knownPaths: its
+// answer carries no tool call.
+func knownPath(path string) bool {
+	for _, k := range knownPaths {
+		if strings.HasSuffix(path, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// foreignPath reports a canonical path of a provider the gate has no
+// adapter for, which a route with a fixed Provider must not read as its
+// own: a segment with a ':' method (Gemini and Vertex AI,
+// {model}:generateContent), Ollama's /api/chat and /api/generate,
+// Bedrock's invoke and converse (and their streams), the Assistants API's
+// threads and runs.
+func foreignPath(path string) bool {
+	var buf [16]string
+	segs := splitPath(path, buf[:0])
+	last := segs[len(segs)-1]
+	if strings.HasSuffix(path, "/api/chat") || strings.HasSuffix(path, "/api/generate") {
+		return true
+	}
+	switch last {
+	case "invoke", "invoke-with-response-stream", "converse", "converse-stream":
+		return true
+	}
+	for _, s := range segs {
+		if strings.IndexByte(s, ':') >= 0 || s == "threads" || s == "runs" {
+			return true
+		}
+	}
+	return false
+}
+
+// allowsPath reports whether the operator lets POSTs to a canonical path
+// through (AllowPaths): the path itself, or one under a "/*" entry.
+func (h *Handler) allowsPath(path string) bool {
+	for _, p := range h.allowPaths {
+		if prefix, ok := strings.CutSuffix(p, "/*"); ok {
+			if path == prefix || strings.HasPrefix(path, prefix+"/") {
+				return true
+			}
+		} else if path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAllowPaths reads AllowPaths: each an absolute path, optionally
+// ending in "/*", kept canonical (as requests' paths are compared).
+func (h *Handler) checkAllowPaths() error {
+	h.allowPaths = h.allowPaths[:0]
+	for _, p := range h.AllowPaths {
+		if !strings.HasPrefix(p, "/") || strings.Contains(strings.TrimSuffix(p, "/*"), "*") {
+			return fmt.Errorf("allow_paths: %q: want an absolute path, optionally ending in /*", p)
+		}
+		if prefix, ok := strings.CutSuffix(p, "/*"); ok {
+			h.allowPaths = append(h.allowPaths, canonicalPath(prefix)+"/*")
+		} else {
+			h.allowPaths = append(h.allowPaths, canonicalPath(p))
+		}
+	}
+	return nil
 }
 
 // around is a kind of request that carries tool calls around the gate.
@@ -133,7 +241,11 @@ func (a *around) refusal(method, path string) *refusal {
 //     list) and anything under /chat/completions/{id} but DELETE;
 //   - realtime: anything under /realtime (the WebSocket, calls, sessions,
 //     client secrets).
+//
+// method is compared in any case: Caddy forwards "get" as it came, and a
+// tolerant upstream routes it as GET.
 func endpointFor(method, path string) *around {
+	method = upperMethod(method)
 	var buf [16]string
 	segs := splitPath(path, buf[:0])
 	n := len(segs)
@@ -166,6 +278,17 @@ func endpointFor(method, path string) *around {
 		}
 	}
 	return nil
+}
+
+// upperMethod is method in upper case, without allocating for one that
+// already is.
+func upperMethod(method string) string {
+	for i := 0; i < len(method); i++ {
+		if c := method[i]; 'a' <= c && c <= 'z' {
+			return strings.ToUpper(method)
+		}
+	}
+	return method
 }
 
 // splitPath appends the segments of a path to segs (on the caller's

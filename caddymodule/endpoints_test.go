@@ -227,10 +227,165 @@ func FuzzRouteChecks(f *testing.F) {
 			t.Fatalf("%q → %q is not canonical", path, c)
 		}
 		endpointFor(method, c)
+		if (&Handler{}).unknownPost(upperMethod(method), c, path, "") == nil && upperMethod(method) == "POST" && (foreignPath(c) || !knownPath(c)) {
+			t.Fatalf("POST %q: an unknown path passed", path)
+		}
 		for _, provider := range []string{"openai-chat", "openai-responses", "anthropic"} {
 			if got, full := paramFor(provider, body), scanParams(provider, body); got != full && paramWords[provider] != nil {
 				t.Fatalf("%s %q: filtered %v, full scan %v", provider, body, got, full)
 			}
 		}
 	})
+}
+
+// A gated endpoint's path is read as its end says, whatever the route's
+// Provider: an OpenAI-compatible server (vLLM) answers /v1/messages in
+// Anthropic's shape and /v1/responses in the Responses shape; the fixed
+// Provider reads the other paths.
+func TestFixedProviderReadsGatedPathsByTheirEnd(t *testing.T) {
+	for _, provider := range []string{"openai-chat", "openai-responses", "anthropic"} {
+		h := &Handler{Provider: provider}
+		for path, want := range map[string]string{
+			"/v1/chat/completions": "openai-chat",
+			"/v1/responses":        "openai-responses",
+			"/v1/messages":         "anthropic",
+			"/generate":            provider,
+			"/v1/embeddings":       provider,
+		} {
+			if got := h.providerFor(canonicalPath(path)); got != want {
+				t.Errorf("provider %s, %s: read as %q, want %q", provider, path, got, want)
+			}
+		}
+	}
+}
+
+// A POST to a path that is neither gated nor known to answer without
+// calls is refused, on every route, unless allowed by name; so are the
+// paths of the providers the gate has no adapter for, even where a fixed
+// Provider or a gated end would read them.
+func TestUnknownPostPaths(t *testing.T) {
+	for _, tc := range []struct {
+		provider, method, path string
+		refused                bool
+	}{
+		{"", "POST", "/v1beta/models/gemini-2.5-flash:generateContent", true},
+		{"", "POST", "/v1/threads/thread_1/runs", true},
+		{"", "POST", "/v1/threads/runs", true},
+		{"", "POST", "/v1/threads/t/runs/r/submit_tool_outputs", true},
+		{"", "POST", "/api/chat", true},
+		{"", "POST", "/api/generate", true},
+		{"", "POST", "/model/m/invoke", true},
+		{"", "POST", "/model/m/converse-stream", true},
+		{"", "POST", "/v2/agents/run", true},
+		{"", "POST", "/v1/threads/thread_1/messages", true},
+		{"openai-chat", "POST", "/api/chat", true},
+		{"openai-chat", "POST", "/v1beta/models/g:streamGenerateContent", true},
+		{"openai-chat", "POST", "/model/m/converse", true},
+		{"openai-chat", "POST", "/v2/generate", false},
+		{"", "post", "/api/chat", true},
+		{"", "GET", "/api/chat", false},
+		{"", "POST", "/v1/chat/completions", false},
+		{"", "POST", "/v1/embeddings", false},
+		{"", "POST", "/v1/moderations", false},
+		{"", "POST", "/v1/completions", false},
+		{"", "POST", "/v1/messages/count_tokens", false},
+		{"", "POST", "/v1/responses/input_tokens", false},
+		{"", "POST", "/v1/audio/transcriptions", false},
+		{"", "POST", "/v1/files", false},
+		{"", "POST", "/v1/conversations/conv_1/items", false},
+	} {
+		h := &Handler{Provider: tc.provider}
+		path := canonicalPath(tc.path)
+		ref := h.unknownPost(upperMethod(tc.method), path, tc.path, h.providerFor(path))
+		if (ref != nil) != tc.refused {
+			t.Errorf("provider %q, %s %s: refused %v, want %v", tc.provider, tc.method, tc.path, ref != nil, tc.refused)
+			continue
+		}
+		if ref != nil && (ref.status != 403 || !strings.Contains(ref.msg, "allow_paths "+tc.path)) {
+			t.Errorf("%s %s: refusal %d %q does not name allow_paths", tc.method, tc.path, ref.status, ref.msg)
+		}
+		if !tc.refused {
+			continue
+		}
+		h.AllowPaths = []string{tc.path}
+		if err := h.checkAllowPaths(); err != nil {
+			t.Fatal(err)
+		}
+		if ref := h.unknownPost(upperMethod(tc.method), path, tc.path, h.providerFor(path)); ref != nil {
+			t.Errorf("%s %s allowed by name: still refused", tc.method, tc.path)
+		}
+	}
+	h := &Handler{AllowPaths: []string{"/v1beta/models/*", "/API/Chat/"}}
+	if err := h.checkAllowPaths(); err != nil {
+		t.Fatal(err)
+	}
+	for path, allowed := range map[string]bool{
+		"/v1beta/models/g:generateContent": true,
+		"/v1beta/models":                   true,
+		"/v1beta/modelsx/g":                false,
+		"/api/chat":                        true,
+		"/api/chat/x":                      false,
+	} {
+		if got := h.allowsPath(canonicalPath(path)); got != allowed {
+			t.Errorf("allow_paths %v, %s: allowed %v, want %v", h.AllowPaths, path, got, allowed)
+		}
+	}
+	for _, bad := range []string{"api/chat", "/v1/*/runs", ""} {
+		if err := (&Handler{AllowPaths: []string{bad}}).checkAllowPaths(); err == nil {
+			t.Errorf("allow_paths %q: no error", bad)
+		}
+	}
+}
+
+// Methods compare in any case: Caddy forwards "get" as it came, and a
+// tolerant upstream routes it as GET.
+func TestEndpointMethodsInAnyCase(t *testing.T) {
+	for _, tc := range []struct{ method, path, allow string }{
+		{"get", "/v1/chat/completions", "stored_responses"},
+		{"Get", "/v1/conversations/conv_1/items", "stored_responses"},
+		{"post", "/v1/responses/input_tokens", ""},
+		{"delete", "/v1/responses/resp_1", ""},
+		{"post", "/v1/responses/resp_1/cancel", "stored_responses"},
+	} {
+		got := ""
+		if ep := endpointFor(tc.method, canonicalPath(tc.path)); ep != nil {
+			got = ep.allow
+		}
+		if got != tc.allow {
+			t.Errorf("%s %s: allow %q, want %q", tc.method, tc.path, got, tc.allow)
+		}
+	}
+	var m string
+	if n := testing.AllocsPerRun(10, func() { m = upperMethod("POST") }); n != 0 || m != "POST" {
+		t.Errorf("upperMethod of an upper-case method: %v allocations", n)
+	}
+}
+
+// The Caddyfile's allow_paths takes paths and "/*" prefixes, refuses
+// others, and is given once.
+func TestCaddyfileAllowPaths(t *testing.T) {
+	cfg, err := adapt(t, `api.example.com {
+	toolgate {
+		policy /etc/toolgate/blog.yaml
+		allow_paths /api/chat /v1beta/models/*
+	}
+	reverse_proxy http://127.0.0.1:11434
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := json.Marshal(cfg); !strings.Contains(string(s), `"allow_paths":["/api/chat","/v1beta/models/*"]`) {
+		t.Errorf("config %s lacks the allow_paths list", s)
+	}
+	for in, want := range map[string]string{
+		"allow_paths api/chat":               "want an absolute path",
+		"allow_paths /v1/*/runs":             "want an absolute path",
+		"allow_paths":                        "wrong argument count",
+		"allow_paths /a\n\t\tallow_paths /b": "already specified",
+	} {
+		_, err := adapt(t, "api.example.com {\n\ttoolgate {\n\t\tpolicy p.yaml\n\t\t"+in+"\n\t}\n}")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
 }

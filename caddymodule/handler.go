@@ -84,10 +84,13 @@ type Handler struct {
 	// placeholder); it reaches the app in the X-Toolgate-Tenant header.
 	Tenant string `json:"tenant,omitempty"`
 
-	// Provider fixes the wire protocol of every POST on the route:
-	// "openai-chat", "openai-responses" or "anthropic". Default ("" or
-	// "auto"): by the path's end, as listed above. Set it for an
-	// OpenAI-compatible server whose paths differ.
+	// Provider fixes the wire protocol of the POSTs on the route whose
+	// path does not end as a gated endpoint's: "openai-chat",
+	// "openai-responses" or "anthropic". A path that does is read as its
+	// end says (an OpenAI-compatible server such as vLLM answers
+	// /v1/messages in Anthropic's shape). Default ("" or "auto"): by the
+	// path's end only, as listed above. Set it for an OpenAI-compatible
+	// server whose paths differ.
 	Provider string `json:"provider,omitempty"`
 
 	// Allow lets through this route what returns tool calls the gate
@@ -111,6 +114,22 @@ type Handler struct {
 	//
 	// What is allowed passes as it came, unchecked.
 	Allow []string `json:"allow,omitempty"`
+
+	// AllowPaths lets POSTs to these paths through this route. A POST is
+	// refused (403) when its path is neither a gated endpoint nor one
+	// known to answer without tool calls (embeddings, moderations, legacy
+	// completions, audio, images, files and uploads, token counting,
+	// conversations): its answer could be a provider's the gate has no
+	// adapter for, such as Gemini's {model}:generateContent, the
+	// Assistants API's threads and runs, Ollama's /api/chat and
+	// /api/generate, Bedrock's invoke and converse. Those providers' paths
+	// are refused even on a route whose Provider is fixed. Each entry is
+	// an absolute path, compared as gated paths are (any case, no
+	// trailing slash), or a prefix ending in "/*". An allowed path's
+	// answer, like every answer on the route the gate does not read as a
+	// provider's, is still refused (502, or cut if it is streamed and its
+	// header has gone) when its bytes name a gated tool.
+	AllowPaths []string `json:"allow_paths,omitempty"`
 
 	// MaxRequestBody caps the request body read, in bytes, before and
 	// after decoding. Default 32 MiB.
@@ -162,10 +181,11 @@ type Handler struct {
 	// waiting stream per interval. Default 2s.
 	ResumePoll caddy.Duration `json:"resume_poll,omitempty"`
 
-	app     *App
-	file    *policyFile // the policy file, as it reads now (policyfiles.go)
-	logger  *zap.Logger
-	waiting *streamShares // streams of this route waiting for the person (ResumeWait)
+	app        *App
+	file       *policyFile // the policy file, as it reads now (policyfiles.go)
+	allowPaths []string    // AllowPaths, canonical
+	logger     *zap.Logger
+	waiting    *streamShares // streams of this route waiting for the person (ResumeWait)
 }
 
 // streamShares counts the streams of a route that wait for the person,
@@ -228,6 +248,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.checkAllow(); err != nil {
 		return err
 	}
+	if err := h.checkAllowPaths(); err != nil {
+		return err
+	}
 	if h.MaxRequestBody <= 0 {
 		h.MaxRequestBody = 32 << 20
 	}
@@ -288,12 +311,13 @@ func joinApp(ctx caddy.Context, policy string) (*App, *policyFile, error) {
 
 // ServeHTTP gates one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	adapter, front, body, buf, err := h.prepare(w, r, next)
+	pol := h.file.current() // one version for the whole request, whatever a swap does meanwhile
+	adapter, front, body, buf, err := h.prepare(w, r, next, pol)
 	if buf == nil {
 		return err // refused, passed on, or not a model request
 	}
 	defer putBody(buf)
-	return h.answer(w, r, next, adapter, front, body)
+	return h.answer(w, r, next, adapter, front, body, pol.names)
 }
 
 // prepare reads and rewrites a model request: the history restored, the
@@ -302,9 +326,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // outcome. Otherwise buf holds the body until the answer is written. It
 // is a function of its own so that its frame is not on the stack of a
 // stream that waits for the person (see answer).
-func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) (interceptor.Adapter, *gate.Front, []byte, *bytes.Buffer, error) {
+func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, pol *loadedPolicy) (interceptor.Adapter, *gate.Front, []byte, *bytes.Buffer, error) {
 	path := canonicalPath(r.URL.Path)
-	around := endpointFor(r.Method, path)
+	method := upperMethod(r.Method) // Caddy forwards "post" as it came; upstreams route it as POST
+	around := endpointFor(method, path)
 	if around != nil && h.allows(around.allow) {
 		return nil, nil, nil, nil, next.ServeHTTP(w, r)
 	}
@@ -317,8 +342,13 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if around != nil {
 		return nil, nil, nil, nil, h.refuse(w, around.refusal(r.Method, r.URL.Path))
 	}
-	if protocol == "" || r.Method != http.MethodPost {
-		return nil, nil, nil, nil, next.ServeHTTP(w, r) // only POSTs to gated endpoints carry tool calls
+	if ref := h.unknownPost(method, path, r.URL.Path, protocol); ref != nil {
+		return nil, nil, nil, nil, h.refuse(w, ref)
+	}
+	if protocol == "" || method != http.MethodPost {
+		// No adapter reads the answer: it passes unless it names a gated
+		// tool (a Gemini or Assistants answer, say).
+		return nil, nil, nil, nil, h.guarded(w, r, next, pol.names)
 	}
 	adapter := adapters[protocol]
 	buf := bodyPool.Get().(*bytes.Buffer)
@@ -335,7 +365,6 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
-	pol := h.file.current() // one version for the whole request, whatever a swap does meanwhile
 	front := h.app.gate.Front(pol.policy, pol.key, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
 		WithToolSchemas(func(name string) []byte { return toolParameters(original, name, protocol) })
 
@@ -358,9 +387,10 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 // the adapter, with its follow-ups. A stream waiting for the person (see
 // ResumeWait) waits in it: its frame, and those it calls while waiting,
 // are kept small, as they stay on the stack of every waiting stream.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, adapter interceptor.Adapter, front *gate.Front, body []byte) error {
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, adapter interceptor.Adapter, front *gate.Front, body []byte, names *interceptor.Names) error {
 	rw := interceptor.Wrap(w, adapter, r.Context(), front, h.MaxResponseBody)
 	rw.SetRequest(body)
+	rw.GuardNames(names)
 	if h.ResumeWait > 0 {
 		rw.AllowResume()
 	}
@@ -381,6 +411,35 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		}
 	}
 	return h.closed(w, r, rw, nextErr)
+}
+
+// guarded passes a request no adapter reads, and its answer unless that
+// names a gated tool (see interceptor.Guard): refused with 502 when
+// nothing of it was written, cut otherwise. A policy without gated tools
+// has nothing to search for, and the request passes unwrapped.
+func (h *Handler) guarded(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, names *interceptor.Names) error {
+	if names == nil {
+		return next.ServeHTTP(w, r)
+	}
+	r.Header.Set("Accept-Encoding", "identity") // the answer must be searchable
+	g := interceptor.Guard(w, names)
+	if err := next.ServeHTTP(g, r); err != nil {
+		return err
+	}
+	err := g.Close()
+	if err == nil {
+		return nil
+	}
+	if g.Written() {
+		h.logger.Error("response cut", zap.String("path", r.URL.Path), zap.Error(err))
+		return nil
+	}
+	clear(w.Header()) // the upstream's, e.g. a Content-Length that no longer holds
+	why := "it is content-encoded, so the gate cannot search it for gated calls"
+	if errors.Is(err, interceptor.ErrNamesGated) {
+		why = fmt.Sprintf("it names the gated tool %s in a shape the gate does not read as a provider's answer, so the call could reach the app unchecked", g.Named())
+	}
+	return h.refuse(w, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: %s", r.Method, r.URL.Path, why)})
 }
 
 // followUp sends one follow-up request (a continuation, or a resume) and
@@ -416,6 +475,9 @@ func (h *Handler) closed(w http.ResponseWriter, r *http.Request, rw *interceptor
 		h.logger.Error("response refused", zap.Error(closeErr))
 		for k := range w.Header() {
 			delete(w.Header(), k) // the upstream's, e.g. a Content-Length that no longer holds
+		}
+		if errors.Is(closeErr, interceptor.ErrNamesGated) {
+			return h.refuse(w, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: it names a gated tool but is not in the shape this path is read as (another provider's answer, or two at once), so the call could reach the app unchecked", r.Method, r.URL.Path)})
 		}
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
@@ -529,6 +591,8 @@ func (h *Handler) refuse(w http.ResponseWriter, ref *refusal) error {
 		typ = "permission_error"
 	case http.StatusRequestEntityTooLarge:
 		typ = "request_too_large"
+	case http.StatusBadGateway:
+		typ = "api_error"
 	}
 	b := []byte(`{"type":"error","error":{"type":"` + typ + `","code":"toolgate_refused","message":`)
 	b = gjson.AppendJSONString(b, "toolgate: "+ref.msg)

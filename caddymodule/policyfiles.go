@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
 )
 
@@ -38,7 +39,13 @@ const DefaultPolicyPoll = 2 * time.Second
 // loadedPolicy is one version of a policy file, as handlers use it.
 type loadedPolicy struct {
 	policy *policies.Policy
-	key    string // policy.Identity()
+	key    string             // policy.Identity()
+	names  *interceptor.Names // its gated tools, searched in answers no adapter reads (nil: none)
+}
+
+// loaded is p as handlers use it.
+func loaded(p *policies.Policy) *loadedPolicy {
+	return &loadedPolicy{policy: p, key: p.Identity(), names: interceptor.NewNames(p.GatedTools())}
 }
 
 // policyFile is a policy file the app's handlers load, with the version
@@ -71,7 +78,7 @@ var lineage sync.Map // identity → clean path
 // app and returns the file handlers read it through. Two handlers naming
 // one file share it.
 func (a *App) registerFile(path string, p *policies.Policy) *policyFile {
-	l := &loadedPolicy{policy: p, key: p.Identity()}
+	l := loaded(p)
 	lineage.Store(l.key, path)
 	a.live.polMu.Lock()
 	defer a.live.polMu.Unlock()
@@ -208,7 +215,7 @@ func (a *App) pollPolicy(f *policyFile) {
 			zap.String("version", old.policy.Version()), zap.Error(err))
 		return
 	}
-	l := &loadedPolicy{policy: p, key: p.Identity()}
+	l := loaded(p)
 	lineage.Store(l.key, f.path)
 	f.cur.Store(l)
 	f.stat, f.pending, f.bad = fileStat{st.ModTime(), st.Size()}, nil, nil

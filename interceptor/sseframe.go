@@ -37,6 +37,30 @@ type sseFrame struct {
 	// in the stream's protocol, so that the client's SDK reports an error
 	// instead of taking what came before for a whole answer.
 	stop interface{ stopEvent(message string) []byte }
+
+	// names, when set (guardWith), are the gated tools: an event whose
+	// bytes name one and whose data is not an event of the stream's own
+	// protocol (own) fails the stream with ErrNamesGated before it goes
+	// out: its client could read a call the adapter never saw.
+	names *Names
+	own   func(data []byte) bool
+}
+
+// guardWith makes the stream refuse events in another protocol's shape
+// that name one of names (see sseFrame.names).
+func (f *sseFrame) guardWith(names *Names, own func(data []byte) bool) {
+	f.names, f.own = names, own
+}
+
+// foreign reports an event that names a gated tool and whose data is not
+// the stream's own protocol's: a byte search first, so that the events of
+// a pass-through stream are not parsed twice.
+func (f *sseFrame) foreign(ev []byte) bool {
+	if f.names == nil || f.names.Named(ev) == "" {
+		return false
+	}
+	data, ok := f.data(ev)
+	return ok && !f.own(data)
 }
 
 // stopMessage is what the app's SDK reports when the gate stops a stream.
@@ -101,6 +125,10 @@ func (f *sseFrame) failed() error { return f.err }
 
 // handle routes one whole event of s through its fast or its slow path.
 func (f *sseFrame) handle(s sseSink, ev []byte) {
+	if f.foreign(ev) {
+		s.fail(ErrNamesGated)
+		return
+	}
 	if s.passes(ev) {
 		s.write(ev)
 	} else {
@@ -137,6 +165,12 @@ func (f *sseFrame) frameWrite(s sseSink, p []byte, tooLarge, closed error) (int,
 	// the other, not yet written.
 	run, end := 0, 0
 	err := f.split.Split(p, func(ev []byte, at int) bool {
+		if f.foreign(ev) {
+			s.write(p[run:end])
+			run, end = 0, 0
+			s.fail(ErrNamesGated)
+			return false
+		}
 		pass := s.passes(ev)
 		if pass && at >= 0 {
 			if at != end {

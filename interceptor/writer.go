@@ -49,7 +49,13 @@ const DefaultMaxJSON = 8 << 20
 //   - JSON: the header and body are held (up to maxJSON bytes, else Close
 //     returns ErrTooLarge), and Close rewrites the body, sets
 //     Content-Length and writes both. A body that is not JSON fails there
-//     when it may hold a call, however a client would read it.
+//     when it may hold a call, however a client would read it. A body
+//     that names a gated tool (GuardNames) and is not in the adapter's
+//     shape (another provider's answer, or two at once) fails there too
+//     (ErrNamesGated): its client would read calls the adapter never saw.
+//   - A stream labelled as newline-delimited JSON or an AWS event stream
+//     (Ollama, Bedrock), which no adapter reads, goes through a
+//     GuardWriter: refused, or cut, where it names a gated tool.
 //
 // When Close returns an error the response has not been written, except in
 // stream mode, where the header and the events before the failure are out and
@@ -67,8 +73,10 @@ type ResponseWriter struct {
 	ctx     context.Context
 	holder  Holder
 	maxJSON int64
-	request []byte // SetRequest; nil: no continuation
-	resume  bool   // AllowResume
+	request []byte       // SetRequest; nil: no continuation
+	resume  bool         // AllowResume
+	names   *Names       // GuardNames
+	guard   *GuardWriter // guarded mode
 
 	mode     writerMode
 	kind     bodyType      // the first response's: sseBody or jsonBody, once inspected
@@ -100,6 +108,7 @@ const (
 	buffering
 	uninspectable
 	discarding // a follow-up that cannot continue the answer
+	guarded    // a stream in a shape no adapter reads (foreignBody): through a GuardWriter
 )
 
 // Wrap returns w wrapped to rewrite JSON and SSE responses with a, asking h
@@ -125,6 +134,14 @@ func Wrap(w http.ResponseWriter, a Adapter, ctx context.Context, h Holder, maxJS
 // handler runs; body must stay unchanged until Close.
 func (rw *ResponseWriter) SetRequest(body []byte) { rw.request = body }
 
+// GuardNames gives the writer the gated tools' names: a response it
+// cannot read as its adapter's answer (a JSON body in another shape, a
+// stream labelled as newline-delimited JSON or an AWS event stream) is
+// refused when its bytes name one of them (see Guard, readsShape). Call
+// it before the next handler runs; without it such a response passes as
+// before.
+func (rw *ResponseWriter) GuardNames(n *Names) { rw.names = n }
+
 // WriteHeader decides how the response is handled; see ResponseWriter.
 func (rw *ResponseWriter) WriteHeader(status int) {
 	if rw.mode != undecided || rw.closed {
@@ -146,6 +163,10 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 		rw.ResponseWriter.WriteHeader(status)
 	case encoded(h):
 		rw.mode = uninspectable
+	case kind == foreignBody:
+		rw.mode, rw.kind = guarded, foreignBody
+		rw.guard = Guard(rw.ResponseWriter, rw.names)
+		rw.guard.WriteHeader(status)
 	case kind == sseBody:
 		rw.mode, rw.kind = streaming, sseBody
 		h.Del("Content-Length")
@@ -153,6 +174,7 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 		rw.flushFn = flusher(rw.ResponseWriter)
 		rw.turn = rw.newTurn()
 		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
+		guardStream(rw.stream, rw.adapter, rw.names)
 	default:
 		rw.mode, rw.kind = buffering, jsonBody
 		rw.status = status
@@ -190,6 +212,7 @@ func (rw *ResponseWriter) followUpHeader(status int) {
 	case kind == sseBody:
 		rw.mode = streaming
 		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
+		guardStream(rw.stream, rw.adapter, rw.names)
 	default:
 		rw.mode = buffering
 		rw.buf, rw.body, rw.tooLarge = getBuf(), false, false
@@ -239,6 +262,8 @@ func (rw *ResponseWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	case passing:
 		return rw.ResponseWriter.Write(p)
+	case guarded:
+		return rw.guard.Write(p)
 	}
 	return 0, errors.New("interceptor: write after close")
 }
@@ -266,8 +291,11 @@ func (rw *ResponseWriter) FlushError() error {
 	if rw.mode == undecided && rw.round == 0 && !rw.closed {
 		rw.WriteHeader(http.StatusOK)
 	}
-	if rw.mode == passing {
+	switch rw.mode {
+	case passing:
 		return http.NewResponseController(rw.ResponseWriter).Flush()
+	case guarded:
+		return rw.guard.FlushError()
 	}
 	return nil
 }
@@ -323,6 +351,10 @@ func (rw *ResponseWriter) judgeJSON() bool {
 		case !rw.body:
 			return false // no body (a HEAD, say): Close writes the header
 		}
+		if err := checkShape(rw.adapter, rw.names, rw.buf.Bytes()); err != nil {
+			rw.endErr = err
+			return false
+		}
 		rw.turn = rw.newTurn()
 		if err := rw.turn.JSON(rw.buf.Bytes()); err != nil {
 			rw.endErr = err
@@ -330,7 +362,7 @@ func (rw *ResponseWriter) judgeJSON() bool {
 		}
 		return true
 	}
-	if rw.tooLarge || !rw.body || rw.turn.JSON(rw.buf.Bytes()) != nil {
+	if rw.tooLarge || !rw.body || checkShape(rw.adapter, rw.names, rw.buf.Bytes()) != nil || rw.turn.JSON(rw.buf.Bytes()) != nil {
 		rw.mode, rw.failure = discarding, "the provider's answer could not be read."
 		return false
 	}
@@ -446,6 +478,8 @@ func (rw *ResponseWriter) finish() error {
 	switch {
 	case rw.mode == uninspectable:
 		return ErrEncoded
+	case rw.mode == guarded:
+		return rw.guard.Close()
 	case rw.kind == sseBody:
 		_, err := rw.turn.Finish()
 		return err
@@ -494,6 +528,7 @@ const (
 	otherBody bodyType = iota
 	jsonBody
 	sseBody
+	foreignBody // a stream no adapter reads: newline-delimited JSON, an AWS event stream
 )
 
 // flusher flushes w for a stream. A writer that cannot flush still gets
@@ -559,10 +594,25 @@ func bodyKind(ct string) bodyType {
 	switch {
 	case ct == "text/event-stream":
 		return sseBody
+	case foreignStreams[ct]:
+		return foreignBody
 	case strings.Contains(ct, "application/json") || strings.HasSuffix(ct, "+json"):
 		return jsonBody
 	}
 	return otherBody
+}
+
+// foreignStreams are the media types of streams in shapes no adapter reads,
+// which Ollama's /api/chat (application/x-ndjson) and Bedrock's
+// invoke-with-response-stream and converse-stream
+// (application/vnd.amazon.eventstream) send: their clients read them
+// whatever the request said, so they are not read as SSE.
+var foreignStreams = map[string]bool{
+	"application/x-ndjson":               true,
+	"application/ndjson":                 true,
+	"application/jsonl":                  true,
+	"application/x-jsonlines":            true,
+	"application/vnd.amazon.eventstream": true,
 }
 
 // encoded reports whether any Content-Encoding coding is other than

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -48,8 +49,9 @@ type Policy struct {
 	// holds its own in Action.Notify.
 	Notify *Notify
 
-	digest string // sha256 hex of the file's bytes
-	shadow bool   // some action is in shadow mode
+	digest string   // sha256 hex of the file's bytes
+	shadow bool     // some action is in shadow mode
+	gated  []string // the tools whose calls are gated, sorted (GatedTools)
 }
 
 // HasShadow reports whether any action of the file is in shadow mode, so
@@ -74,10 +76,25 @@ func Parse(file string, data []byte) (*Policy, error) {
 	}
 	sum := sha256.Sum256(data)
 	p.digest = hex.EncodeToString(sum[:])
-	for _, a := range p.Actions {
+	for name, a := range p.Actions {
 		a.version = actionVersion(a)
+		if !a.Shadow() {
+			p.gated = append(p.gated, name)
+		}
 	}
+	sort.Strings(p.gated)
 	return p, nil
+}
+
+// GatedTools returns the names of the tools whose calls the gate inspects
+// (every declared action not in shadow mode), sorted. A response the gate
+// cannot read as a provider's answer must not name any of them (see
+// interceptor.Names). The slice is shared: do not change it.
+func (p *Policy) GatedTools() []string {
+	if p == nil {
+		return nil
+	}
+	return p.gated
 }
 
 // Action returns the declared action for a tool name as the model calls it,

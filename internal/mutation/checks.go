@@ -251,6 +251,86 @@ var mutations = []mutation{
 		Tests: []string{"./gate:TestMCPConfirmedCardIsCheckedAgain"},
 	},
 
+	// Answers the gate does not read as a call must not carry one (issue
+	// 15 §2): shapes without an adapter, unknown paths, methods in any case.
+	{
+		Name:  "shapes: endpoint methods in any case",
+		File:  "caddymodule/endpoints.go",
+		From:  "method = upperMethod(method)",
+		To:    "_ = upperMethod(method)",
+		Tests: []string{"./caddymodule:TestEndpointMethodsInAnyCase"},
+	},
+	{
+		Name:  "shapes: the request's method in any case",
+		File:  "caddymodule/handler.go",
+		From:  "method := upperMethod(r.Method)",
+		To:    "method := r.Method",
+		Tests: []string{"./e2e:TestLowerCaseMethods"},
+	},
+	{
+		Name:  "shapes: unknown POST paths refused",
+		File:  "caddymodule/handler.go",
+		From:  "if ref := h.unknownPost(method, path, r.URL.Path, protocol); ref != nil {",
+		To:    "if ref := h.unknownPost(method, path, r.URL.Path, protocol); false && ref != nil {",
+		Tests: []string{"./e2e:TestUnknownPostPathsRefusedUnlessAllowed"},
+	},
+	{
+		Name:  "shapes: other providers' paths refused on every route",
+		File:  "caddymodule/endpoints.go",
+		From:  "if !foreignPath(path) && (protocol != \"\" || knownPath(path)) {",
+		To:    "if protocol != \"\" || knownPath(path) {",
+		Tests: []string{"./caddymodule:TestUnknownPostPaths"},
+	},
+	{
+		Name:  "shapes: an answer no adapter reads naming a gated tool",
+		File:  "interceptor/guard.go",
+		From:  "if name := g.search(p); name != \"\" {",
+		To:    "if name := g.search(p); false && name != \"\" {",
+		Tests: []string{"./interceptor:TestGuardWriter", "./e2e:TestNoShapeCarriesAGatedCall", "./e2e/differential:TestForeignShapesNeverCarryAGatedCall"},
+	},
+	{
+		Name:  "shapes: a name cut between two writes",
+		File:  "interceptor/guard.go",
+		From:  "return g.names.Named(joined)",
+		To:    "return \"\"",
+		Tests: []string{"./interceptor:TestGuardWriter", "./e2e/differential:TestForeignShapesNeverCarryAGatedCall"},
+	},
+	{
+		Name:  "shapes: a name spelt with escapes",
+		File:  "interceptor/guard.go",
+		From:  "if hasKeyEscape(b) {",
+		To:    "if false && hasKeyEscape(b) {",
+		Tests: []string{"./interceptor:TestNamesFindWholeNames"},
+	},
+	{
+		Name:  "shapes: a JSON answer in the adapter's own shape",
+		File:  "interceptor/writer.go",
+		From:  "if err := checkShape(rw.adapter, rw.names, rw.buf.Bytes()); err != nil {",
+		To:    "if err := checkShape(rw.adapter, rw.names, rw.buf.Bytes()); false && err != nil {",
+		Tests: []string{"./interceptor:TestWriterRefusesForeignShapes", "./e2e:TestNoShapeCarriesAGatedCall"},
+	},
+	{
+		Name:  "shapes: another provider's call key beside the adapter's",
+		File:  "interceptor/guard.go",
+		From:  "case isCallKey(name):\n\t\t\tforeign = true",
+		To:    "case isCallKey(name):",
+		Tests: []string{"./interceptor:TestEveryShapeThroughEveryAdapter"},
+	},
+	{
+		Name:  "shapes: NDJSON and event-stream answers guarded",
+		File:  "interceptor/writer.go",
+		From:  "case foreignStreams[ct]:",
+		To:    "case false && foreignStreams[ct]:",
+		Tests: []string{"./interceptor:TestWriterRefusesForeignShapes", "./e2e/differential:TestForeignShapesNeverCarryAGatedCall"},
+	},
+	{
+		Name:  "shapes: a stream event in another protocol's shape",
+		File:  "interceptor/sseframe.go",
+		From:  "if f.names == nil || f.names.Named(ev) == \"\" {",
+		To:    "if true || f.names.Named(ev) == \"\" {",
+		Tests: []string{"./interceptor:TestStreamRefusesForeignEvents", "./e2e:TestNoShapeCarriesAGatedCall"},
+	},
+
 	// The store: single use under racing answers.
 	// Not the contract's ClaimRace: its 100 claims of one hold race too
 	// briefly in memory, and without conflict detection it failed 3 runs
@@ -385,8 +465,8 @@ var mutations = []mutation{
 	{
 		Name:  "ops policy: identified by content, not path",
 		File:  "caddymodule/policyfiles.go",
-		From:  "l := &loadedPolicy{policy: p, key: p.Identity()}\n\tlineage.Store(l.key, path)",
-		To:    "l := &loadedPolicy{policy: p, key: path}\n\tlineage.Store(l.key, path)",
+		From:  "l := loaded(p)\n\tlineage.Store(l.key, path)",
+		To:    "l := loaded(p)\n\tl.key = path\n\tlineage.Store(l.key, path)",
 		Tests: []string{"./e2e:TestPolicyIsItsContentNotItsPath"},
 	},
 	{

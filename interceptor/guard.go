@@ -1,0 +1,411 @@
+package interceptor
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/tidwall/gjson"
+)
+
+// A response the gate does not read as a provider's answer must not carry
+// a gated call (issue 15 §2): Gemini's generateContent, the Assistants
+// API's runs, Ollama's /api/chat, Bedrock's invoke and converse, and any
+// other shape an app may read calls from. The gate has no adapter for
+// them, so it cannot tell a call from a mention: such a body (2xx, as a
+// client reads it) whose bytes name a gated tool is refused, and one
+// whose bytes do not is passed untouched, after a byte search only.
+
+var (
+	// ErrNamesGated is returned by GuardWriter.Close, and by
+	// ResponseWriter.Close, for a response the gate does not read as its
+	// adapter's answer whose bytes name a gated tool. When nothing of the
+	// response was written, the caller answers 502; otherwise the
+	// response was cut before the bytes naming it.
+	ErrNamesGated = errors.New("interceptor: the response names a gated tool in a shape the gate does not read")
+	// errCut is what a Write returns once a response whose header has
+	// gone named a gated tool: reverse_proxy then aborts the connection,
+	// so the app reads a broken response, never the call.
+	errCut = errors.New("interceptor: response cut: it names a gated tool in a shape the gate does not read")
+)
+
+// Names is the byte search for the gated tools' names in a response the
+// gate has no adapter for. Build it once per policy (NewNames); it is
+// safe for concurrent use.
+type Names struct {
+	names [][]byte
+	max   int // the longest name, in bytes
+}
+
+// NewNames returns the search for tools (the policy's gated tools); nil
+// when there are none, which finds nothing.
+func NewNames(tools []string) *Names {
+	if len(tools) == 0 {
+		return nil
+	}
+	n := &Names{}
+	for _, t := range tools {
+		if t == "" {
+			continue
+		}
+		n.names = append(n.names, []byte(t))
+		n.max = max(n.max, len(t))
+	}
+	return n
+}
+
+// Named returns the gated tool b names, or "": a name as a whole word (no
+// name byte right before or after it; b's own ends count as a word's
+// end, so a name cut by the end of a write is found), or "\u" escapes
+// that could spell one (hasKeyEscape: no JSON encoder escapes an ASCII
+// letter, digit or underscore, so only a body made to walk around the
+// gate has them), which returns "an escaped name". One bytes.Index per
+// name: nothing is parsed.
+func (n *Names) Named(b []byte) string {
+	if n == nil {
+		return ""
+	}
+	for _, name := range n.names {
+		for i := 0; ; {
+			j := bytes.Index(b[i:], name)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(name)
+			if (start == 0 || !isNameByte(b[start-1])) && (end == len(b) || !isNameByte(b[end])) {
+				return string(name)
+			}
+			i = start + 1
+		}
+	}
+	if hasKeyEscape(b) {
+		return "an escaped name"
+	}
+	return ""
+}
+
+// isNameByte reports a byte a tool name may hold around a name: a name
+// inside a longer one ("undelete_posts") is another tool.
+func isNameByte(c byte) bool { return isKeyByte(c) || c == '-' }
+
+// window is how many bytes of the last write the next one is searched
+// with, for a name (or a \u escape) cut between two writes.
+func (n *Names) window() int { return n.max + 6 }
+
+// GuardWriter passes a response the gate has no adapter for (see Guard).
+type GuardWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+
+	names  *Names
+	mode   guardMode
+	status int    // the held status (watching, header not yet written)
+	header bool   // the status was written
+	tail   []byte // the end of what was written, for a name cut between writes
+	named  string // what the refused response named
+}
+
+type guardMode uint8
+
+const (
+	guardUndecided guardMode = iota
+	guardPassing             // not read as an answer (an error, no body): untouched
+	guardWatching            // searched, passed while it names nothing
+	guardRefused             // named a gated tool before anything was written: nothing is
+	guardCut                 // named one after the header went: the rest is dropped
+	guardEncoded             // content-encoded: cannot be searched
+)
+
+// Guard wraps w for a response the gate reads as no provider's answer
+// (a path without an adapter on a gated route, or a body in a shape its
+// adapter does not read). A response a client reads as an answer (2xx,
+// 3xx, see readStatus) whose bytes name one of names is refused: when
+// nothing was written yet, nothing is and Close returns ErrNamesGated
+// (the caller answers 502); later, the write that completes the name
+// fails, which makes reverse_proxy cut the connection, and the bytes
+// naming it never reach the app. A content-encoded answer cannot be
+// searched and is refused the same way (Close returns ErrEncoded): ask
+// the upstream for identity. The status is held until the first body
+// byte or flush, so that a body naming a gated tool in its first write
+// is refused cleanly. Anything else goes through byte for byte.
+func Guard(w http.ResponseWriter, names *Names) *GuardWriter {
+	return &GuardWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, names: names}
+}
+
+// WriteHeader decides how the response is handled; see Guard.
+func (g *GuardWriter) WriteHeader(status int) {
+	if g.mode != guardUndecided {
+		return
+	}
+	if status >= 100 && status < 200 && status != http.StatusSwitchingProtocols {
+		g.ResponseWriter.WriteHeader(status)
+		return
+	}
+	switch {
+	case !readStatus(status) || g.names == nil:
+		g.mode = guardPassing
+		g.ResponseWriter.WriteHeader(status)
+	case encoded(g.Header()):
+		g.mode = guardEncoded
+	default:
+		g.mode, g.status = guardWatching, status
+	}
+}
+
+// Write passes p unless it (with the end of the last write) names a
+// gated tool.
+func (g *GuardWriter) Write(p []byte) (int, error) {
+	if g.mode == guardUndecided {
+		g.WriteHeader(http.StatusOK)
+	}
+	switch g.mode {
+	case guardPassing:
+		return g.ResponseWriter.Write(p)
+	case guardRefused, guardEncoded:
+		return len(p), nil // the caller answers 502; see ResponseWriter on why a held write never fails
+	case guardCut:
+		return 0, errCut
+	}
+	if name := g.search(p); name != "" {
+		g.named = name
+		if !g.header {
+			g.mode = guardRefused
+			return len(p), nil
+		}
+		g.mode = guardCut
+		return 0, errCut
+	}
+	g.writeHeader()
+	n, err := g.ResponseWriter.Write(p)
+	g.keepTail(p[:n])
+	return n, err
+}
+
+// search looks for a name in p and across the end of the last write.
+func (g *GuardWriter) search(p []byte) string {
+	if name := g.names.Named(p); name != "" {
+		return name
+	}
+	if len(g.tail) == 0 {
+		return ""
+	}
+	w := g.names.window()
+	joined := make([]byte, 0, len(g.tail)+w)
+	joined = append(append(joined, g.tail...), p[:min(len(p), w)]...)
+	// Only a match that takes bytes from both sides is new; one inside the
+	// tail alone was searched with the last write (and found nothing).
+	return g.names.Named(joined)
+}
+
+// keepTail keeps the last window bytes written.
+func (g *GuardWriter) keepTail(p []byte) {
+	w := g.names.window()
+	if len(p) >= w {
+		g.tail = append(g.tail[:0], p[len(p)-w:]...)
+		return
+	}
+	g.tail = append(g.tail, p...)
+	if len(g.tail) > w {
+		g.tail = append(g.tail[:0], g.tail[len(g.tail)-w:]...)
+	}
+}
+
+func (g *GuardWriter) writeHeader() {
+	if g.mode == guardWatching && !g.header {
+		g.header = true
+		g.ResponseWriter.WriteHeader(g.status)
+	}
+}
+
+// ReadFrom routes io.Copy through Write (the promoted one would go around
+// the search).
+func (g *GuardWriter) ReadFrom(r io.Reader) (int64, error) {
+	if g.mode == guardPassing {
+		return g.ResponseWriterWrapper.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{g}, r)
+}
+
+// FlushError sends what was written. A flush before the first body byte
+// sends the held status: a stream's header goes at once, as
+// reverse_proxy wants it (caddyserver/caddy#6293).
+func (g *GuardWriter) FlushError() error {
+	switch g.mode {
+	case guardRefused, guardEncoded, guardCut:
+		return nil
+	case guardWatching:
+		g.writeHeader()
+	}
+	return http.NewResponseController(g.ResponseWriter).Flush()
+}
+
+// Named is the gated tool a refused response named ("" when none).
+func (g *GuardWriter) Named() string { return g.named }
+
+// Close ends the response: the held status of an answer without a body
+// goes out. It returns ErrNamesGated when the response named a gated
+// tool and ErrEncoded when it could not be searched; see Guard for what
+// was written then.
+func (g *GuardWriter) Close() error {
+	switch g.mode {
+	case guardWatching:
+		g.writeHeader()
+	case guardRefused, guardCut:
+		return ErrNamesGated
+	case guardEncoded:
+		return ErrEncoded
+	}
+	return nil
+}
+
+// Written reports whether anything of the response reached the client.
+func (g *GuardWriter) Written() bool { return g.header || g.mode == guardPassing }
+
+// answerKey is the top-level key that carries an adapter's answer: a body
+// naming a gated tool is read by the adapter only when it has this key and
+// none of the others below (see readsShape).
+func (Chat) answerKey() string      { return "choices" }
+func (Responses) answerKey() string { return "output" }
+func (Anthropic) answerKey() string { return "content" }
+
+// callKeys are the top-level keys some provider's answer carries calls
+// under, folded to lower case: Chat's choices, Responses' output (and
+// Bedrock Converse's), Anthropic's content, Gemini's candidates, Ollama's
+// message, the Assistants API's required_action, and the call keys
+// themselves where an answer could put them at the top.
+var callKeys = []string{"choices", "output", "content", "candidates", "message", "required_action", "tool_calls", "function_call", "functioncall", "tooluse", "tool_use", "toolcalls"}
+
+// readsShape reports whether a adapter reads body as its own answer: a
+// JSON object with the adapter's answerKey, an array, and no other provider's call
+// key at its top, in any case (Go's encoding/json folds keys, U+017F
+// and U+212A too, as strings.EqualFold does). A body in
+// another provider's shape, or one that is two at once, is not: a client
+// of that other shape would read calls the adapter never saw. It is asked
+// only of a body that names a gated tool (Names), so it is off the fast
+// path.
+func readsShape(a Adapter, body []byte) bool {
+	k, ok := a.(interface{ answerKey() string })
+	if !ok {
+		return false
+	}
+	v := gjson.ParseBytes(body)
+	if !v.IsObject() {
+		return false
+	}
+	own, foreign := false, false
+	v.ForEach(func(key, val gjson.Result) bool {
+		name := key.String()
+		switch {
+		case strings.EqualFold(name, k.answerKey()):
+			own = val.IsArray() // Bedrock Converse's output is an object
+			foreign = !own
+		case isCallKey(name):
+			foreign = true
+		}
+		return !foreign
+	})
+	return own && !foreign
+}
+
+func isCallKey(name string) bool {
+	for _, c := range callKeys {
+		if strings.EqualFold(name, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkShape refuses a body an adapter would pass as not its answer while
+// it names a gated tool (ErrNamesGated); see readsShape.
+func checkShape(a Adapter, names *Names, body []byte) error {
+	if names.Named(body) == "" || readsShape(a, body) {
+		return nil
+	}
+	return ErrNamesGated
+}
+
+// ownsEvent reports whether an event's data is one of the protocol's own
+// stream events and no other protocol's (asked only of an event naming a
+// gated tool): see eventMarks.
+func (Chat) ownsEvent(data []byte) bool { return eventMarks(data) == markChat }
+
+func (Responses) ownsEvent(data []byte) bool { return eventMarks(data) == markResponses }
+
+func (Anthropic) ownsEvent(data []byte) bool { return eventMarks(data) == markAnthropic }
+
+// Marks of the protocols a stream event can be read as.
+const (
+	markChat      = 1 << iota // a choices key (Chat's chunks)
+	markResponses             // a type "response.…", or an item key (Responses' events)
+	markAnthropic             // a type of Anthropic's events, or a content_block or message key
+	markOther                 // any other provider's call key (callKeys), or not an object
+)
+
+// eventMarks returns the marks of every protocol whose clients read the
+// event's data as theirs, keys compared in any case: an event one
+// adapter reads must carry only its own.
+func eventMarks(data []byte) int {
+	v := gjson.ParseBytes(data)
+	if !v.IsObject() {
+		return markOther
+	}
+	marks := 0
+	v.ForEach(func(key, val gjson.Result) bool {
+		name := key.String()
+		switch {
+		case strings.EqualFold(name, "choices"):
+			marks |= markChat
+		case strings.EqualFold(name, "item"):
+			marks |= markResponses
+		case strings.EqualFold(name, "content_block"), strings.EqualFold(name, "message"):
+			marks |= markAnthropic
+		case strings.EqualFold(name, "type"):
+			switch typ := val.String(); {
+			case strings.HasPrefix(typ, "response."):
+				marks |= markResponses
+			case anthropicEvents[typ]:
+				marks |= markAnthropic
+			}
+		case isCallKey(name):
+			marks |= markOther
+		}
+		return true
+	})
+	return marks
+}
+
+// anthropicEvents are the types of Anthropic's stream events.
+var anthropicEvents = map[string]bool{
+	"message_start": true, "content_block_start": true, "content_block_delta": true,
+	"content_block_stop": true, "message_delta": true, "message_stop": true, "ping": true,
+}
+
+// eventShape is the adapter's ownsEvent; nil for an adapter without one
+// (its streams are not guarded).
+func eventShape(a Adapter) func([]byte) bool {
+	if o, ok := a.(interface{ ownsEvent([]byte) bool }); ok {
+		return o.ownsEvent
+	}
+	return nil
+}
+
+// guardStream makes s refuse events in another protocol's shape naming
+// one of names (see sseFrame.guardWith).
+func guardStream(s Stream, a Adapter, names *Names) {
+	own := eventShape(a)
+	if g, ok := s.(interface {
+		guardWith(*Names, func([]byte) bool)
+	}); ok && names != nil && own != nil {
+		g.guardWith(names, own)
+	}
+}
+
+// Interface guards
+var (
+	_ http.ResponseWriter             = (*GuardWriter)(nil)
+	_ io.ReaderFrom                   = (*GuardWriter)(nil)
+	_ interface{ FlushError() error } = (*GuardWriter)(nil)
+)

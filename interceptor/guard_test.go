@@ -1,0 +1,214 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// A name counts as a whole word only, wherever it stands, and a \u escape
+// that could spell one counts too.
+func TestNamesFindWholeNames(t *testing.T) {
+	n := NewNames([]string{"delete_post", "send-email"})
+	for body, want := range map[string]string{
+		`{"name":"delete_post"}`:                      "delete_post",
+		`{"functionCall":{"name":"delete_post"`:       "delete_post",
+		`default_api.delete_post(post=7)`:             "delete_post",
+		`{"tool":"send-email"}`:                       "send-email",
+		`delete_post`:                                 "delete_post",
+		`{"name":"delete\u005fpost"}`:                 "an escaped name",
+		`{"name":"undelete_post"}`:                    "",
+		`{"name":"delete_posts"}`:                     "",
+		`{"name":"delete_post-2"}`:                    "",
+		`{"text":"caf\u00e9 delete-post send_email"}`: "",
+		`{"name":"lookup_weather"}`:                   "",
+	} {
+		if got := n.Named([]byte(body)); got != want {
+			t.Errorf("%s: named %q, want %q", body, got, want)
+		}
+	}
+	if got := (*Names)(nil).Named([]byte(`"delete_post"`)); got != "" {
+		t.Errorf("no gated tools: named %q", got)
+	}
+	if NewNames(nil) != nil {
+		t.Error("no gated tools: want nil")
+	}
+}
+
+// guardRecorder counts what reached the client.
+type guardRecorder struct {
+	*httptest.ResponseRecorder
+	wrote bool
+}
+
+func (r *guardRecorder) WriteHeader(code int) { r.wrote = true; r.ResponseRecorder.WriteHeader(code) }
+func (r *guardRecorder) Write(p []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseRecorder.Write(p)
+}
+
+// A body naming a gated tool in its first write is refused with nothing
+// written; one naming it later, after the header went, is cut before the
+// write that completes the name, even when the name is split between two
+// writes; anything else goes through byte for byte.
+func TestGuardWriter(t *testing.T) {
+	names := NewNames([]string{"delete_post"})
+	gemini := []byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete_post","args":{"post":7}}}]}}]}`)
+	plain := []byte(`{"candidates":[{"content":{"parts":[{"text":"Your posts: meetup draft, launch notes."}]}}]}`)
+
+	rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+	g := Guard(rec, names)
+	g.Header().Set("Content-Type", "application/json")
+	g.WriteHeader(200)
+	if _, err := g.Write(gemini); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); !errors.Is(err, ErrNamesGated) || rec.wrote || g.Written() || g.Named() != "delete_post" {
+		t.Errorf("first write naming it: Close %v, wrote %v %q", err, rec.wrote, rec.Body.Bytes())
+	}
+
+	for cut := 1; cut < len(gemini); cut++ {
+		rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+		g := Guard(rec, names)
+		g.WriteHeader(200)
+		if err := g.FlushError(); err != nil {
+			t.Fatal(err)
+		}
+		_, err1 := g.Write(gemini[:cut])
+		_, err2 := g.Write(gemini[cut:])
+		if err1 == nil && err2 == nil || !errors.Is(g.Close(), ErrNamesGated) {
+			t.Errorf("cut at %d: no write failed (%v, %v)", cut, err1, err2)
+		}
+		if bytes.Contains(rec.Body.Bytes(), []byte("delete_post")) {
+			t.Errorf("cut at %d: the client got %q", cut, rec.Body.Bytes())
+		}
+	}
+
+	for _, status := range []int{200, 404, 500} {
+		rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+		g := Guard(rec, names)
+		g.WriteHeader(status)
+		body := plain
+		if status != 200 {
+			body = gemini // an error is read as an error, never a call
+		}
+		_, _ = g.Write(body[:10])
+		_, _ = g.Write(body[10:])
+		if err := g.Close(); err != nil || rec.Code != status || !bytes.Equal(rec.Body.Bytes(), body) {
+			t.Errorf("status %d: Close %v, got %d %q", status, err, rec.Code, rec.Body.Bytes())
+		}
+	}
+
+	rec = &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+	g = Guard(rec, names)
+	g.Header().Set("Content-Encoding", "gzip")
+	g.WriteHeader(200)
+	_, _ = g.Write([]byte{0x1f, 0x8b})
+	if err := g.Close(); !errors.Is(err, ErrEncoded) || rec.wrote {
+		t.Errorf("encoded: Close %v, wrote %v", err, rec.wrote)
+	}
+}
+
+// shapeBodies are answers of every shape the gate knows of, each naming
+// delete_post where its clients read a call.
+var shapeBodies = map[string]string{
+	"chat":           `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"delete_post","arguments":"{}"}}]}}]}`,
+	"responses":      `{"id":"r","object":"response","output":[{"type":"function_call","call_id":"call_1","name":"delete_post","arguments":"{}"}],"tools":[{"type":"function","name":"delete_post"}]}`,
+	"anthropic":      `{"id":"m","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"delete_post","input":{}}]}`,
+	"gemini":         `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete_post","args":{}}}]}}]}`,
+	"assistants":     `{"id":"run_1","object":"thread.run","required_action":{"type":"submit_tool_outputs","submit_tool_outputs":{"tool_calls":[{"id":"c","type":"function","function":{"name":"delete_post","arguments":"{}"}}]}}}`,
+	"ollama":         `{"model":"m","message":{"role":"assistant","tool_calls":[{"function":{"name":"delete_post","arguments":{}}}]},"done":true}`,
+	"converse":       `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t","name":"delete_post","input":{}}}]}},"stopReason":"tool_use"}`,
+	"chat+anthropic": `{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"}}],"content":[{"type":"tool_use","id":"toolu_1","name":"delete_post","input":{}}]}`,
+	"chat, folded":   `{"id":"c","choices":[],"Content":[{"type":"tool_use","name":"delete_post"}]}`,
+	"not json":       `delete_post(post=7)`,
+}
+
+// Each adapter reads as its own only a body of its own shape: every other
+// shape, and a body of two shapes at once, naming a gated tool fails
+// closed. A body naming none passes unread.
+func TestEveryShapeThroughEveryAdapter(t *testing.T) {
+	names := NewNames([]string{"delete_post"})
+	own := map[string]string{"chat": "chat", "responses": "responses", "anthropic": "anthropic"}
+	for adapterName, a := range map[string]Adapter{"chat": Chat{}, "responses": Responses{}, "anthropic": Anthropic{}} {
+		for shape, body := range shapeBodies {
+			err := checkShape(a, names, []byte(body))
+			if want := own[shape] == adapterName; (err == nil) != want {
+				t.Errorf("%s adapter, %s answer: %v, want read %v", adapterName, shape, err, want)
+			}
+		}
+		if err := checkShape(a, names, []byte(`{"candidates":[{"content":{"parts":[{"text":"hello"}]}}]}`)); err != nil {
+			t.Errorf("%s adapter, an answer naming no gated tool: %v", adapterName, err)
+		}
+	}
+}
+
+// Through the response writer: a JSON body of another shape naming a
+// gated tool is refused (nothing written), and a newline-delimited JSON
+// stream (Ollama) goes through the guard, not the adapter's SSE reader.
+func TestWriterRefusesForeignShapes(t *testing.T) {
+	names := NewNames([]string{"delete_post"})
+	for _, shape := range []string{"anthropic", "gemini", "ollama", "chat+anthropic"} {
+		rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+		rw := Wrap(rec, Chat{}, context.Background(), newHolder("delete_post"), 0)
+		rw.GuardNames(names)
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(200)
+		_, _ = rw.Write([]byte(shapeBodies[shape]))
+		if err := rw.Close(); !errors.Is(err, ErrNamesGated) || rec.wrote {
+			t.Errorf("%s on a Chat route: Close %v, wrote %q", shape, err, rec.Body.Bytes())
+		}
+	}
+	rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+	rw := Wrap(rec, Chat{}, context.Background(), newHolder("delete_post"), 0)
+	rw.GuardNames(names)
+	rw.SetRequest([]byte(`{"model":"m","stream":true,"messages":[]}`))
+	rw.Header().Set("Content-Type", "application/x-ndjson")
+	rw.WriteHeader(200)
+	_, err1 := rw.Write([]byte(`{"message":{"role":"assistant","content":"Sure."},"done":false}` + "\n"))
+	_ = rw.FlushError()
+	_, err2 := rw.Write([]byte(shapeBodies["ollama"] + "\n"))
+	if err1 != nil || err2 == nil || !errors.Is(rw.Close(), ErrNamesGated) || bytes.Contains(rec.Body.Bytes(), []byte("delete_post")) {
+		t.Errorf("ndjson stream: writes %v, %v; the client got %q", err1, err2, rec.Body.Bytes())
+	}
+	if !bytes.Contains(rec.Body.Bytes(), []byte("Sure.")) {
+		t.Errorf("ndjson stream: the text before the call was held back: %q", rec.Body.Bytes())
+	}
+}
+
+var _ http.ResponseWriter = (*guardRecorder)(nil)
+
+// A stream's event in another protocol's shape naming a gated tool stops
+// the stream before it goes out (the client's SDK reads the stop event as
+// an error); the events before it went out as they came.
+func TestStreamRefusesForeignEvents(t *testing.T) {
+	names := NewNames([]string{"delete_post"})
+	text := map[string]string{
+		"chat":      `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Sure."}}]}` + "\n\n",
+		"responses": `data: {"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"Sure."}` + "\n\n",
+		"anthropic": "event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Sure."}}` + "\n\n",
+	}
+	foreign := []string{
+		`data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete_post","args":{}}}]}}]}` + "\n\n",
+		"event: content_block_start\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"delete_post","input":{}},"choices":[]}` + "\n\n",
+		`data: {"message":{"role":"assistant","tool_calls":[{"function":{"name":"delete_post"}}]},"type":"response.output_text.delta"}` + "\n\n",
+	}
+	for name, a := range map[string]Adapter{"chat": Chat{}, "responses": Responses{}, "anthropic": Anthropic{}} {
+		for i, ev := range foreign {
+			rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+			rw := Wrap(rec, a, context.Background(), newHolder("delete_post"), 0)
+			rw.GuardNames(names)
+			rw.Header().Set("Content-Type", "text/event-stream")
+			rw.WriteHeader(200)
+			_, _ = rw.Write([]byte(text[name]))
+			_, _ = rw.Write([]byte(ev))
+			err := rw.Close()
+			if bytes.Contains(rec.Body.Bytes(), []byte("delete_post")) || !bytes.Contains(rec.Body.Bytes(), []byte("Sure.")) {
+				t.Errorf("%s stream, foreign event %d: Close %v, the client got %q", name, i, err, rec.Body.Bytes())
+			}
+		}
+	}
+}
