@@ -54,13 +54,17 @@ func (f *sseFrame) guardWith(names *Names, own func(data []byte) bool) {
 
 // foreign reports an event that names a gated tool and whose data is not
 // the stream's own protocol's: a byte search first, so that the events of
-// a pass-through stream are not parsed twice.
+// a pass-through stream are not parsed twice. An event that names one and
+// has no data at all is foreign too: SSE readers skip its fields, but a
+// client that reads the body as something else (its label was not
+// text/event-stream) could read a call there, e.g. a JSON answer whose
+// first key's colon makes it look like a field.
 func (f *sseFrame) foreign(ev []byte) bool {
 	if f.names == nil || f.names.Named(ev) == "" {
 		return false
 	}
 	data, ok := f.data(ev)
-	return ok && !f.own(data)
+	return !ok || !f.own(data)
 }
 
 // stopMessage is what the app's SDK reports when the gate stops a stream.
