@@ -332,9 +332,19 @@ func checkShape(a Adapter, names *Names, body []byte) error {
 // gated tool): see eventMarks.
 func (Chat) ownsEvent(data []byte) bool { return eventMarks(data) == markChat }
 
-func (Responses) ownsEvent(data []byte) bool { return eventMarks(data) == markResponses }
+// A Responses event naming a gated tool must say which event it is, as an
+// Anthropic one must (below): the adapter goes by its type.
+func (Responses) ownsEvent(data []byte) bool {
+	return eventMarks(data) == markResponses && strings.HasPrefix(gjson.GetBytes(data, "type").String(), "response.")
+}
 
-func (Anthropic) ownsEvent(data []byte) bool { return eventMarks(data) == markAnthropic }
+// An Anthropic event naming a gated tool must also say which event it is:
+// the adapter finds calls by the event's type, so one without a known type
+// (a content_block and no type, say) passes it unread while a reader that
+// goes by the keys could still take a call from it.
+func (Anthropic) ownsEvent(data []byte) bool {
+	return eventMarks(data) == markAnthropic && anthropicEvents[gjson.GetBytes(data, "type").String()]
+}
 
 // Marks of the protocols a stream event can be read as.
 const (
