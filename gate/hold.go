@@ -125,7 +125,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		}
 		var primary store.Hold
 		if p.refusal == nil {
-			if pr, ok := f.attach(ctx, c.Name, p.args); ok && pr.Fingerprint == p.print {
+			if pr, ok := f.attach(ctx, c.Name, p.args, p.print); ok {
 				// One card per intent (intent.go): this call is a hold of
 				// this step that shares the waiting card's decision — when
 				// that card reads as this call's would now (a record that

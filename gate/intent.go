@@ -105,9 +105,10 @@ func holdIntent(h store.Hold) string {
 }
 
 // attach finds the waiting primary hold of the same intent as a call
-// about to be held; ok is false when there is none (the call gets its own
-// card).
-func (f *Front) attach(ctx context.Context, action string, args []byte) (primary store.Hold, ok bool) {
+// about to be held whose card reads as this call's would now (print, the
+// fingerprint of the card just built); ok is false when there is none (the
+// call gets its own card).
+func (f *Front) attach(ctx context.Context, action string, args []byte, print string) (primary store.Hold, ok bool) {
 	g := f.g
 	key, canonical := f.intent(action, args)
 	if key == "" {
@@ -145,6 +146,12 @@ func (f *Front) attach(ctx context.Context, action string, args []byte) (primary
 					continue
 				}
 				h = p
+			}
+			if h.Fingerprint != print {
+				// Its card reads otherwise now (the record changed since):
+				// not this call's card. Another may be (steps filed at the
+				// same instant come in no set order).
+				continue
 			}
 			return h, true
 		}
