@@ -132,8 +132,8 @@ var mutations = []mutation{
 	{
 		Name:  "release: the confirmed card is checked again",
 		File:  "gate/release.go",
-		From:  "if out := g.recheck(ctx, h, a); out != \"\" {",
-		To:    "if out := g.recheck(ctx, h, a); false && out != \"\" {",
+		From:  "if out := g.recheck(ctx, h, a); out.Kind != \"\" {",
+		To:    "if out := g.recheck(ctx, h, a); false && out.Kind != \"\" {",
 		Tests: []string{"./gate:TestConfirmedCardIsCheckedAgainstTheRecord"},
 	},
 
@@ -211,29 +211,29 @@ var mutations = []mutation{
 	{
 		Name:  "mcp: a form's retry goes on only under its action's version",
 		File:  "gate/mcp.go",
-		From:  "\t\tif moved := g.versionsMoved(t); moved != \"\" {",
-		To:    "\t\tif moved := g.versionsMoved(t); false && moved != \"\" {",
+		From:  "\t\tif moved := g.versionsMoved(t); moved.Kind != \"\" {",
+		To:    "\t\tif moved := g.versionsMoved(t); false && moved.Kind != \"\" {",
 		Tests: []string{"./gate:TestMCPPolicyReloadedBetweenFormAndAnswer"},
 	},
 	{
 		Name:  "mcp: a relayed retry goes on only under its action's version",
 		File:  "gate/mcp.go",
-		From:  "\n\tif moved := g.versionsMoved(t); moved != \"\" {",
-		To:    "\n\tif moved := g.versionsMoved(t); false && moved != \"\" {",
+		From:  "\n\tif moved := g.versionsMoved(t); moved.Kind != \"\" {",
+		To:    "\n\tif moved := g.versionsMoved(t); false && moved.Kind != \"\" {",
 		Tests: []string{"./gate:TestMCPPolicyReloadedDuringServerQuestion"},
 	},
 	{
 		Name:  "mcp: a confirmed card's retry goes on only under its action's version",
 		File:  "gate/mcp.go",
-		From:  "if moved := g.policyMoved(h); moved != \"\" {",
-		To:    "if moved := g.policyMoved(h); false && moved != \"\" {",
+		From:  "if moved := g.policyMoved(h); moved.Kind != \"\" {",
+		To:    "if moved := g.policyMoved(h); false && moved.Kind != \"\" {",
 		Tests: []string{"./gate:TestMCPPolicyReloadedBetweenConfirmAndRetry"},
 	},
 	{
 		Name:  "mcp: a retry of the gate's is decided when its tool is no longer declared",
 		File:  "caddymodule/mcp.go",
-		From:  "h.policy.Action(tool) == nil && !retriesGateState(body)",
-		To:    "h.policy.Action(tool) == nil",
+		From:  "h.policy().Action(tool) == nil && !retriesGateState(body)",
+		To:    "h.policy().Action(tool) == nil",
 		Tests: []string{"./e2e:TestMCPPolicyReloadedBetweenFormAndAnswer"},
 	},
 	{
