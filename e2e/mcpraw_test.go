@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,6 +208,13 @@ func TestMCPBadInputRefused(t *testing.T) {
 		// before reading it all, and the rest must not meet the next request.
 		req.Close = true
 		resp, err := http.DefaultClient.Do(req)
+		if err != nil && tc.status == http.StatusRequestEntityTooLarge && errors.Is(err, syscall.ECONNRESET) {
+			// The gate answered 413 and closed before the client had
+			// written the whole body: under load the client's write
+			// meets the reset before it reads the answer. Refused all
+			// the same; the server must not have been reached (below).
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
