@@ -13,17 +13,7 @@ import (
 
 // searchPolicy adds a read action asked for with a form to the test
 // policy: the person types the query; the app's answer echoes it.
-const searchPolicy = policyYAML + `  search_posts:
-    effect: read
-    ask_for_missing: true
-    schema:
-      type: object
-      properties:
-        q: {type: string, title: Query}
-      required: [q]
-    run:
-      url: APP/search
-`
+const searchPolicy = policyYAML + testkit.SearchPostsAction
 
 // TestReadReplyNeverReachesOperators (issue 15 §3): a value the person
 // typed into a read's form comes back in the app's answer. The model

@@ -17,23 +17,10 @@ import (
 
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
-
-// searchAction is a read action asked for with a form: the person types
-// the query, and the app's answer (its body) is what the model reads.
-const searchAction = `  search_posts:
-    effect: read
-    ask_for_missing: true
-    schema:
-      type: object
-      properties:
-        q: {type: string, title: Query}
-      required: [q]
-    run:
-      url: APP/search
-`
 
 // valuesBackend is one store backend for the tests of what the store's
 // files keep: the rig runs on it, flush makes everything written reach
@@ -94,7 +81,7 @@ func TestPersonsValuesNeverReachTheStoresFiles(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			r := newRig(t, rigOptions{disk: true})
 			dir, flush := b.setup(t, r)
-			pol, err := policies.Parse("policy.yaml", []byte(strings.ReplaceAll(testPolicy+searchAction, "APP", r.app.URL)))
+			pol, err := policies.Parse("policy.yaml", []byte(strings.ReplaceAll(testPolicy+testkit.SearchPostsAction, "APP", r.app.URL)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,3 +22,20 @@ const DeletePostAction = `  delete_post:
       url: APP/posts/{post}
     reply: Removed.
 `
+
+// SearchPostsAction is a read action asked for with a form, as the YAML
+// of one entry under actions: the person types the query, and the fake
+// app's answer at APP/search (which may echo it) is what the model reads.
+// The tests of what the store, the audit and the admin API keep of a
+// person's value share it.
+const SearchPostsAction = `  search_posts:
+    effect: read
+    ask_for_missing: true
+    schema:
+      type: object
+      properties:
+        q: {type: string, title: Query}
+      required: [q]
+    run:
+      url: APP/search
+`
