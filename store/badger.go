@@ -60,6 +60,13 @@ type BadgerOptions struct {
 	// start, and the chain verifies from the last one pruned. Default:
 	// 90 days. Negative: never pruned.
 	AuditRetention time.Duration
+
+	// syncHook, when set (tests), runs each group's sync: it is given the
+	// store's own and returns what the store takes as its result.
+	syncHook func(sync func() error) error
+	// perTxnSync opens Badger with SyncWrites on and no group commit: each
+	// transaction syncs on its own, as before group commit (benchmarks).
+	perTxnSync bool
 }
 
 // Badger is the embedded Store: one Badger database in a directory, opened
@@ -88,11 +95,11 @@ type BadgerOptions struct {
 // read with the store clock, the TTL runs on the wall clock (see
 // wallDeadline).
 //
-// Writes are synced to disk before they return (SyncWrites): the app sees the
-// waiting text only after Put, and a hold it was told about must survive a
-// crash or power loss, or the person's link would lead nowhere. That costs
-// about 0.3 ms per write on a typical disk, once per held step and once per
-// answer, which is nothing next to a model response.
+// Writes are synced to disk before they return: the app sees the waiting
+// text only after Put, and a hold it was told about must survive a crash
+// or power loss, or the person's link would lead nowhere. The writes in
+// flight at once share one sync (group commit, badgersync.go), so a crowd
+// of answers costs a couple of syncs, not one each.
 //
 // Space: a value above ValueThreshold (64 KiB: a large message or call)
 // goes to the value log, the rest stays in the LSM tree. Neither gives
@@ -126,6 +133,8 @@ type Badger struct {
 	chainWake      chan struct{} // an append wakes the chain loop (buffered, one)
 	chainDone      chan struct{} // closed by the chain loop when it has returned
 	chainMu        sync.Mutex    // one chain round (or prune) at a time
+
+	group *groupSync // group commit; nil with perTxnSync or in memory
 }
 
 // OpenBadger opens (creating if needed) the store in dir. A directory
@@ -172,7 +181,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	bo := badger.DefaultOptions(path).
 		WithInMemory(opts.InMemory).
 		WithLogger(badgerLogger{logger: logger.Named("badger")}).
-		WithSyncWrites(true).
+		WithSyncWrites(opts.perTxnSync). // off: group commit syncs (badgersync.go)
 		WithDetectConflicts(true). // the single-use claim depends on it
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
@@ -212,6 +221,15 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 		chainWake:      make(chan struct{}, 1),
 		chainDone:      make(chan struct{}),
 	}
+	if !opts.perTxnSync && !opts.InMemory {
+		r := &rotated{dir: dir, synced: map[string]bool{}}
+		sync := func() error { return r.syncDB(db) }
+		if opts.syncHook != nil {
+			hook := opts.syncHook
+			sync = func() error { return hook(func() error { return r.syncDB(db) }) }
+		}
+		b.group = newGroupSync(sync)
+	}
 	b.pendingSeq.Store(max(last, uint64(time.Now().UnixNano())))
 	go b.collect(opts.GCInterval)
 	go b.chainLoop(opts.GCInterval)
@@ -228,6 +246,9 @@ func (b *Badger) Close() error {
 		close(b.gcStop)
 		<-b.gcDone
 		<-b.chainDone
+		if b.group != nil {
+			b.group.close() // the writes still waiting are synced
+		}
 	})
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("closing badger: %w", err)
@@ -266,8 +287,18 @@ func (w *writeTxn) delete(key []byte) error {
 // update runs fn in a read-write transaction, retrying on ErrConflict with a
 // fresh transaction (which re-reads everything). An error from fn is returned
 // as is: fn classifies its own errors. An error from Badger itself (closed
-// database, failed commit) wraps ErrUnavailable.
+// database, failed commit, failed sync) wraps ErrUnavailable.
+//
+// A commit returns only once it is on disk (durable). An error from fn
+// returns after a sync too: fn may have decided on what it read (a hold
+// already answered), and a caller told so must not find, after a crash,
+// that the write it was refused by is gone.
 func (b *Badger) update(ctx context.Context, fn func(*writeTxn) error) error {
+	if b.group != nil {
+		if err := b.group.healthy(); err != nil {
+			return err
+		}
+	}
 	var err error
 	for range updateAttempts {
 		if err := ctx.Err(); err != nil {
@@ -283,17 +314,28 @@ func (b *Badger) update(ctx context.Context, fn func(*writeTxn) error) error {
 			return fnErr
 		})
 		if fnErr != nil {
+			if b.group != nil && !errors.Is(fnErr, ErrUnavailable) {
+				_ = b.group.wait() // what fn read is durable; fn's error stands
+			}
 			return fnErr
 		}
 		if err == nil {
 			b.ledger.add(w.staged)
-			return nil
+			return b.durable()
 		}
 		if !errors.Is(err, badger.ErrConflict) {
 			return unavailable(err)
 		}
 	}
 	return fmt.Errorf("%w: %d conflicting attempts: %w", ErrUnavailable, updateAttempts, err)
+}
+
+// durable returns once what was committed before it is on disk.
+func (b *Badger) durable() error {
+	if b.group == nil {
+		return nil // SyncWrites (or in memory): the commit was synced
+	}
+	return b.group.wait()
 }
 
 // view runs fn in a read-only transaction; errors as for update.

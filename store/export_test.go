@@ -59,3 +59,25 @@ func ListQuery(p *Postgres, f HoldFilter, cursor string, limit int) (string, []a
 	q, args := p.listQuery(f, c, from, limit)
 	return q, args, nil
 }
+
+// WithSyncHook returns opts whose store runs each group's sync through
+// hook (given the store's own sync).
+func WithSyncHook(opts BadgerOptions, hook func(sync func() error) error) BadgerOptions {
+	opts.syncHook = hook
+	return opts
+}
+
+// WithPerTxnSync returns opts whose store syncs every transaction on its
+// own (Badger's SyncWrites), without group commit.
+func WithPerTxnSync(opts BadgerOptions) BadgerOptions {
+	opts.perTxnSync = true
+	return opts
+}
+
+// Syncs is the number of group syncs b has run.
+func Syncs(b *Badger) uint64 {
+	if b.group == nil {
+		return 0
+	}
+	return b.group.count()
+}

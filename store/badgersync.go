@@ -1,0 +1,267 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Group commit.
+//
+// Badger (v4.9.6) syncs the active memtable's write-ahead log inside
+// writeToLSM once per transaction when SyncWrites is on, even when its
+// write goroutine has batched many transactions together (doWrites), so
+// concurrent answers never share a flush: each pays a whole fsync, one
+// after the other. The store therefore opens Badger with SyncWrites off
+// and makes every write durable itself, before it returns: a writer
+// commits its transaction (written to the memtable's log, not yet synced),
+// then waits for a sync group. One goroutine (syncLoop) takes the group
+// whose waiters are present, syncs once, and releases them all; waiters
+// that arrive meanwhile form the next group. So a burst of N answers costs
+// about two syncs instead of N.
+//
+// Why one sync covers every commit of its group: a commit returns after
+// Badger's write goroutine has appended the transaction to the log files
+// (the active memtable's .mem log, and the current .vlog for values above
+// the ValueThreshold) and applied it to the memtable. db.Sync msyncs the
+// active memtable's log and the current value-log file. A group's sync
+// begins after each of its waiters' commits returned, so their entries
+// are in those files, or in files Badger has since rotated away from:
+// a memtable that filled up became immutable with its log unsynced (it
+// is synced only when SyncWrites is on), and likewise a value-log file
+// that reached ValueLogFileSize. After db.Sync the group therefore also
+// fsyncs every .mem and .vlog file that is no longer the newest of its
+// kind and that it has not synced since it stopped being written to
+// (syncRotated). A rotated memtable's log is deleted only after its table
+// was written and msynced and the manifest that names it synced (Badger's
+// flush), so a log gone from the directory is covered by its table. On
+// Linux fsync writes out pages dirtied through a shared mapping too,
+// which is how Badger writes its logs. What a reader sees is the same as
+// before: a read may see a write whose sync has not yet returned; no
+// writer is told its write succeeded before it is on disk.
+//
+// A failed sync is final: every waiter of the group gets the error, and
+// the store refuses every later write with ErrUnavailable. After a failed
+// fsync Linux may have dropped the dirty pages and a retry could report
+// success without them (the PostgreSQL fsync lesson); restarting the
+// process replays the logs from what reached the disk.
+
+// syncGroup is the waiters released by one sync.
+type syncGroup struct {
+	done chan struct{} // closed when the sync has returned
+	err  error         // the sync's error, set before done closes
+}
+
+// groupSync collects waiters and syncs once per group.
+type groupSync struct {
+	sync func() error // db.Sync and the rotated files (or a test's hook)
+
+	mu     sync.Mutex
+	next   *syncGroup // the group the next sync covers; nil: none waiting
+	failed error      // the first sync error: writes are refused
+	closed bool       // Close has begun: no new waiters
+
+	wake chan struct{} // a first waiter wakes the loop (buffered, one)
+	stop chan struct{} // closed by close: the loop drains and returns
+	done chan struct{} // closed by the loop when it has returned
+
+	syncs uint64 // syncs run, for tests and benchmarks (under mu)
+}
+
+func newGroupSync(sync func() error) *groupSync {
+	g := &groupSync{
+		sync: sync,
+		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go g.loop()
+	return g
+}
+
+// wait returns once a sync that began after wait was called has returned:
+// nil when it succeeded. Call it after a commit, before telling anyone the
+// write succeeded. It does not take a context: a caller whose commit
+// returned must not answer before its sync, and a sync is short.
+func (g *groupSync) wait() error {
+	g.mu.Lock()
+	if g.failed != nil {
+		err := g.failed
+		g.mu.Unlock()
+		return err
+	}
+	if g.closed {
+		g.mu.Unlock()
+		return unavailable(badger.ErrDBClosed)
+	}
+	grp := g.next
+	if grp == nil {
+		grp = &syncGroup{done: make(chan struct{})}
+		g.next = grp
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
+	g.mu.Unlock()
+	<-grp.done
+	return grp.err
+}
+
+// healthy returns the error that refuses writes after a failed sync.
+func (g *groupSync) healthy() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failed
+}
+
+// loop runs the syncs, one group at a time, until close; then it syncs
+// the group still waiting, if any, and returns.
+func (g *groupSync) loop() {
+	defer close(g.done)
+	for {
+		select {
+		case <-g.wake:
+			g.round()
+		case <-g.stop:
+			g.round()
+			return
+		}
+	}
+}
+
+// round takes the waiting group, syncs, and releases it.
+func (g *groupSync) round() {
+	g.mu.Lock()
+	grp := g.next
+	g.next = nil
+	failed := g.failed
+	g.mu.Unlock()
+	if grp == nil {
+		return
+	}
+	err := failed
+	if err == nil {
+		if err = g.sync(); err != nil {
+			err = unavailable(fmt.Errorf("syncing to disk: %w", err))
+		}
+	}
+	g.mu.Lock()
+	g.syncs++
+	if err != nil && g.failed == nil {
+		g.failed = err
+	}
+	g.mu.Unlock()
+	grp.err = err
+	close(grp.done)
+}
+
+// close lets no new waiter in, syncs for the ones waiting, and waits for
+// the loop to return. Closing twice is harmless.
+func (g *groupSync) close() {
+	g.mu.Lock()
+	already := g.closed
+	g.closed = true
+	g.mu.Unlock()
+	if !already {
+		close(g.stop)
+	}
+	<-g.done
+}
+
+// count is the number of syncs run.
+func (g *groupSync) count() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.syncs
+}
+
+// rotated remembers the log files already synced after they stopped being
+// written to, so each is synced once.
+type rotated struct {
+	dir    string
+	synced map[string]bool // file name → synced since it was rotated
+}
+
+// syncDB is one group's sync: Badger's own (the active memtable's log and
+// the current value-log file), then the log files rotated since.
+func (r *rotated) syncDB(db *badger.DB) error {
+	if err := db.Sync(); err != nil {
+		return err
+	}
+	return r.syncRotated()
+}
+
+// syncRotated fsyncs each .mem and .vlog file that is not the newest of
+// its kind and not synced before. It runs after db.Sync: a file that was
+// the newest when db.Sync ran is covered by it, and one rotated before is
+// older than the newest now.
+func (r *rotated) syncRotated() error {
+	if r.dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		return fmt.Errorf("listing logs: %w", err)
+	}
+	type logFile struct {
+		name string
+		fid  uint64
+	}
+	newest := map[string]uint64{}
+	var logs []logFile
+	present := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if ext != ".mem" && ext != ".vlog" {
+			continue
+		}
+		fid, err := strconv.ParseUint(strings.TrimSuffix(name, ext), 10, 64)
+		if err != nil {
+			continue
+		}
+		present[name] = true
+		logs = append(logs, logFile{name, fid})
+		newest[ext] = max(newest[ext], fid)
+	}
+	for name := range r.synced {
+		if !present[name] {
+			delete(r.synced, name) // deleted by Badger: forget it
+		}
+	}
+	for _, l := range logs {
+		if l.fid == newest[filepath.Ext(l.name)] || r.synced[l.name] {
+			continue
+		}
+		if err := fsyncFile(filepath.Join(r.dir, l.name)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // flushed to a table (synced) and deleted meanwhile
+			}
+			return err
+		}
+		r.synced[l.name] = true
+	}
+	return nil
+}
+
+func fsyncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/store"
+)
+
+// N concurrent writes share syncs: fewer syncs than writes, and no writer
+// returns before a sync that began after it was called has ended.
+func TestBadgerGroupCommit(t *testing.T) {
+	var started, finished atomic.Int64
+	hook := func(sync func() error) error {
+		started.Add(1)
+		time.Sleep(20 * time.Millisecond) // a slow disk: writers pile up behind it
+		err := sync()
+		finished.Add(1)
+		return err
+	}
+	s := openStore(t, t.TempDir(), store.WithSyncHook(store.BadgerOptions{}, hook))
+	const n = 64
+	now := time.Now()
+	steps := make([][]store.Hold, n)
+	for i := range steps {
+		steps[i] = []store.Hold{newHold(newID(t), newID(t), 0, now)}
+	}
+	before := store.Syncs(s)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			begun := started.Load()
+			if err := s.Put(context.Background(), steps[i]); err != nil {
+				t.Errorf("Put: %v", err)
+				return
+			}
+			// Syncs run one at a time: sync number begun+1 began after
+			// this Put was called; it must have ended.
+			if done := finished.Load(); done < begun+1 {
+				t.Errorf("Put returned after %d syncs ended, %d had begun when it was called", done, begun)
+			}
+		})
+	}
+	wg.Wait()
+	syncs := store.Syncs(s) - before
+	if syncs >= n {
+		t.Errorf("%d concurrent Puts took %d syncs, want fewer", n, syncs)
+	}
+	t.Logf("%d concurrent Puts, %d syncs", n, syncs)
+	for i := range steps {
+		if _, err := s.Get(context.Background(), steps[i][0].ID); err != nil {
+			t.Errorf("Get(steps[%d]): %v", i, err)
+		}
+	}
+}
+
+// A write blocked in its sync does not return until the sync does.
+func TestBadgerGroupCommitWaitsForSync(t *testing.T) {
+	release := make(chan struct{})
+	var block atomic.Bool
+	hook := func(sync func() error) error {
+		if block.Load() {
+			<-release
+		}
+		return sync()
+	}
+	s := openStore(t, t.TempDir(), store.WithSyncHook(store.BadgerOptions{}, hook))
+	block.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- s.Put(context.Background(), []store.Hold{newHold(newID(t), newID(t), 0, time.Now())}) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Put returned (%v) while its sync was blocked", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	block.Store(false)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+}
+
+// A failed sync fails every writer of its group with ErrUnavailable, and
+// the store refuses writes after it.
+func TestBadgerSyncFailure(t *testing.T) {
+	var fail atomic.Bool
+	hook := func(sync func() error) error {
+		if fail.Load() {
+			return errors.New("disk on fire")
+		}
+		return sync()
+	}
+	s := openStore(t, t.TempDir(), store.WithSyncHook(store.BadgerOptions{}, hook))
+	ctx := context.Background()
+	held := putStep(t, s, 1, time.Now())[0]
+	fail.Store(true)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			err := s.Put(ctx, []store.Hold{newHold(newID(t), newID(t), 0, time.Now())})
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("Put during a failing sync = %v, want ErrUnavailable", err)
+			}
+		})
+	}
+	wg.Wait()
+	fail.Store(false)
+	if _, err := s.Claim(ctx, held.ID, store.Answer{Choice: store.AnswerConfirm, By: "person-1"}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Claim after a failed sync = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Get(ctx, held.ID); err != nil {
+		t.Errorf("Get after a failed sync: %v (reads still work)", err)
+	}
+}
