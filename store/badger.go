@@ -182,7 +182,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 		WithInMemory(opts.InMemory).
 		WithLogger(badgerLogger{logger: logger.Named("badger")}).
 		WithSyncWrites(opts.perTxnSync). // off: group commit syncs (badgersync.go)
-		WithDetectConflicts(true). // the single-use claim depends on it
+		WithDetectConflicts(true).       // the single-use claim depends on it
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(1). // compact every flushed table at once (see badgergc.go)
