@@ -75,7 +75,10 @@ type BadgerOptions struct {
 // Layout (ids are base32; <owner> is ownerKey(tenant, owner), which spells
 // each part with its length first):
 //
-//	h/<id>              one hold as JSON (record, badgerrecord.go), without its message
+//	h/<id>              one hold as JSON (record, badgerrecord.go), without its message,
+//	                    as Put wrote it: never rewritten
+//	p/<id>              what changed of it since (progress: state, answer, outcome,
+//	                    reply), once it is claimed
 //	s/<stepID>          the step: its holds' ids in Position order and their
 //	                    shared message (stepRecord)
 //	u/<id>              an unsettled hold (Put of a waiting hold; Settle deletes it)
@@ -176,8 +179,17 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	// defaults size a database for gigabytes (64 MB memtables, a 256 MB
 	// block cache, 1 GB value-log files); a hold store keeps a few thousand
 	// small records. ValueThreshold must stay below 15% of MemTableSize,
-	// or Open fails, and a zero block cache needs compression off, or Open
-	// panics.
+	// or Open fails.
+	//
+	// Space on disk: tables are Snappy-compressed (the records are JSON,
+	// which takes about half), which needs a block cache (Open panics on
+	// compression without one); 1 MiB holds the blocks of the few tables
+	// being read. CompactL0OnClose compacts the table Close flushes into
+	// the level below, so the overwritten versions and the tombstones a
+	// hold's life leaves (the claim, the start, the settle, the pending
+	// audit events) are not carried to the next start. With both, a
+	// settled hold takes about 2 KB once its memtable is flushed; until
+	// then its writes sit in the memtable's log (at most one memtable).
 	bo := badger.DefaultOptions(path).
 		WithInMemory(opts.InMemory).
 		WithLogger(badgerLogger{logger: logger.Named("badger")}).
@@ -191,9 +203,10 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 		WithBaseLevelSize(4 << 20).
 		WithValueLogFileSize(16 << 20).
 		WithValueThreshold(64 << 10).
-		WithBlockCacheSize(0).
+		WithBlockCacheSize(1 << 20).
 		WithIndexCacheSize(0).
-		WithCompression(options.None).
+		WithCompression(options.Snappy).
+		WithCompactL0OnClose(true).
 		WithNumCompactors(2).
 		WithNumVersionsToKeep(1)
 	db, err := badger.Open(bo)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -16,6 +17,7 @@ import (
 func holdKey(id string) []byte      { return append([]byte("h/"), id...) }
 func stepKey(stepID string) []byte  { return append([]byte("s/"), stepID...) }
 func unsettledKey(id string) []byte { return append([]byte("u/"), id...) }
+func progressKey(id string) []byte  { return append([]byte("p/"), id...) }
 func capKey(owner string) []byte    { return append([]byte("c/"), owner...) }
 func waitingPrefix(owner string) []byte {
 	return append(append([]byte("w/"), owner...), '/')
@@ -27,9 +29,13 @@ func ownerKey(tenant, owner string) string {
 	return strconv.Itoa(len(tenant)) + "/" + tenant + strconv.Itoa(len(owner)) + "/" + owner
 }
 
-// getHold reads a hold as its record has it (without its step's message;
-// see filled) and the ExpiresAt of the record, which a rewrite keeps: the
-// record's lifetime is fixed when the hold is put.
+// getHold reads a hold as its records have it (without its step's
+// message; see filled) and the ExpiresAt of the record, which a rewrite
+// keeps: the record's lifetime is fixed when the hold is put. The hold's
+// progress record, once there is one, gives its state and answer; before
+// that (and for a record written before progress records) the hold's own
+// record does. The progress key is read even when absent, so that two
+// transactions that answer one hold conflict.
 func getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
 	item, err := txn.Get(holdKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -42,7 +48,18 @@ func getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
 	if err := item.Value(func(v []byte) error { return decodeHold(v, &h) }); err != nil {
 		return Hold{}, 0, unavailable(fmt.Errorf("reading hold: %w", err))
 	}
-	return h, item.ExpiresAt(), nil
+	exp := item.ExpiresAt()
+	item, err = txn.Get(progressKey(id))
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+	case err != nil:
+		return Hold{}, 0, unavailable(err)
+	default:
+		if err := item.Value(func(v []byte) error { return decodeProgress(v, &h) }); err != nil {
+			return Hold{}, 0, unavailable(fmt.Errorf("reading hold: %w", err))
+		}
+	}
+	return h, exp, nil
 }
 
 // getFilled reads a hold as callers see it: with its step's message.
@@ -128,14 +145,17 @@ func absent(txn *badger.Txn, key []byte) error {
 	}
 }
 
-// putHold writes a hold as read by getHold (its Message is the record's
-// own: none, except in a record from before messages moved to the step).
+// putHold writes what changes of a stored hold as getHold reads it: its
+// progress record (state, answer, outcome, reply, times). The hold's own
+// record, written once by Put, is never rewritten: a confirmation rewrote
+// it four times (claim, begin, settle, the reply dropped), and each
+// version stays on disk until a compaction drops it.
 func putHold(w *writeTxn, h *Hold, expiresAt uint64) error {
-	v, err := encodeHold(h)
+	v, err := encodeProgress(h)
 	if err != nil {
 		return err
 	}
-	return w.set(holdKey(h.ID), v, expiresAt)
+	return w.set(progressKey(h.ID), v, expiresAt)
 }
 
 // unavailable marks a Badger error as an outage (nil stays nil).
@@ -191,6 +211,42 @@ func decodeHold(v []byte, h *Hold) error {
 	h.Arguments = r.Arguments
 	h.Message = r.Message
 	h.Values = r.Values
+	return nil
+}
+
+// progress is how what changes of a hold after Put is stored (p/<id>):
+// its fields as in the hold's record, the raw ones base64 as there. A
+// progress record replaces all of them: an empty field is empty (a
+// dropped reply, values dropped by Settle).
+type progress struct {
+	State      State     `json:"state"`
+	Answer     string    `json:"answer,omitempty"`
+	AnsweredBy string    `json:"answered_by,omitempty"`
+	Values     []byte    `json:"values,omitempty"`
+	Outcome    string    `json:"outcome,omitempty"`
+	Reply      []byte    `json:"reply,omitempty"`
+	AnsweredAt time.Time `json:"answered_at,omitzero"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+}
+
+func encodeProgress(h *Hold) ([]byte, error) {
+	v, err := json.Marshal(progress{
+		State: h.State, Answer: h.Answer, AnsweredBy: h.AnsweredBy, Values: h.Values,
+		Outcome: h.Outcome, Reply: h.Reply, AnsweredAt: h.AnsweredAt, StartedAt: h.StartedAt,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding hold: %w", err)
+	}
+	return v, nil
+}
+
+func decodeProgress(v []byte, h *Hold) error {
+	var p progress
+	if err := json.Unmarshal(v, &p); err != nil {
+		return err
+	}
+	h.State, h.Answer, h.AnsweredBy, h.Values = p.State, p.Answer, p.AnsweredBy, p.Values
+	h.Outcome, h.Reply, h.AnsweredAt, h.StartedAt = p.Outcome, p.Reply, p.AnsweredAt, p.StartedAt
 	return nil
 }
 

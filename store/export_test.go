@@ -81,3 +81,45 @@ func Syncs(b *Badger) uint64 {
 	}
 	return b.group.count()
 }
+
+// SpaceByKind sums the bytes of the live entries' keys and values, by the
+// kind of key (the part before the first "/": h, s, u, w, i, t, a, ap...),
+// with the number of entries of each.
+func SpaceByKind(b *Badger) (bytes, entries map[string]int, err error) {
+	bytes, entries = map[string]int{}, map[string]int{}
+	err = b.view(context.Background(), func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			kind := string(k)
+			if i := indexByte(k, '/'); i >= 0 {
+				kind = string(k[:i])
+			}
+			bytes[kind] += len(k) + int(it.Item().ValueSize())
+			entries[kind]++
+		}
+		return nil
+	})
+	return bytes, entries, err
+}
+
+func indexByte(k []byte, c byte) int {
+	for i := range k {
+		if k[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// Compact flattens b's tables into one level and runs value-log GC until
+// nothing is left to collect: what Badger's own compaction makes of it.
+func Compact(b *Badger) error {
+	if err := b.db.Flatten(1); err != nil {
+		return err
+	}
+	for b.db.RunValueLogGC(0.01) == nil {
+	}
+	return nil
+}

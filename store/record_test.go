@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -155,5 +156,78 @@ func TestBadgerReadsOldRecords(t *testing.T) {
 	}
 	if got.State != Settled || !bytes.Equal(got.Message, message) {
 		t.Errorf("an old record after Settle: %q, message %s; want settled with its message", got.State, got.Message)
+	}
+}
+
+// Records as 02df1a9 stored them (testdata/hold-*-02df1a9.json: written
+// by its encodeHold, the whole hold rewritten at each step, no progress
+// record) still read, and answer on: the answered one is begun and
+// settled, the settled one's reply is dropped.
+func TestBadgerReads02df1a9Records(t *testing.T) {
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	answered, err := os.ReadFile("testdata/hold-answered-02df1a9.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled, err := os.ReadFile("testdata/hold-settled-02df1a9.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const a, s = "holdoldaaaaaaaaaaaaaaaaaaa", "holdoldbbbbbbbbbbbbbbbbbbb"
+	err = b.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(holdKey(a), answered); err != nil {
+			return err
+		}
+		return txn.Set(holdKey(s), settled)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	got, err := b.Get(ctx, a)
+	if err != nil {
+		t.Fatalf("Get(answered): %v", err)
+	}
+	if got.State != Answered || got.Answer != AnswerConfirm || got.AnsweredBy != "ana" || string(got.Values) != `{"sealed":"x"}` ||
+		!got.AnsweredAt.Equal(at.Add(time.Minute)) || got.Tenant != "acme" || got.Action != "delete_post" ||
+		string(got.Shown) != `{"sentence":"Delete this post?", "rows":[{"label":"Title","value":"<b>Hi</b> & bye"}]}` ||
+		string(got.Arguments) != `{"post": 7}` || got.PolicyVersion != "3f2a9c01b7de" {
+		t.Errorf("Get(answered) = %+v", got)
+	}
+	if _, err := b.Begin(ctx, a); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if err := b.Settle(ctx, a, "done"); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	got, err = b.Get(ctx, a)
+	if err != nil || got.State != Settled || got.Outcome != "done" || got.Values != nil || got.Answer != AnswerConfirm ||
+		string(got.Call) == "" || got.Text != "Waiting for your confirmation: Delete this post?" {
+		t.Errorf("Get(answered) after Settle = %+v, %v", got, err)
+	}
+
+	got, err = b.Get(ctx, s)
+	if err != nil {
+		t.Fatalf("Get(settled): %v", err)
+	}
+	if got.State != Settled || got.Outcome != `{"kind":"done","status":200}` || !bytes.Equal(got.Reply, []byte{1, 2, 3, 250}) ||
+		!got.StartedAt.Equal(at.Add(2*time.Minute)) {
+		t.Errorf("Get(settled) = %+v", got)
+	}
+	if err := b.Settle(ctx, s, `{"kind":"done","status":200}`); err != nil {
+		t.Errorf("Settle again with its outcome: %v", err)
+	}
+	if err := b.DropReply(ctx, s); err != nil {
+		t.Fatalf("DropReply: %v", err)
+	}
+	got, err = b.Get(ctx, s)
+	if err != nil || got.Reply != nil || got.State != Settled || got.Outcome != `{"kind":"done","status":200}` || got.AnsweredBy != "ana" {
+		t.Errorf("Get(settled) after DropReply = %+v, %v", got, err)
 	}
 }
