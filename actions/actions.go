@@ -65,9 +65,9 @@ var (
 type Client struct {
 	// Transport is the base of the transports used (proxy, dialer, TLS
 	// roots); nil means http.DefaultTransport's settings. Reads use a
-	// clone of it; releases use a clone with keep-alives and HTTP/2 off
-	// (see Run). No redirect is ever followed: it could move a signed
-	// request elsewhere.
+	// clone of it; releases use an HTTP/1.1-only clone (see Run). Both
+	// keep connections alive. No redirect is ever followed: it could move
+	// a signed request elsewhere.
 	Transport *http.Transport
 	// Secret keys the signature.
 	Secret []byte
@@ -84,8 +84,22 @@ type Client struct {
 
 	once     sync.Once
 	reads    *http.Client // record reads: pooled connections, replays harmless
-	releases *http.Client // releases: one fresh HTTP/1.1 connection each
+	releases *http.Client // releases: pooled HTTP/1.1 connections, never replayed
 }
+
+// Connection pool bounds of both transports, where the base leaves them
+// at net/http's defaults (2 idle connections per host would make most of
+// a burst of concurrent releases dial anew).
+const (
+	maxIdlePerHost = 64
+	// releaseIdleTimeout is how long a release connection may wait idle
+	// before the gate closes it: shorter than common app servers' own
+	// keep-alive timeouts (Node.js and uvicorn 5 s, gunicorn 2 s), so
+	// the gate, not the app, is the one to close an idle connection, and
+	// a release is not written on a connection the app closes at the same
+	// moment (which would end as "may or may not have run").
+	releaseIdleTimeout = time.Second
+)
 
 // clients builds the two HTTP clients once.
 func (c *Client) clients() (reads, releases *http.Client) {
@@ -94,7 +108,11 @@ func (c *Client) clients() (reads, releases *http.Client) {
 		if base == nil {
 			base = http.DefaultTransport.(*http.Transport)
 		}
-		c.reads = &http.Client{Transport: base.Clone(), CheckRedirect: noRedirect}
+		rt := base.Clone()
+		if rt.MaxIdleConnsPerHost == 0 {
+			rt.MaxIdleConnsPerHost = maxIdlePerHost
+		}
+		c.reads = &http.Client{Transport: rt, CheckRedirect: noRedirect}
 		c.releases = &http.Client{Transport: releaseTransport(base), CheckRedirect: noRedirect}
 	})
 	return c.reads, c.releases
@@ -102,52 +120,83 @@ func (c *Client) clients() (reads, releases *http.Client) {
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// releaseTransport is base with keep-alives and HTTP/2 off, so one
-// confirmation is at most one request to the app. Go's HTTP/1 transport
-// silently sends a request again when a reused connection turns out dead,
-// and a request with an Idempotency-Key header counts as safe to repeat
-// (net/http's isReplayable): the app would see the release twice. On a
-// fresh connection it never does (shouldRetryRequest needs a reused one).
-// The HTTP/2 transport retries after GOAWAY, REFUSED_STREAM and a
-// PROTOCOL_ERROR reset from the peer (golang/go#47635), the last of which
-// does not prove the app did not act; HTTP/1.1 has none of these. A
-// release costs one connection setup, once per confirmation.
+// releaseTransport is base with HTTP/2 off and keep-alives on.
+//
+// Go's HTTP/1 transport sends a request again, on a new connection, when
+// a reused connection fails before the answer, if the request is
+// "replayable" (net/http's shouldRetryRequest and isReplayable): its
+// body is nil, http.NoBody or rewindable (GetBody set) and its method is
+// GET, HEAD, OPTIONS or TRACE or it carries an Idempotency-Key, as every
+// release does. A release's body is never one of those (releaseBody), so
+// it is sent at most once whatever happens to the connection, while
+// connections are still reused. (When nothing at all was written the
+// transport may try again only for a request without a body, which a
+// release never is either.)
+//
+// HTTP/2 stays off: its transport retries after GOAWAY, REFUSED_STREAM
+// and a PROTOCOL_ERROR reset from the peer (golang/go#47635) with no
+// regard for the method, for a bodyless request or one with GetBody; a
+// release would be safe from that too, but one HTTP/2 connection carries
+// every release in flight, and its loss leaves them all unknown.
 func releaseTransport(base *http.Transport) *http.Transport {
 	t := base.Clone()
-	t.DisableKeepAlives = true
+	t.DisableKeepAlives = false
 	t.Protocols = new(http.Protocols)
 	t.Protocols.SetHTTP1(true)
 	t.ForceAttemptHTTP2 = false
 	if t.TLSClientConfig != nil { // Clone copied it; offer only HTTP/1.1 in ALPN
 		t.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	}
+	if t.MaxIdleConnsPerHost == 0 {
+		t.MaxIdleConnsPerHost = maxIdlePerHost
+	}
+	if t.IdleConnTimeout == 0 || t.IdleConnTimeout > releaseIdleTimeout {
+		t.IdleConnTimeout = releaseIdleTimeout
+	}
 	return t
 }
 
-// Fetch reads a record: GET rawURL as the caller.
+// releaseBody is a release's body: never nil or http.NoBody (even with
+// nothing to send) and without GetBody, so no transport can send it
+// twice (releaseTransport). An io.NopCloser of a *bytes.Reader is one
+// net/http knows to be in memory: the headers and body go out in one
+// write. Its length is set on the request; an empty one goes out as no
+// body at all for GET, HEAD and DELETE (net/http reads one byte to see
+// it is empty) and as an empty chunked body for POST, PUT and PATCH.
+func releaseBody(req *http.Request, body []byte) {
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = nil
+}
+
+// Fetch reads a record: GET rawURL as the caller. Reads go over kept-
+// alive connections (HTTP/2 where the app offers it), and Go's transport
+// may send one again on a new connection when a reused one fails: a
+// read changes nothing.
 func (c *Client) Fetch(ctx context.Context, rawURL string, who Caller) (Response, error) {
 	reads, _ := c.clients()
-	return c.do(ctx, reads, http.MethodGet, rawURL, nil, nil, who, "")
+	return c.do(ctx, reads, http.MethodGet, rawURL, nil, nil, who, "", false)
 }
 
 // Run releases a call: method rawURL with the arguments as a JSON body
-// (none for GET), the policy's extra headers, and the hold id as the
-// Idempotency-Key.
+// (none for GET and HEAD), the policy's extra headers, and the hold id as
+// the Idempotency-Key.
 //
-// It sends at most one request, on a connection of its own, and never
-// repeats it. Its errors wrap ErrNotSent when nothing left (nothing ran)
-// and ErrNoAnswer when the request may have reached the app (the outcome
-// is unknown). A Response with a Status and an error is an answer whose
-// body could not be read in full.
+// It sends at most one request, over HTTP/1.1 on a kept-alive connection,
+// and never repeats it, even when that connection fails (see
+// releaseTransport). Its errors wrap ErrNotSent when nothing left
+// (nothing ran) and ErrNoAnswer when the request may have reached the app
+// (the outcome is unknown). A Response with a Status and an error is an
+// answer whose body could not be read in full.
 func (c *Client) Run(ctx context.Context, method, rawURL string, headers map[string]string, args []byte, who Caller, holdID string) (Response, error) {
 	if method == http.MethodGet || method == http.MethodHead {
 		args = nil
 	}
 	_, releases := c.clients()
-	return c.do(ctx, releases, method, rawURL, headers, args, who, holdID)
+	return c.do(ctx, releases, method, rawURL, headers, args, who, holdID, true)
 }
 
-func (c *Client) do(ctx context.Context, hc *http.Client, method, rawURL string, headers map[string]string, body []byte, who Caller, holdID string) (Response, error) {
+func (c *Client) do(ctx context.Context, hc *http.Client, method, rawURL string, headers map[string]string, body []byte, who Caller, holdID string, release bool) (Response, error) {
 	if len(c.Secret) == 0 {
 		return Response{}, fmt.Errorf("%w: no signing secret configured", ErrNotSent)
 	}
@@ -164,20 +213,18 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, rawURL string,
 	// Until the transport has a connection, no byte of the request left.
 	var connected atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return Response{}, fmt.Errorf("%w: making request: %w", ErrNotSent, err)
 	}
-	// Without GetBody a request with a body is never sent twice by any
-	// transport (a second defence next to releaseTransport).
-	req.GetBody = nil
+	if release {
+		releaseBody(req, body)
+	}
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	if body != nil {
+	if len(body) > 0 {
 		req.Header.Set("Content-Type", "application/json")
-	} else {
-		req.Body = http.NoBody
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderPerson, who.Person)

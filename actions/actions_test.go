@@ -185,10 +185,12 @@ func dropper(t *testing.T, tlsH2 bool) (*httptest.Server, func(path string) int,
 }
 
 // TestRunDroppedConnectionSentOnce: an app that drops the connection after
-// reading a release gets it once, on a connection no earlier request
-// used, and the error says the outcome is unknown. Before releases had a
-// transport of their own, Go's transport replayed the request (it carries
-// an Idempotency-Key) on a new connection: the app got it twice.
+// reading a release gets it once, though the release went over a
+// connection kept alive by an earlier one, and the error says the outcome
+// is unknown. Before releases had a transport of their own, Go's
+// transport replayed the request (it carries an Idempotency-Key) on a new
+// connection: the app got it twice. TestReleaseOnReusedConnectionNeverRepeated
+// covers every method and way of dropping on a raw connection.
 func TestRunDroppedConnectionSentOnce(t *testing.T) {
 	srv, count, _ := dropper(t, false)
 	c := &Client{Secret: []byte("k")}

@@ -199,6 +199,19 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 // (see rightsOn) within the TTL runs nothing and returns an error that
 // Status maps to 409.
 func (g *Gate) Answer(ctx context.Context, stepID, holdID string, who Person, choice string) (HoldView, error) {
+	return g.answer(ctx, stepID, holdID, who, choice, true)
+}
+
+// AnswerOnly is Answer for a caller that shows nothing of the result
+// itself (the page's form post, which redirects to the step's page, which
+// reads the step again): it neither reads the hold again after the
+// release nor builds its view. Everything else is Answer's.
+func (g *Gate) AnswerOnly(ctx context.Context, stepID, holdID string, who Person, choice string) error {
+	_, err := g.answer(ctx, stepID, holdID, who, choice, false)
+	return err
+}
+
+func (g *Gate) answer(ctx context.Context, stepID, holdID string, who Person, choice string, view bool) (HoldView, error) {
 	h, r, err := g.answerable(ctx, stepID, holdID, who)
 	if err != nil {
 		return HoldView{}, err
@@ -214,12 +227,13 @@ func (g *Gate) Answer(ctx context.Context, stepID, holdID string, who Person, ch
 			zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
 		return HoldView{}, ErrFourEyes
 	}
-	return g.claimAndRelease(ctx, h, who, r, choice, nil)
+	return g.claimAndRelease(ctx, h, who, r, choice, nil, view)
 }
 
 // claimAndRelease claims a hold once for the person's answer and, when it
-// completes the step, releases the step.
-func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, who Person, r rights, choice string, values json.RawMessage) (HoldView, error) {
+// completes the step, releases the step. With view, it returns the hold
+// as it is then.
+func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, who Person, r rights, choice string, values json.RawMessage, view bool) (HoldView, error) {
 	person := who.Owner
 	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, By: person, Values: values})
 	if err != nil {
@@ -234,6 +248,9 @@ func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, who Person, r 
 		// The release goes on if the person's request ends (a closed
 		// tab); the page waits for it while the request lasts.
 		wait(ctx, g.releaseStep(ctx, claimed.Step))
+	}
+	if !view {
+		return HoldView{}, nil
 	}
 	cur, err := g.cfg.Store.Get(ctx, h.ID)
 	if err != nil {

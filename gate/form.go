@@ -204,7 +204,7 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID string, who Person, la
 	if err != nil {
 		return HoldView{}, fmt.Errorf("sealing the person's values: %w", err)
 	}
-	return g.claimAndRelease(ctx, h, who, r, store.AnswerSubmit, sealed)
+	return g.claimAndRelease(ctx, h, who, r, store.AnswerSubmit, sealed, true)
 }
 
 // runForm releases a submitted form with the person's values over the

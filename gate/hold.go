@@ -115,6 +115,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	var holds []store.Hold
 	var says []string
 	var refused []store.Event // kept with the step, or on their own when nothing waits
+	var intents []string      // each hold's intent key ("" none)
 	cards, others := false, false
 	waiting := 0
 	for i, c := range calls {
@@ -124,8 +125,11 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			continue
 		}
 		var primary store.Hold
+		var intent string // the call's intent key, made once for attach and fileIntents
 		if p.refusal == nil {
-			if pr, ok := f.attach(ctx, c.Name, p.args, p.print); ok {
+			var canonical []byte
+			intent, canonical = f.intent(c.Name, p.args)
+			if pr, ok := f.attach(ctx, c.Name, intent, canonical, p.print); ok {
 				// One card per intent (intent.go): this call is a hold of
 				// this step that shares the waiting card's decision — when
 				// that card reads as this call's would now (a record that
@@ -170,6 +174,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			waiting++
 		}
 		holds = append(holds, h)
+		intents = append(intents, intent)
 	}
 	if waiting == 0 {
 		g.audit(refused...)
@@ -184,7 +189,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		return f.refuseAll(calls, "store", "the gate could not store the question for the person")
 	}
 	f.index(ctx, stepID, holds[0].Expires)
-	f.fileIntents(ctx, holds)
+	f.fileIntents(ctx, holds, intents)
 	g.fileApprovals(ctx, holds)
 	g.notifyHeld(holds)
 	for _, h := range holds {

@@ -107,10 +107,9 @@ func holdIntent(h store.Hold) string {
 // attach finds the waiting primary hold of the same intent as a call
 // about to be held whose card reads as this call's would now (print, the
 // fingerprint of the card just built); ok is false when there is none (the
-// call gets its own card).
-func (f *Front) attach(ctx context.Context, action string, args []byte, print string) (primary store.Hold, ok bool) {
+// call gets its own card). key and canonical are the call's f.intent.
+func (f *Front) attach(ctx context.Context, action, key string, canonical []byte, print string) (primary store.Hold, ok bool) {
 	g := f.g
-	key, canonical := f.intent(action, args)
 	if key == "" {
 		return store.Hold{}, false
 	}
@@ -166,15 +165,16 @@ func (f *Front) attach(ctx context.Context, action string, args []byte, print st
 	return store.Hold{}, false
 }
 
-// fileIntents files a new step's waiting holds under their intents: a
+// fileIntents files a new step's waiting holds under their intents
+// (intents[i] is holds[i]'s f.intent key, made when it was planned): a
 // primary so that repeats find it, an attachment so that its primary's
 // settlement finds it (follow).
-func (f *Front) fileIntents(ctx context.Context, holds []store.Hold) {
-	for _, h := range holds {
+func (f *Front) fileIntents(ctx context.Context, holds []store.Hold, intents []string) {
+	for i, h := range holds {
 		if h.State != store.Waiting {
 			continue
 		}
-		key, _ := f.intent(h.Action, h.Arguments)
+		key := intents[i]
 		if key == "" {
 			continue
 		}

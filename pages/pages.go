@@ -246,8 +246,12 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-	} else {
+	} else if wantsJSON(r) || isJSON(r) {
 		hv, err = p.Gate.Answer(r.Context(), stepID, a.Hold, who, a.Answer)
+	} else {
+		// The page redirects to the step, which reads it again: no view
+		// of the answered hold is needed here.
+		err = p.Gate.AnswerOnly(r.Context(), stepID, a.Hold, who, a.Answer)
 	}
 	if err != nil {
 		status := gate.Status(err)

@@ -511,4 +511,11 @@ var mutations = []mutation{
 		To:    "if true || slices.ContainsFunc(known,",
 		Tests: []string{"./store:TestBadgerContract/Secrets", "./store:TestPostgresContract/Secrets", "./e2e:TestSecretMismatchAndRotation"},
 	},
+	{
+		Name:  "release: a body no transport can replay",
+		File:  "actions/actions.go",
+		From:  "\tif release {\n\t\treleaseBody(req, body)\n\t}",
+		To:    "\tif release && len(body) > 0 {\n\t\treq.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))\n\t\treq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }\n\t}",
+		Tests: []string{"./actions:TestReleaseOnReusedConnectionNeverRepeated"},
+	},
 }
