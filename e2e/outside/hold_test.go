@@ -59,7 +59,7 @@ type holdResult struct {
 	added                [2]time.Duration // held − plain − get, p50 and p99
 	confirmsPerSec       float64
 	cpuPerConfirm        time.Duration
-	diskSize, diskBlocks int64 // per settled hold; Badger only
+	diskSize, diskBlocks int64 // the whole store; Badger only
 }
 
 func holdAndConfirm(b *testing.B, kind string, replicas int) {
@@ -86,15 +86,14 @@ func holdAndConfirm(b *testing.B, kind string, replicas int) {
 				if refused[gb.name] {
 					continue
 				}
-				storeLine := "store badger {env.TOOLGATE_BENCH_STORE}"
-				env := []string{}
-				storeDir := ""
+				var storeLine, storeDir string
+				var env []string
 				if dsn != "" {
 					storeLine = "store postgres {env.TOOLGATE_DATABASE_URL}"
 					env = append(env, "TOOLGATE_DATABASE_URL="+pgtest.Database(b, dsn))
 				} else {
 					storeDir = filepath.Join(b.TempDir(), "store")
-					env = append(env, "TOOLGATE_BENCH_STORE="+storeDir)
+					storeLine = "store badger " + storeDir
 				}
 				res, err := holdRound(b, gb, replicas, storeLine, storeDir, env, up.URL, plain, persons, auth, holds)
 				if err != nil {
@@ -334,7 +333,7 @@ func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir str
 		if err != nil {
 			b.Fatal(err)
 		}
-		res.diskSize, res.diskBlocks = size/int64(holds), blocks/int64(holds)
+		res.diskSize, res.diskBlocks = size, blocks
 	}
 	return res, nil
 }
@@ -410,21 +409,23 @@ func reportHolds(b *testing.B, builds []gateBuild, results map[string][]holdResu
 	}
 	if disk {
 		rows = append(rows,
-			row{"store per settled hold (size)", "KB", func(r holdResult) float64 { return float64(r.diskSize) / 1000 }},
-			row{"store per settled hold (blocks)", "KB", func(r holdResult) float64 { return float64(r.diskBlocks) / 1000 }})
+			row{"store, all files (size)", "MB", func(r holdResult) float64 { return float64(r.diskSize) / 1e6 }},
+			row{"store, all files (blocks)", "MB", func(r holdResult) float64 { return float64(r.diskBlocks) / 1e6 }},
+			row{"store per settled hold (size)", "KB", func(r holdResult) float64 { return float64(r.diskSize) / float64(holds) / 1000 }},
+			row{"store per settled hold (blocks)", "KB", func(r holdResult) float64 { return float64(r.diskBlocks) / float64(holds) / 1000 }})
 	}
 	metric := map[string]string{
 		"held call, added p50": "added-p50-ms", "held call, added p99": "added-p99-ms",
 		"confirmations/s": "confirms/s", "gate CPU per confirmation": "gate-cpu-ms/confirm",
 		"store per settled hold (size)": "disk-KB/hold", "store per settled hold (blocks)": "disk-blocks-KB/hold",
 	}
-	fmt.Fprintf(&t, "| %-34s |", "")
+	fmt.Fprintf(&t, "| %-40s |", "")
 	for _, gb := range builds {
-		fmt.Fprintf(&t, " %-28s |", gb.name)
+		fmt.Fprintf(&t, " %-24s |", gb.name)
 	}
 	t.WriteString("\n")
 	for _, rw := range rows {
-		fmt.Fprintf(&t, "| %-34s |", rw.name+" ("+rw.unit+")")
+		fmt.Fprintf(&t, "| %-40s |", rw.name+" ("+rw.unit+")")
 		for _, gb := range builds {
 			var vals []string
 			var xs []float64
@@ -435,7 +436,7 @@ func reportHolds(b *testing.B, builds []gateBuild, results map[string][]holdResu
 			if len(vals) == 0 {
 				vals = []string{"–"}
 			}
-			fmt.Fprintf(&t, " %-28s |", strings.Join(vals, ", "))
+			fmt.Fprintf(&t, " %-24s |", strings.Join(vals, ", "))
 			if m, ok := metric[rw.name]; ok && len(xs) > 0 {
 				b.ReportMetric(median(xs), gb.name+"-"+m)
 			}

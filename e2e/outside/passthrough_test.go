@@ -56,7 +56,7 @@ func BenchmarkPassThroughAndRSS(b *testing.B) {
 		api, page := freePort(b), freePort(b)
 		var cf string
 		if gated {
-			cf = gateCaddyfile("store badger {env.TOOLGATE_BENCH_STORE}", fmt.Sprintf("http://127.0.0.1:%d/toolgate", page), api, page, policy, up.URL, auth)
+			cf = gateCaddyfile("store badger "+filepath.Join(b.TempDir(), "store"), fmt.Sprintf("http://127.0.0.1:%d/toolgate", page), api, page, policy, up.URL, auth)
 		} else {
 			cf = fmt.Sprintf(`{
 	admin off
@@ -79,7 +79,7 @@ http://127.0.0.1:%d {
 }
 `, api, up.URL, page, auth)
 		}
-		p := process.New(b, name, bin, cf, []string{"TOOLGATE_BENCH_STORE=" + filepath.Join(b.TempDir(), "store")},
+		p := process.New(b, name, bin, cf, nil,
 			fmt.Sprintf("127.0.0.1:%d", api), fmt.Sprintf("127.0.0.1:%d", page))
 		p.MustStart()
 		targets = append(targets, &target{name, fmt.Sprintf("http://127.0.0.1:%d", api), p,
