@@ -196,6 +196,9 @@ func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir str
 			return res, err
 		}
 		procs = append(procs, p)
+		if err := storeReady(pages[i], persons[0]); err != nil {
+			b.Fatalf("%s: %v\n%s", p.Name, err, p.Log())
+		}
 	}
 	// The app's client to the model route, and the plain one: kept-alive
 	// connections, as an SDK's.
@@ -336,6 +339,31 @@ func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir str
 		res.diskSize, res.diskBlocks = size, blocks
 	}
 	return res, nil
+}
+
+// storeReady waits until the gate whose pages listen on host has its
+// store open: Caddy's servers listen before the toolgate app has started
+// (669b512 then answers a held call with "could not store"), and the
+// pages answer 503 for as long as the store is not there.
+func storeReady(host, person string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req, _ := http.NewRequest("GET", "http://"+host+"/toolgate/h/"+strings.Repeat("a", 26), nil)
+		req.Header.Set("Accept", "application/json")
+		req.SetBasicAuth(person, password)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the store is not open a minute after the start (%v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cpuOf is the CPU time the processes have used so far.

@@ -19,11 +19,11 @@ import (
 // lets through, and what it keeps in memory, against plain Caddy: plain
 // Caddy (reverse_proxy, and a static page behind basic_auth), the base
 // and the head (the same sites, gated, with an empty Badger store) run
-// side by side. In each round (TOOLGATE_BENCH_ROUNDS, 3), in an order
-// that turns each round, each process gets TOOLGATE_BENCH_JSON (3000)
-// requests answered with a 2 KB non-gated Chat JSON, then
-// TOOLGATE_BENCH_STREAMS (500) answered with a 200-chunk stream, from one
-// kept-alive client; the CPU the proxy process spent (utime+stime from
+// side by side. In each round (TOOLGATE_BENCH_ROUNDS, 3) each process gets
+// TOOLGATE_BENCH_JSON (3000) requests answered with a 2 KB non-gated Chat
+// JSON, then TOOLGATE_BENCH_STREAMS (500) answered with a 200-chunk
+// stream, from one kept-alive client, in slices of a tenth, the processes
+// taking turns in an order that turns each slice; the CPU the proxy process spent (utime+stime from
 // /proc/<pid>/stat, 10 ms ticks) over the requests is its CPU per request,
 // reported with its ratio to plain Caddy's in the same round (the median
 // over the rounds).
@@ -82,6 +82,11 @@ http://127.0.0.1:%d {
 		p := process.New(b, name, bin, cf, nil,
 			fmt.Sprintf("127.0.0.1:%d", api), fmt.Sprintf("127.0.0.1:%d", page))
 		p.MustStart()
+		if gated {
+			if err := storeReady(fmt.Sprintf("127.0.0.1:%d", page), "person0"); err != nil {
+				b.Fatalf("%s: %v\n%s", name, err, p.Log())
+			}
+		}
 		targets = append(targets, &target{name, fmt.Sprintf("http://127.0.0.1:%d", api), p,
 			&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}})
 	}
@@ -128,18 +133,27 @@ http://127.0.0.1:%d {
 				}
 			}
 		}
+		// A round's requests go in slices of a tenth, the processes taking
+		// turns, so a change in the machine's load falls on all of them.
+		const slices = 10
 		for r := range rounds {
-			for _, t := range inRound(targets, r) {
-				for _, kind := range []string{"json", "stream"} {
-					n := nJSON
-					if kind == "stream" {
-						n = nStream
+			for _, kind := range []string{"json", "stream"} {
+				n := nJSON
+				if kind == "stream" {
+					n = nStream
+				}
+				spent := map[string]time.Duration{}
+				for s := range slices {
+					for _, t := range inRound(targets, r+s) {
+						c0 := t.proc.CPU()
+						for range n / slices {
+							do(t, kind == "stream", "")
+						}
+						spent[t.name] += t.proc.CPU() - c0
 					}
-					c0 := t.proc.CPU()
-					for range n {
-						do(t, kind == "stream", "")
-					}
-					cpu[kind][t.name] = append(cpu[kind][t.name], (t.proc.CPU()-c0)/time.Duration(n))
+				}
+				for _, t := range targets {
+					cpu[kind][t.name] = append(cpu[kind][t.name], spent[t.name]/time.Duration(n/slices*slices))
 				}
 			}
 		}
