@@ -451,7 +451,7 @@ func reportHolds(b *testing.B, builds []gateBuild, results map[string][]holdResu
 	for _, gb := range builds {
 		fmt.Fprintf(&t, " %-24s |", gb.name)
 	}
-	t.WriteString("\n")
+	t.WriteString("\n|---|" + strings.Repeat("---|", len(builds)) + "\n")
 	for _, rw := range rows {
 		fmt.Fprintf(&t, "| %-40s |", rw.name+" ("+rw.unit+")")
 		for _, gb := range builds {

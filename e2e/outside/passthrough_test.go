@@ -175,6 +175,7 @@ http://127.0.0.1:%d {
 	var tb strings.Builder
 	fmt.Fprintf(&tb, "%s: CPU per request (µs) in each round, ratio to plain Caddy in the same round; idle RSS after %s\n", b.Name(), idle)
 	fmt.Fprintf(&tb, "| %-8s | %-30s | %-22s | %-30s | %-22s | %-9s | %-5s |\n", "process", "2 KB JSON µs/req", "ratio", "200-chunk stream µs/req", "ratio", "idle MiB", "ratio")
+	tb.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, t := range targets {
 		row := []string{t.name}
 		for _, kind := range []string{"json", "stream"} {
