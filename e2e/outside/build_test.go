@@ -2,7 +2,6 @@ package outside
 
 import (
 	"cmp"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,5 +179,3 @@ func inRound[T any](all []T, r int) []T {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2f", ms(d)) }
