@@ -39,7 +39,9 @@ const answerers = 8
 //     each action ran exactly once. The gate's CPU per confirmation is
 //     the utime+stime of its processes over that time;
 //   - disk: the Badger store's files after the gate stopped (SIGINT), per
-//     settled hold, by size and by allocated blocks.
+//     settled hold, by size and by allocated blocks; and the blocks beyond
+//     what the same build's store takes empty (started and stopped), per
+//     hold.
 //
 // Badger runs one replica; with TOOLGATE_TEST_POSTGRES set, PostgreSQL
 // runs one and three replicas (processes sharing one new database). A
@@ -60,6 +62,7 @@ type holdResult struct {
 	confirmsPerSec       float64
 	cpuPerConfirm        time.Duration
 	diskSize, diskBlocks int64 // the whole store; Badger only
+	diskEmpty            int64 // blocks of the same build's store with nothing in it
 }
 
 func holdAndConfirm(b *testing.B, kind string, replicas int) {
@@ -80,6 +83,7 @@ func holdAndConfirm(b *testing.B, kind string, replicas int) {
 
 	results := map[string][]holdResult{}
 	refused := map[string]bool{}
+	empty := map[string]int64{} // allocated bytes of an empty Badger store, by build
 	for b.Loop() {
 		for r := range rounds {
 			for _, gb := range inRound(builds, r) {
@@ -100,6 +104,12 @@ func holdAndConfirm(b *testing.B, kind string, replicas int) {
 					b.Logf("%s refuses the %s config, left out of this case: %v", gb.name, b.Name(), err)
 					refused[gb.name] = true
 					continue
+				}
+				if storeDir != "" {
+					if _, ok := empty[gb.name]; !ok {
+						empty[gb.name] = emptyStore(b, gb, auth, persons[0])
+					}
+					res.diskEmpty = empty[gb.name]
 				}
 				results[gb.name] = append(results[gb.name], res)
 			}
@@ -366,6 +376,26 @@ func storeReady(host, person string) error {
 	}
 }
 
+// emptyStore is the blocks a build's Badger store takes with nothing in
+// it: the gate started on a new directory, its store opened, and stopped.
+func emptyStore(b *testing.B, gb gateBuild, auth, person string) int64 {
+	dir := filepath.Join(b.TempDir(), "store")
+	api, page := freePort(b), freePort(b)
+	cf := gateCaddyfile("store badger "+dir, fmt.Sprintf("http://127.0.0.1:%d/toolgate", page), api, page,
+		writePolicy(b, b.TempDir(), "http://127.0.0.1:9"), "http://127.0.0.1:9", auth)
+	p := process.New(b, gb.name+" empty", gb.bin, cf, nil, fmt.Sprintf("127.0.0.1:%d", api), fmt.Sprintf("127.0.0.1:%d", page))
+	p.MustStart()
+	if err := storeReady(fmt.Sprintf("127.0.0.1:%d", page), person); err != nil {
+		b.Fatalf("%s: %v", p.Name, err)
+	}
+	p.Stop()
+	_, blocks, err := process.DiskUsage(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return blocks
+}
+
 // cpuOf is the CPU time the processes have used so far.
 func cpuOf(procs []*process.Proc) time.Duration {
 	var total time.Duration
@@ -440,20 +470,25 @@ func reportHolds(b *testing.B, builds []gateBuild, results map[string][]holdResu
 			row{"store, all files (size)", "MB", func(r holdResult) float64 { return float64(r.diskSize) / 1e6 }},
 			row{"store, all files (blocks)", "MB", func(r holdResult) float64 { return float64(r.diskBlocks) / 1e6 }},
 			row{"store per settled hold (size)", "KB", func(r holdResult) float64 { return float64(r.diskSize) / float64(holds) / 1000 }},
-			row{"store per settled hold (blocks)", "KB", func(r holdResult) float64 { return float64(r.diskBlocks) / float64(holds) / 1000 }})
+			row{"store per settled hold (blocks)", "KB", func(r holdResult) float64 { return float64(r.diskBlocks) / float64(holds) / 1000 }},
+			row{"empty store (blocks)", "MB", func(r holdResult) float64 { return float64(r.diskEmpty) / 1e6 }},
+			row{"per settled hold beyond empty (blocks)", "KB", func(r holdResult) float64 {
+				return float64(r.diskBlocks-r.diskEmpty) / float64(holds) / 1000
+			}})
 	}
 	metric := map[string]string{
 		"held call, added p50": "added-p50-ms", "held call, added p99": "added-p99-ms",
 		"confirmations/s": "confirms/s", "gate CPU per confirmation": "gate-cpu-ms/confirm",
 		"store per settled hold (size)": "disk-KB/hold", "store per settled hold (blocks)": "disk-blocks-KB/hold",
+		"per settled hold beyond empty (blocks)": "disk-added-KB/hold",
 	}
-	fmt.Fprintf(&t, "| %-40s |", "")
+	fmt.Fprintf(&t, "| %-44s |", "")
 	for _, gb := range builds {
 		fmt.Fprintf(&t, " %-24s |", gb.name)
 	}
 	t.WriteString("\n|---|" + strings.Repeat("---|", len(builds)) + "\n")
 	for _, rw := range rows {
-		fmt.Fprintf(&t, "| %-40s |", rw.name+" ("+rw.unit+")")
+		fmt.Fprintf(&t, "| %-44s |", rw.name+" ("+rw.unit+")")
 		for _, gb := range builds {
 			var vals []string
 			var xs []float64
