@@ -1,0 +1,181 @@
+package outside
+
+import (
+	"cmp"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The binaries are built once per `go test` run into a temporary
+// directory of their own, removed when the run ends.
+var bins struct {
+	sync.Mutex
+	dir   string
+	built map[string]string // name → binary
+}
+
+// build is one named binary: the main package pkg built in the module at
+// dir.
+func build(tb testing.TB, name, dir, pkg string) string {
+	tb.Helper()
+	bins.Lock()
+	defer bins.Unlock()
+	if bin, ok := bins.built[name]; ok {
+		return bin
+	}
+	if bins.dir == "" {
+		d, err := os.MkdirTemp("", "toolgate-outside-")
+		if err != nil {
+			tb.Fatalf("making the binaries' directory: %v", err)
+		}
+		bins.dir, bins.built = d, map[string]string{}
+	}
+	bin := filepath.Join(bins.dir, name)
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build %s in %s: %v\n%s", pkg, dir, err, out)
+	}
+	tb.Logf("built %s (%s) in %s", name, pkg, time.Since(start).Round(time.Second))
+	bins.built[name] = bin
+	return bin
+}
+
+// TestMain removes the built binaries after the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bins.dir != "" {
+		os.RemoveAll(bins.dir)
+	}
+	os.Exit(code)
+}
+
+// moduleRoot is the directory of the module's go.mod (the head's tree).
+func moduleRoot(tb testing.TB) string {
+	tb.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
+		tb.Fatalf("finding the module's root: %v %s", err, out)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// headBinary is the gate built from the working tree.
+func headBinary(tb testing.TB) string {
+	return build(tb, "toolgate-head", moduleRoot(tb), "./cmd/toolgate")
+}
+
+// caddyBinary is plain Caddy: its own main (the standard modules) at the
+// version the module's go.mod requires, built in the module so the same
+// versions of every dependency are used.
+func caddyBinary(tb testing.TB) string {
+	return build(tb, "caddy", moduleRoot(tb), "github.com/caddyserver/caddy/v2/cmd/caddy")
+}
+
+// baseCommit is the commit the head is compared with:
+// TOOLGATE_BENCH_BASE, 669b512 by default; "none" compares nothing.
+func baseCommit() string {
+	return cmp.Or(os.Getenv("TOOLGATE_BENCH_BASE"), "669b512")
+}
+
+// baseBinary is the gate built from the base commit, in a detached
+// `git worktree` of it that is removed once the binary is built; "" when
+// TOOLGATE_BENCH_BASE is "none". The second result is the commit's short
+// name.
+func baseBinary(tb testing.TB) (bin, name string) {
+	tb.Helper()
+	commit := baseCommit()
+	if commit == "none" {
+		return "", ""
+	}
+	root := moduleRoot(tb)
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", commit+"^{commit}").Output()
+	if err != nil {
+		tb.Fatalf("TOOLGATE_BENCH_BASE=%s is no commit of %s: %v", commit, root, err)
+	}
+	name = strings.TrimSpace(string(out))
+	bins.Lock()
+	bin, ok := bins.built["toolgate-"+name]
+	bins.Unlock()
+	if ok {
+		return bin, name
+	}
+	src, err := os.MkdirTemp("", "toolgate-base-"+name+"-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	os.Remove(src) // git worktree add makes it
+	if out, err := exec.Command("git", "-C", root, "worktree", "add", "--detach", src, name).CombinedOutput(); err != nil {
+		tb.Fatalf("git worktree add %s: %v\n%s", name, err, out)
+	}
+	defer func() {
+		if out, err := exec.Command("git", "-C", root, "worktree", "remove", "--force", src).CombinedOutput(); err != nil {
+			tb.Errorf("git worktree remove %s: %v\n%s", src, err, out)
+		}
+		os.RemoveAll(src)
+	}()
+	return build(tb, "toolgate-"+name, src, "./cmd/toolgate"), name
+}
+
+// envInt is the whole number in the environment variable, or def.
+func envInt(tb testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		tb.Fatalf("%s=%q: want a positive whole number", name, s)
+	}
+	return n
+}
+
+// envDuration is the duration in the environment variable, or def.
+func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		tb.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return d
+}
+
+// build names a gate binary and which tree it came from.
+type gateBuild struct {
+	name string // "head" or the base commit
+	bin  string
+}
+
+// gateBuilds are the builds to compare: the base (unless none) and the
+// head.
+func gateBuilds(tb testing.TB) []gateBuild {
+	var out []gateBuild
+	if bin, name := baseBinary(tb); bin != "" {
+		out = append(out, gateBuild{name, bin})
+	}
+	return append(out, gateBuild{"head", headBinary(tb)})
+}
+
+// inRound is the builds in the order round r runs them: alternated, so
+// neither always goes first.
+func inRound[T any](all []T, r int) []T {
+	out := make([]T, len(all))
+	for i := range all {
+		out[i] = all[(i+r)%len(all)]
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
