@@ -114,11 +114,11 @@ func TestDeclineNoteIsTakenOnlyWhereOffered(t *testing.T) {
 // TestCleanNote: the note is cleaned as every text a form shows is.
 func TestCleanNote(t *testing.T) {
 	for in, want := range map[string]string{
-		"fine":                       "fine",
-		" two\n\nlines\t":            "two lines",
+		"fine":                        "fine",
+		" two\n\nlines\t":             "two lines",
 		"a\u202eb\u2066c\u200fd\x00e": "abcde",
-		"\u2028\u2029":               "",
-		`say "hi" \o/`:               `say "hi" \o/`,
+		"\u2028\u2029":                "",
+		`say "hi" \o/`:                `say "hi" \o/`,
 	} {
 		if got, ok := CleanNote(in); got != want || !ok {
 			t.Errorf("CleanNote(%q) = %q, %v; want %q", in, got, ok, want)
