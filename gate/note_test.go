@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -135,5 +138,33 @@ func TestDeclinedNoteFollowed(t *testing.T) {
 	o := followedFrom(store.Hold{Outcome: Outcome{Kind: ResultDeclined, Note: noteGiven}.encode(), Reply: []byte("sealed")})
 	if got := o.sentence(""); got != outcomeNoteElsewhere {
 		t.Errorf("an attached call reads %q", got)
+	}
+}
+
+// TestDeclineNoteOverMCP: a card confirmed over MCP (URL mode) and
+// declined on the page with a note: the client's retry reads the note's
+// sentence, and the store keeps the note no longer (the requestState is
+// used up: no retry reads it again).
+func TestDeclineNoteOverMCP(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	p, err := policies.Parse("policy.yaml", []byte(withDeclineNote(strings.Replace(strings.ReplaceAll(testPolicy, "APP", r.app.URL),
+		"    effect: destructive\n", "    effect: destructive\n    mcp: {confirm: true}\n", 1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.policy = p
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	state, step := r.askMCPConfirm(ana)
+	id := r.step(step)[0].ID
+	if _, err := r.gate.Decline(context.Background(), step, id, ana, `use "the other" one`); err != nil {
+		t.Fatal(err)
+	}
+	r.settled(id)
+	want := `The person declined: "use \"the other\" one". Nothing ran.`
+	if v := r.retryMCPConfirm(ana, state); v.Rewritten || !strings.Contains(gjson.GetBytes(v.Result, "content.0.text").String(), want) {
+		t.Errorf("the retry: rewritten=%v %s, want %q", v.Rewritten, v.Result, want)
+	}
+	if h := r.step(step)[0]; len(h.Reply) != 0 || len(h.Values) != 0 {
+		t.Errorf("after the client read it the hold keeps reply %d bytes, values %d bytes", len(h.Reply), len(h.Values))
 	}
 }
