@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -157,4 +161,73 @@ func TestBrowserDeclineNoteMCP(t *testing.T) {
 		t.Errorf("the tool result: isError=%v %q, want %q", res.IsError, resultText(res), e2eNoteRead)
 	}
 	e.wantNoCalls(t, "delete_post")
+}
+
+// TestDeclineNoteRefusals: a note where the policy offers none, with
+// Confirm, or over 500 characters gets 400 and answers nothing; the JSON
+// API takes a note as "note", and the model reads it.
+func TestDeclineNoteRefusals(t *testing.T) {
+	plain := newEnv(t, envOptions{})
+	setupPost(plain)
+	l, _ := plain.hold(t, "ana")
+	_, _, s := plain.view(ana, l)
+	id := id(s)
+	origin := map[string]string{"Origin": strings.TrimSuffix(plain.pagesURL, "/toolgate")}
+	if st, _ := plain.post(ana, l, url.Values{"hold": {id}, "token": {s.Tokens[id]}, "answer": {"decline"}, "decline_note": {"no"}}, origin); st != http.StatusBadRequest {
+		t.Errorf("a note without decline_note: %d, want 400", st)
+	}
+
+	e := newEnv(t, envOptions{policy: declineNotePolicy})
+	setupPost(e)
+	l, msg := e.hold(t, "ana")
+	_, _, s = e.view(ana, l)
+	id = s.Holds[0].ID
+	origin = map[string]string{"Origin": strings.TrimSuffix(e.pagesURL, "/toolgate")}
+	for name, form := range map[string]url.Values{
+		"with confirm":   {"answer": {"confirm"}, "note": {"no"}},
+		"501 characters": {"answer": {"decline"}, "decline_note": {strings.Repeat("x", 501)}},
+	} {
+		form.Set("hold", id)
+		form.Set("token", s.Tokens[id])
+		if name == "with confirm" {
+			// The form post takes a note only with decline; the JSON API
+			// refuses one with any other answer.
+			body, _ := json.Marshal(map[string]string{"hold": id, "token": s.Tokens[id], "answer": "confirm", "note": "no"})
+			if st := postJSON(t, l, body); st != http.StatusBadRequest {
+				t.Errorf("%s: %d, want 400", name, st)
+			}
+			continue
+		}
+		if st, _ := e.post(ana, l, form, origin); st != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", name, st)
+		}
+	}
+	if _, _, now := e.view(ana, l); now.Holds[0].State != "waiting" || len(e.app.Calls()) != 0 {
+		t.Fatalf("a refused note answered the card: %+v", now)
+	}
+	body, _ := json.Marshal(map[string]string{"hold": id, "token": s.Tokens[id], "answer": "decline", "note": e2eNote})
+	if st := postJSON(t, l, body); st != http.StatusOK {
+		t.Fatalf("the JSON API's decline with a note: %d", st)
+	}
+	if got := toolResult(e.next(t, "ana", msg, ""), "call_del7"); got != e2eNoteRead {
+		t.Errorf("the model read %q", got)
+	}
+}
+
+// postJSON posts an answer as JSON as ana and returns the status.
+func postJSON(t *testing.T, link string, body []byte) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", link, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(ana.name, ana.password)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
