@@ -516,7 +516,7 @@ var mutations = []mutation{
 		Name:  "note: cleaned as a form's text",
 		File:  "gate/note.go",
 		From:  "note = cards.Clean(s, MaxDeclineNote+1)",
-		To:    "note = s",
+		To:    "note, _ = s, cards.Clean",
 		Tests: []string{"./gate:TestCleanNote"},
 	},
 	{
