@@ -348,6 +348,7 @@ type mcpEnvOptions struct {
 	jsonResponse bool   // the MCP server answers a POST with JSON, not SSE
 	stateTTL     string // the toolgate_mcp block's state_ttl ("" default)
 	confirmWait  string // the toolgate_mcp block's confirm_wait ("" default)
+	declineNote  bool   // the policy file's decline_note (inbox_test.go)
 }
 
 // modern and legacy are the two eras of MCP server.
@@ -361,7 +362,11 @@ func newMCPEnv(t *testing.T, o mcpEnvOptions) *mcpEnv {
 	e := &mcpEnv{server: newMCPServer(t, o), app: testkit.NewApp(t, []byte(secret))}
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(pol, []byte(strings.ReplaceAll(mcpPolicy, "APP", e.app.URL)), 0o600); err != nil {
+	polText := mcpPolicy
+	if o.declineNote {
+		polText = "decline_note: true\n" + polText
+	}
+	if err := os.WriteFile(pol, []byte(strings.ReplaceAll(polText, "APP", e.app.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	extra := ""

@@ -42,6 +42,10 @@ type HoldView struct {
 	Answers []string `json:"answers,omitempty"`
 	// FourEyes says its owner may not confirm it: an approver must.
 	FourEyes bool `json:"four_eyes,omitempty"`
+	// DeclineNote says the viewer may decline this waiting card with a
+	// note to the assistant (the action's decline_note): post it as note
+	// with the decline, at most MaxDeclineNote characters.
+	DeclineNote bool `json:"decline_note,omitempty"`
 }
 
 // Localized is what the policy says of a hold in the person's language.
@@ -153,6 +157,7 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 	prefs, _, _ := language.ParseAcceptLanguage(lang)
 	a := g.action(h)
 	hv.FourEyes = a != nil && a.FourEyes
+	hv.DeclineNote = h.Kind == store.KindCard && hv.State == store.Waiting && r.decline && a != nil && a.DeclineNote
 	var loc Localized
 	switch h.Kind {
 	case store.KindCard:

@@ -101,6 +101,7 @@ func approvalsKey(tenant string) string {
 // tenant, when one of its waiting holds has any. A failure is logged: the
 // link still leads to the card, the list only misses it.
 func (g *Gate) fileApprovals(ctx context.Context, holds []store.Hold) {
+	g.fileInbox(ctx, holds) // inbox.go: and on its owner's own list
 	for _, h := range holds {
 		if a := g.action(h); h.State != store.Waiting || a == nil || a.Approvers == nil || primaryOf(h) != "" {
 			continue
@@ -131,6 +132,11 @@ type WaitingHold struct {
 	SentenceLang string    `json:"sentence_lang,omitempty"`
 	Created      time.Time `json:"created"`
 	Expires      time.Time `json:"expires"`
+	// Kind is card or form (the inbox; "" on the approvers' list).
+	Kind store.Kind `json:"kind,omitempty"`
+	// FourEyes says the person may decline it but not confirm it: it
+	// is their own call and an approver must confirm it (the inbox).
+	FourEyes bool `json:"four_eyes,omitempty"`
 }
 
 // Listing bounds: an approver's list reads at most maxListSteps steps of

@@ -339,6 +339,9 @@ func followedFrom(p store.Hold) Outcome {
 	if o.Reply == replyApp {
 		o.Reply = replyElsewhere
 	}
+	if o.Note != "" {
+		o.Note = noteElsewhere // note.go: the note went to the card's conversation
+	}
 	return o
 }
 

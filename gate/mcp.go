@@ -566,9 +566,10 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 	}
 	if h.Answer != store.AnswerConfirm || !confirmedOverMCP(h) {
 		text := g.outcomeText(h)
-		if text == "" || h.Answer == store.AnswerDecline {
+		if o, _ := decodeOutcome(h.Outcome); text == "" || h.Answer == store.AnswerDecline && o.Note == "" {
 			text = OutcomeDeclined
 		}
+		g.replyRead(ctx, []store.Hold{h}) // note.go: a decline's note is given once
 		return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
 	}
 	if moved := g.policyMoved(h); moved.Kind != "" {

@@ -142,7 +142,11 @@ func newModelWorker(t *testing.T, pg bool) *modelWorker {
 		r.routes = map[string]*policies.Policy{shopRoute: r.parsePolicy(shopRoute, func(s string) string {
 			return strings.ReplaceAll(s, r.app.URL+"/posts/", r.app.URL+"/shopitems/")
 		})}
-		wk.versions[r] = [2]*policies.Policy{r.policy, r.parsePolicy(mainRoute, func(s string) string { return strings.Replace(s, "method: DELETE", "method: POST", 1) })}
+		// The main route's delete_post takes a decline note (note.go) in
+		// both versions.
+		wk.versions[r] = [2]*policies.Policy{r.parsePolicy(mainRoute, withDeclineNote), r.parsePolicy(mainRoute, func(s string) string {
+			return withDeclineNote(strings.Replace(s, "method: DELETE", "method: POST", 1))
+		})}
 		r.app.Script(func(key string) (testkit.Behaviour, int) {
 			if s, ok := wk.behaves.Load(key); ok {
 				return s.(endpointScript).behave, s.(endpointScript).status
@@ -251,6 +255,7 @@ type modelHold struct {
 	conv         *conv
 	version      int        // the action's version it was held under (cards on the main route follow the policy swaps)
 	primary      *modelHold // the waiting hold it attached to (one card per intent), nil when it has its own card
+	note         string     // the note it was declined with (a card of the main route), "" none
 }
 
 // conv is one conversation of the person: the step its model response
@@ -627,11 +632,20 @@ func (s *sequence) answer() error {
 	if want && h.primary != nil && s.waits(h.primary) {
 		to = h.primary
 	}
-	s.log("%s(conv %d %s)", choice, h.conv.n, h.callID)
+	// Half the declines of the main route's cards come with a note, with
+	// a quotation mark in it.
+	note := ""
+	if choice == store.AnswerDecline && !h.form && h.conv.route == mainRoute && s.rnd.IntN(2) == 0 {
+		note = fmt.Sprintf("not %q, %d", h.callID, s.rnd.IntN(1000))
+	}
+	s.log("%s(conv %d %s)%s", choice, h.conv.n, h.callID, map[bool]string{true: " with a note"}[note != ""])
 	var err error
-	if choice == store.AnswerSubmit {
+	switch {
+	case choice == store.AnswerSubmit:
 		_, err = s.r.gate.Submit(context.Background(), h.conv.step, h.id, s.who, "", map[string][]string{"body": {"Text"}}, nil, false)
-	} else {
+	case note != "":
+		_, err = s.r.gate.Decline(context.Background(), h.conv.step, h.id, s.who, note)
+	default:
 		_, err = s.r.gate.Answer(context.Background(), h.conv.step, h.id, s.who, choice)
 	}
 	switch {
@@ -644,6 +658,7 @@ func (s *sequence) answer() error {
 	}
 	if want {
 		s.decide(to, choice)
+		to.note = note
 	}
 	return nil
 }
@@ -771,15 +786,35 @@ func (s *sequence) check(stats *modelStats) error {
 			if says := s.r.gate.outcomeText(stored[i]); text != says {
 				return fmt.Errorf("%s: the model read %q, the store says %q", h.callID, text, says)
 			}
+			noted := 0
 			for _, read := range h.reads[:len(h.reads)-1] {
+				if h.note != "" && read == declinedWithNote(h.note) {
+					noted++ // the note: read once, the settlement's first read
+					continue
+				}
+				if h.note != "" && read == OutcomeDeclined {
+					continue // declined while the step still waited for other answers
+				}
 				if read != text && read != OutcomeWaiting && read != OutcomeAnswered && read != OutcomeRunning {
 					return fmt.Errorf("%s: the model read %q before the final %q", h.callID, read, text)
+				}
+			}
+			if h.note != "" && h.answer == store.AnswerDecline {
+				// The model read the note exactly once; the store keeps it
+				// no longer, sealed or not.
+				if noted != 1 || len(stored[i].Reply) != 0 || len(stored[i].Values) != 0 {
+					return fmt.Errorf("%s declined with a note: read %d times (reads %q), store keeps reply %d bytes, values %d bytes",
+						h.callID, noted, h.reads, len(stored[i].Reply), len(stored[i].Values))
 				}
 			}
 			if h.answer == store.AnswerFollowed {
 				// It reads what came of its card, and never runs itself.
 				p := h.primary
-				if want := p.reads[len(p.reads)-1]; text != want || runs != 0 {
+				want := p.reads[len(p.reads)-1]
+				if p.note != "" && p.answer == store.AnswerDecline {
+					want = outcomeNoteElsewhere // the note went to the card's conversation
+				}
+				if text != want || runs != 0 {
 					return fmt.Errorf("%s attached to %s: read %q, ran %d; want %q, ran 0", h.callID, p.callID, text, runs, want)
 				}
 				stats.add("followed")
@@ -826,6 +861,8 @@ func (h *modelHold) judge(text string, runs int, fault string) (string, error) {
 		return fixed("declined", "The person declined to fill in body; nothing ran.")
 	case h.answer == store.AnswerLater:
 		return fixed("later", "The person closed the form without answering (body); nothing ran.")
+	case h.answer == store.AnswerDecline && h.note != "":
+		return fixed("declined with a note", outcomeNoteGone)
 	case h.answer == store.AnswerDecline:
 		return fixed("declined", OutcomeDeclined)
 	case h.answer == store.AnswerMovedOn:
@@ -914,7 +951,7 @@ func (m *modelStats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d holds:", m.holds)
 	for _, k := range []string{"ran", "app failed", "app refused", "dropped: unknown", "no answer: unknown", "cut after the send: unknown",
-		"changed", "declined", "later", "moved on", "timed out", "refused at hold", "followed", "policy changed", "slow: unknown", "slow: unchecked", "slow: not reached"} {
+		"changed", "declined", "declined with a note", "later", "moved on", "timed out", "refused at hold", "followed", "policy changed", "slow: unknown", "slow: unchecked", "slow: not reached"} {
 		fmt.Fprintf(&b, " %s %d;", k, m.kinds[k])
 	}
 	return b.String()

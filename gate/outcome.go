@@ -177,6 +177,10 @@ type Outcome struct {
 	// held: the gate's words (the action, the fields, the rule), never a
 	// value of the person's.
 	Refusal string `json:"refusal,omitempty"`
+	// Note says a declined card came with the person's note to their
+	// assistant (note.go): noteGiven (sealed in Hold.Reply until the model
+	// has read it) or noteElsewhere. The note itself is never here.
+	Note string `json:"note,omitempty"`
 }
 
 // Kinds only an Outcome has (the page reads them through Result).
@@ -304,6 +308,14 @@ func (o Outcome) sentence(reply string) string {
 		}
 		return outcomeAnswerLost
 	case ResultDeclined:
+		switch {
+		case o.Note == noteGiven && reply != "":
+			return declinedWithNote(reply)
+		case o.Note == noteGiven:
+			return outcomeNoteGone
+		case o.Note != "":
+			return outcomeNoteElsewhere
+		}
 		if o.Form {
 			return "The person declined to fill in " + o.formFields() + "; nothing ran."
 		}

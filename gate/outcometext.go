@@ -37,6 +37,9 @@ func (g *Gate) pageOutcome(h store.Hold) string {
 	if o.Reply == replyApp {
 		return o.sentence(replyForPage)
 	}
+	if o.Note != "" {
+		return outcomeNotePage // note.go: the note is the assistant's to read
+	}
 	return o.sentence(g.replyText(h, o))
 }
 
@@ -44,6 +47,9 @@ func (g *Gate) pageOutcome(h store.Hold) string {
 // read's body while the store keeps it (until the model has read it), the
 // action's reply as the policy says it now, or "Done.".
 func (g *Gate) replyText(h store.Hold, o Outcome) string {
+	if o.Note == noteGiven {
+		return g.noteText(h) // note.go
+	}
 	switch o.Reply {
 	case replyElsewhere:
 		return replyOther

@@ -108,6 +108,9 @@ func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
 		outcome, reply, released, ok = g.runForm(ctx, h)
 	default:
 		outcome = unansweredOutcome(h)
+		if note := g.declinedNote(h); note != "" && outcome.Kind == ResultDeclined {
+			outcome.Note, reply = noteGiven, note // note.go: the model reads it once
+		}
 	}
 	if ok {
 		g.settleWithReply(ctx, h, outcome, reply, released...)

@@ -65,13 +65,16 @@ func TestListPage(t *testing.T) {
 		return b.String()
 	}
 	html := render(listPage{Lang: "en", W: &english, Entries: []listEntry{
-		{Asker: "<b>ana</b>'s assistant wants to:", Sentence: "Delete <this>?", Href: "/toolgate/h/abc", App: "Blog"},
-	}})
+		{Asker: "<b>ana</b>'s assistant wants to:", Sentence: "Delete <this>?", Href: "/toolgate/h/abc", App: "Blog",
+			Created: "2026-12-02T12:00:00Z", Expires: "2026-12-02T12:30:00Z", Waited: "Waiting for 5 min", Left: "expires in 25 min"},
+	}, Older: "/toolgate/?after=x"})
 	for _, want := range []string{
 		`<h1>Waiting for your answer</h1>`,
 		`<p class="asker">&lt;b&gt;ana&lt;/b&gt;&#39;s assistant wants to:</p>`,
 		`<a href="/toolgate/h/abc">Delete &lt;this&gt;?</a>`,
-		`<p class="muted">Blog</p>`,
+		`<p class="muted app">Blog</p>`,
+		`<time datetime="2026-12-02T12:00:00Z">Waiting for 5 min</time> · <time datetime="2026-12-02T12:30:00Z">expires in 25 min</time>`,
+		`<a href="/toolgate/?after=x" rel="next">Older questions</a>`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("missing %s in\n%s", want, html)

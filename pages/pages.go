@@ -46,6 +46,9 @@ type answer struct {
 	Answer string          `json:"answer"` // confirm, decline (cards); submit, decline, later (forms)
 	Token  string          `json:"token"`
 	Values json.RawMessage `json:"values,omitempty"` // a form's answer, as JSON
+	// Note is a card's decline note to the assistant (the action's
+	// decline_note); posted from the page as decline_note.
+	Note string `json:"note,omitempty"`
 
 	form url.Values // a form's answer, form-encoded (without hold, answer, token)
 }
@@ -246,6 +249,10 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+	} else if a.Answer == "decline" {
+		hv, err = p.Gate.Decline(r.Context(), stepID, a.Hold, who, a.Note)
+	} else if a.Note != "" {
+		err = gate.ErrNote // a note goes with a decline only
 	} else if wantsJSON(r) || isJSON(r) {
 		hv, err = p.Gate.Answer(r.Context(), stepID, a.Hold, who, a.Answer)
 	} else {
@@ -258,6 +265,9 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 		msg := func(w *words) string { return w.AnswerRefused }
 		if errors.Is(err, gate.ErrFourEyes) {
 			msg = func(w *words) string { return w.FourEyesRefused }
+		}
+		if errors.Is(err, gate.ErrNote) {
+			msg = func(w *words) string { return w.NoteRefused }
 		}
 		if status >= 500 {
 			p.log().Error("answering", zap.Error(err))
@@ -292,6 +302,11 @@ func readAnswer(r *http.Request) (answer, error) {
 		return a, err
 	}
 	a.Hold, a.Answer, a.Token = r.PostForm.Get("hold"), r.PostForm.Get("answer"), r.PostForm.Get("token")
+	if a.Answer == "decline" {
+		// A card's decline form carries its note; a form's fields are
+		// its own (one may be called decline_note).
+		a.Note = r.PostForm.Get("decline_note")
+	}
 	a.form = url.Values{}
 	for k, v := range r.PostForm {
 		switch k {

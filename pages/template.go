@@ -266,9 +266,16 @@ input,select,textarea{font:inherit;color:var(--fg);background:var(--bg);border:1
 .cut{display:inline-block;margin-left:.4rem;padding:0 .35rem;border:1px solid var(--warn);border-radius:.25rem;color:var(--warn);font-size:.85em;white-space:nowrap}
 .req{color:var(--danger);font-weight:400}.help{color:var(--muted);margin:.1rem 0}.error{color:var(--danger);margin:.2rem 0}
 [aria-invalid=true]{border-color:var(--danger);border-width:2px}
+.actions form.with-note{flex-basis:100%}.with-note label{display:block;font-weight:600}.with-note textarea{display:block;width:100%;box-sizing:border-box;padding:.3rem;margin-bottom:.5rem}
 </style>{{end}}`
 
-var pageTemplate = template.Must(template.Must(template.New("page").Funcs(funcs).Parse(style)).Parse(`<!doctype html>
+// note is a card's decline note (the action's decline_note): a plain
+// textarea inside the decline form, so it needs no script.
+const noteTemplate = `{{define "note"}}{{if .DeclineNote}}<label for="note-{{.ID}}">{{.W.NoteLabel}}</label>
+<textarea id="note-{{.ID}}" name="decline_note" rows="3" maxlength="500" aria-describedby="note-help-{{.ID}}"></textarea>
+<p class="help" id="note-help-{{.ID}}">{{.W.NoteHelp}}</p>{{end}}{{end}}`
+
+var pageTemplate = template.Must(template.Must(template.Must(template.New("page").Funcs(funcs).Parse(style)).Parse(noteTemplate)).Parse(`<!doctype html>
 <html lang="{{.Lang}}">
 <head>
 <meta charset="utf-8">
@@ -291,7 +298,7 @@ var pageTemplate = template.Must(template.Must(template.New("page").Funcs(funcs)
 {{with .Note}}<p class="note">{{.}}</p>{{end}}
 {{template "said" .}}
 <div class="actions">
-{{if .MayDecline}}<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline"><button type="submit" class="decline">{{$.W.Decline}}</button></form>{{end}}
+{{if .MayDecline}}<form method="post"{{if .DeclineNote}} class="with-note"{{end}}><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline">{{template "note" .}}<button type="submit" class="decline">{{$.W.Decline}}</button></form>{{end}}
 {{if .MayConfirm}}<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">{{$.W.Confirm}}</button></form>{{end}}
 </div>
 {{else if .Form}}

@@ -39,6 +39,19 @@ type words struct {
 	Submit  string
 	NotNow  string
 
+	// Declining with a note (an action's decline_note)
+	NoteLabel   string // the note's label, beside Decline
+	NoteHelp    string // under it: how long, who reads it, that it is not kept
+	NoteRefused string // a note the gate did not take (too long, or not asked for)
+
+	// The list of what waits (list.go)
+	WaitedFor  string // how long it has waited: %s is a duration
+	ExpiresIn  string // when it expires: %s is a duration
+	OlderPage  string // the link to the next page of the list
+	NewestPage string // the link back to its first page
+	Minutes    string // a duration in minutes: %d
+	Hours      string // a duration in hours and minutes: %d, %d
+
 	// Fields
 	Required       string // after a required field's label
 	Choose         string // a choice's empty option
@@ -135,6 +148,15 @@ var english = words{
 	Resumes:                    "Your assistant is waiting for your answer and continues as soon as you have answered.",
 	Confirm:                    "Confirm",
 	Decline:                    "Decline",
+	NoteLabel:                  "Note to your assistant (optional)",
+	NoteHelp:                   "Up to 500 characters, sent with Decline. Your assistant reads it once; it is not kept.",
+	NoteRefused:                "The note was not taken (at most 500 characters, and only where the card offers one); nothing was answered.",
+	WaitedFor:                  "Waiting for %s",
+	ExpiresIn:                  "expires in %s",
+	OlderPage:                  "Older questions",
+	NewestPage:                 "Newest questions",
+	Minutes:                    "%d min",
+	Hours:                      "%d h %d min",
 	Submit:                     "Submit",
 	NotNow:                     "Not now",
 	Required:                   "(required)",
@@ -226,6 +248,15 @@ var german = words{
 	Resumes:                    "Ihr Assistent wartet auf Ihre Antwort und macht weiter, sobald Sie geantwortet haben.",
 	Confirm:                    "Bestätigen",
 	Decline:                    "Ablehnen",
+	NoteLabel:                  "Notiz an Ihren Assistenten (freiwillig)",
+	NoteHelp:                   "Bis zu 500 Zeichen, mit „Ablehnen“ gesendet. Ihr Assistent liest sie einmal; sie wird nicht aufbewahrt.",
+	NoteRefused:                "Die Notiz wurde nicht angenommen (höchstens 500 Zeichen, und nur, wo die Karte eine anbietet); es wurde nichts beantwortet.",
+	WaitedFor:                  "Wartet seit %s",
+	ExpiresIn:                  "läuft in %s ab",
+	OlderPage:                  "Ältere Fragen",
+	NewestPage:                 "Neueste Fragen",
+	Minutes:                    "%d min",
+	Hours:                      "%d h %d min",
 	Submit:                     "Absenden",
 	NotNow:                     "Nicht jetzt",
 	Required:                   "(Pflichtfeld)",
@@ -317,6 +348,15 @@ var french = words{
 	Resumes:                    "Votre assistant attend votre réponse et continuera dès que vous aurez répondu.",
 	Confirm:                    "Confirmer",
 	Decline:                    "Refuser",
+	NoteLabel:                  "Note pour votre assistant (facultative)",
+	NoteHelp:                   "Jusqu'à 500 caractères, envoyée avec Refuser. Votre assistant la lit une fois ; elle n'est pas conservée.",
+	NoteRefused:                "La note n'a pas été acceptée (500 caractères au plus, et seulement là où la carte en propose une) ; rien n'a été répondu.",
+	WaitedFor:                  "En attente depuis %s",
+	ExpiresIn:                  "expire dans %s",
+	OlderPage:                  "Questions plus anciennes",
+	NewestPage:                 "Questions les plus récentes",
+	Minutes:                    "%d min",
+	Hours:                      "%d h %d min",
 	Submit:                     "Envoyer",
 	NotNow:                     "Plus tard",
 	Required:                   "(obligatoire)",
@@ -408,6 +448,15 @@ var spanish = words{
 	Resumes:                    "Tu asistente espera tu respuesta y continuará en cuanto hayas respondido.",
 	Confirm:                    "Confirmar",
 	Decline:                    "Rechazar",
+	NoteLabel:                  "Nota para tu asistente (opcional)",
+	NoteHelp:                   "Hasta 500 caracteres, enviada con Rechazar. Tu asistente la lee una vez; no se guarda.",
+	NoteRefused:                "La nota no se aceptó (500 caracteres como máximo, y solo donde la tarjeta ofrece una); no se respondió nada.",
+	WaitedFor:                  "Esperando desde hace %s",
+	ExpiresIn:                  "caduca en %s",
+	OlderPage:                  "Preguntas anteriores",
+	NewestPage:                 "Preguntas más recientes",
+	Minutes:                    "%d min",
+	Hours:                      "%d h %d min",
 	Submit:                     "Enviar",
 	NotNow:                     "Ahora no",
 	Required:                   "(obligatorio)",

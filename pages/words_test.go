@@ -17,7 +17,8 @@ func TestWordsAreComplete(t *testing.T) {
 	en := reflect.ValueOf(english)
 	typ := en.Type()
 	headings := []string{"WaitingCard", "WaitingForm", "WaitingApprover", "WaitingList", "YourAnswers", "AlreadyAnswered", "Confirm", "Decline", "Submit", "NotNow",
-		"NotAccepted", "NotFound", "SignInTitle", "ShowQuestion", "QuestionOf", "Shortened", "Required", "Choose"}
+		"NotAccepted", "NotFound", "SignInTitle", "ShowQuestion", "QuestionOf", "Shortened", "Required", "Choose",
+		"NoteLabel", "WaitedFor", "ExpiresIn", "OlderPage", "NewestPage", "Minutes", "Hours"}
 	for i, w := range spokenWords {
 		v := reflect.ValueOf(*w)
 		for f := 0; f < typ.NumField(); f++ {

@@ -25,6 +25,7 @@ type policyFile struct {
 	ForbiddenKeys fieldNames            `yaml:"forbidden_keys" doc:"Keys no form ever asks for, in any spelling (tenantId for tenant_id), in every action."`
 	Notify        *notifyFile           `yaml:"notify" doc:"Where the gate POSTs a signed notice when a call is held and when its hold is settled, for every action that gives none of its own."`
 	Mode          Mode                  `yaml:"mode" doc:"enforce (the default): calls are held, asked and refused as the actions say; shadow: every call passes untouched and what enforce would have done is logged, counted and audited. Each action may give its own."`
+	DeclineNote   bool                  `yaml:"decline_note" doc:"The Decline of every destructive and external action's card comes with an optional note (at most 500 characters) the person writes to their assistant; the model reads it once and it is not kept. Each action may give its own. Default false."`
 }
 
 // actionFile is one action under actions.
@@ -46,6 +47,7 @@ type actionFile struct {
 	Mode              Mode                         `yaml:"mode" doc:"enforce or shadow, instead of the file's mode."`
 	Approvers         *approversFile               `yaml:"approvers" doc:"Destructive and external only: who besides the owner may answer the card, by role or id, in the hold's tenant."`
 	FourEyes          bool                         `yaml:"four_eyes" doc:"The owner may not confirm their own call (they may decline it); one of the approvers must. Needs approvers."`
+	DeclineNote       bool                         `yaml:"decline_note" doc:"Destructive and external only: the card's Decline comes with an optional note (at most 500 characters) the person writes to their assistant; the model reads it once and it is not kept. Instead of the file's decline_note."`
 }
 
 // notifyFile is a notify key.

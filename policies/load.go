@@ -71,6 +71,9 @@ func parse(file string, data []byte) (*Policy, error) {
 	if p.Notify, err = l.notify(top["notify"], nil, false); err != nil {
 		return nil, err
 	}
+	if p.DeclineNote, err = l.boolean(top["decline_note"], "decline_note"); err != nil {
+		return nil, err
+	}
 	forbidden, err := l.strList(top["forbidden_keys"], "forbidden_keys")
 	if err != nil {
 		return nil, err

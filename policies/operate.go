@@ -200,8 +200,8 @@ func (l *loader) fourEyes(a *Action, n *yaml.Node) (bool, error) {
 }
 
 // operate reads the keys of an action that say how the gate is operated:
-// mode and notify (each the file's when not given), approvers and
-// four_eyes.
+// mode, notify and decline_note (each the file's when not given),
+// approvers and four_eyes.
 func (l *loader) operate(a *Action, f map[string]*yaml.Node, file *Policy) error {
 	var err error
 	if a.Mode, err = l.mode(f["mode"], "mode", file.Mode); err != nil {
@@ -213,6 +213,9 @@ func (l *loader) operate(a *Action, f map[string]*yaml.Node, file *Policy) error
 	if a.Approvers, err = l.approvers(a, f["approvers"]); err != nil {
 		return err
 	}
-	a.FourEyes, err = l.fourEyes(a, f["four_eyes"])
+	if a.FourEyes, err = l.fourEyes(a, f["four_eyes"]); err != nil {
+		return err
+	}
+	a.DeclineNote, err = l.declineNote(a, f["decline_note"], file)
 	return err
 }

@@ -48,6 +48,9 @@ type Policy struct {
 	// Notify is the file's notify key (nil when not given); each action
 	// holds its own in Action.Notify.
 	Notify *Notify
+	// DeclineNote is the file's decline_note key; each action holds its
+	// own in Action.DeclineNote.
+	DeclineNote bool
 
 	digest string   // sha256 hex of the file's bytes
 	shadow bool     // some action is in shadow mode
@@ -173,6 +176,10 @@ type Action struct {
 	// FourEyes forbids the owner to confirm their own call: one of the
 	// Approvers must. The owner may still decline it. Needs Approvers.
 	FourEyes bool
+	// DeclineNote lets the person write a short note to their assistant
+	// with Decline (the action's decline_note key, else the file's).
+	// Destructive and external only.
+	DeclineNote bool
 
 	schema *jsonschema.Schema // Schema compiled once at load; nil without one
 	agent  *jsonschema.Schema // AgentSchema(Schema) compiled at load; nil when it is Schema
