@@ -62,6 +62,7 @@ func (b *Badger) Put(ctx context.Context, holds []Hold, events ...Event) error {
 		return fmt.Errorf("putting holds: %w", err)
 	}
 	stepID := holds[0].StepID
+	filed := filings(sorted, func(i int) uint64 { return expires[i] })
 	owners := waitingOwners(sorted)
 	if b.maxWaiting > 0 {
 		defer b.lockOwners(owners)()
@@ -102,6 +103,12 @@ func (b *Badger) Put(ctx context.Context, holds []Hold, events ...Event) error {
 				if err := b.putOpen(w, h, expires[i], now); err != nil {
 					return fmt.Errorf("putting holds: %w", err)
 				}
+			}
+		}
+		for _, f := range filed {
+			k := append(append(indexPrefix(f.key), fmt.Sprintf("%020d/", now.UnixNano())...), stepID...)
+			if err := w.set(k, []byte(stepID), f.expires); err != nil {
+				return fmt.Errorf("putting holds: filing: %w", err)
 			}
 		}
 		return b.stageEvents(w, events, now)
@@ -509,4 +516,28 @@ func (b *Badger) Unsettled(ctx context.Context, after string, limit int) ([]Hold
 		return nil, err
 	}
 	return holds, nil
+}
+
+// filing is one index key a Put files its step under, and until when.
+type filing[T cmp.Ordered] struct {
+	key     string
+	expires T
+}
+
+// filings are the holds' Filed keys, each once, in the order first named,
+// kept until the latest expiry of the holds naming it (a step filed twice
+// under one key is filed once, as by Index).
+func filings[T cmp.Ordered](holds []Hold, expires func(i int) T) []filing[T] {
+	var out []filing[T]
+	for i := range holds {
+		for _, key := range holds[i].Filed {
+			j := slices.IndexFunc(out, func(f filing[T]) bool { return f.key == key })
+			if j < 0 {
+				out = append(out, filing[T]{key, expires(i)})
+			} else {
+				out[j].expires = max(out[j].expires, expires(i))
+			}
+		}
+	}
+	return out
 }

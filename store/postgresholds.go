@@ -55,6 +55,7 @@ func (p *Postgres) Put(ctx context.Context, holds []Hold, events ...Event) error
 		stepKey = max(stepKey, keep[i])
 	}
 	owners := p.waitingOwners(holds)
+	filed := filings(holds, func(i int) int64 { return keep[i] })
 
 	err = p.run(ctx, "putting holds", false, func(ctx context.Context) error {
 		return p.tx(ctx, func(tx pgx.Tx) error {
@@ -77,7 +78,12 @@ func (p *Postgres) Put(ctx context.Context, holds []Hold, events ...Event) error
 			if len(events) > 0 {
 				b.Queue(insertPending("", 1, 3), pending[0], pending[1], p.nowParam())
 			}
-			return p.readPut(tx.SendBatch(ctx, b), holds, owners, keep, len(events) > 0)
+			for _, f := range filed {
+				b.Queue(`INSERT INTO step_index (key_hash, step_id, filed, keep_until)
+					VALUES ($1, $2, `+fmt.Sprintf(dbNow, 4)+`, $3) ON CONFLICT (key_hash, step_id) DO NOTHING`,
+					keyHash(f.key), holds[0].StepID, f.expires, p.nowParam())
+			}
+			return p.readPut(tx.SendBatch(ctx, b), holds, owners, keep, len(events) > 0, len(filed))
 		})
 	})
 	if err == nil && len(events) > 0 {
@@ -89,7 +95,7 @@ func (p *Postgres) Put(ctx context.Context, holds []Hold, events ...Event) error
 // readPut reads the results of Put's batch, in its order, and returns the
 // first refusal: a hold past its retention, an id already stored, then
 // the cap.
-func (p *Postgres) readPut(br pgx.BatchResults, holds []Hold, owners []pgOwner, keep []int64, events bool) (err error) {
+func (p *Postgres) readPut(br pgx.BatchResults, holds []Hold, owners []pgOwner, keep []int64, events bool, filed int) (err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil {
 			err = db(cerr)
@@ -130,6 +136,11 @@ func (p *Postgres) readPut(br pgx.BatchResults, holds []Hold, owners []pgOwner, 
 		}
 	}
 	if events {
+		if _, err := br.Exec(); err != nil {
+			return db(err)
+		}
+	}
+	for range filed {
 		if _, err := br.Exec(); err != nil {
 			return db(err)
 		}

@@ -153,6 +153,13 @@ type Hold struct {
 	Expires    time.Time `json:"expires"`
 	AnsweredAt time.Time `json:"answered_at,omitzero"`
 	StartedAt  time.Time `json:"started_at,omitzero"` // when Begin ran (store clock)
+
+	// Filed are index keys (see Index) that Put files the hold's step
+	// under in its own transaction, until the hold's Expires: the step is
+	// findable by them exactly when it is stored, and holding a call
+	// costs one durable write, not one per index. Put alone reads it; it
+	// is not stored with the hold, and holds read back have none.
+	Filed []string `json:"-"`
 }
 
 // StateAt is the hold's state at now: a waiting hold past Expires is
