@@ -153,6 +153,9 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string, file *Policy)
 	if err := l.operate(a, f, file); err != nil {
 		return nil, err
 	}
+	if err := l.rules(a, f["rules"], f["offer_when"], fields); err != nil {
+		return nil, err
+	}
 	nodes, err := l.askKeys(a, f, forbidden)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"cel.dev/cel-go/cel"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -173,6 +174,17 @@ type Action struct {
 	// FourEyes forbids the owner to confirm their own call: one of the
 	// Approvers must. The owner may still decline it. Needs Approvers.
 	FourEyes bool
+	// Rules decide a call on what it does (rules.go): the first whose
+	// expression holds decides; none, and Effect decides. Nil without
+	// rules.
+	Rules []*Rule
+	// OfferWhen is the offer_when expression, over person only: the tool
+	// is offered to (and its calls accepted from) the persons for whom it
+	// holds. "" offers it to everyone.
+	OfferWhen string
+
+	offer          cel.Program // OfferWhen compiled; nil without one
+	rulesUseRecord bool        // some rule reads record
 
 	schema *jsonschema.Schema // Schema compiled once at load; nil without one
 	agent  *jsonschema.Schema // AgentSchema(Schema) compiled at load; nil when it is Schema
