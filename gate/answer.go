@@ -152,7 +152,8 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 	}
 	prefs, _, _ := language.ParseAcceptLanguage(lang)
 	a := g.action(h)
-	hv.FourEyes = a != nil && a.FourEyes
+	_, fourEyes := askedOf(h, a)
+	hv.FourEyes = a != nil && fourEyes
 	var loc Localized
 	switch h.Kind {
 	case store.KindCard:

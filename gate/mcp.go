@@ -137,6 +137,27 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	if retry {
 		return f.mcpRetry(ctx, c, a)
 	}
+	call := interceptor.Call{Name: c.Name, Arguments: c.Arguments}
+	var pre *ruling
+	if a.HasRules() {
+		// The rules decide before the client is asked anything: an allowed
+		// call passes to the server, a denied one is refused, whatever the
+		// client can show (rules.go).
+		f.toolSchema = func(string) []byte { return c.Schema }
+		if d := decide(f.policy, call, f.toolSchema, f.protocol); ruled(d) {
+			rl := f.rules(ctx, call, d)
+			switch {
+			case rl.refusal != nil:
+				f.g.cfg.Observer.Refused(c.Name, rl.refusal.reason)
+				f.g.audit(f.ruleRefusedEvent(c.Name, plan{refusal: rl.refusal, rule: rl.rule}))
+				return MCPVerdict{Result: interceptor.MCPToolError(rl.refusal.text, c.Modern)}
+			case rl.rule != nil && rl.rule.Then == policies.RuleAllow:
+				f.g.log.Info("mcp call allowed by a rule", zap.String("action", c.Name), zap.String("rule", rl.rule.Label()))
+				return MCPVerdict{}
+			}
+			pre = &rl
+		}
+	}
 	if a.Effect.NeedsCard() {
 		switch {
 		case !a.MCP.Confirm:
@@ -153,11 +174,11 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 		}
 	}
 	f.toolSchema = func(string) []byte { return c.Schema }
-	pl := f.plan(ctx, interceptor.Call{Name: c.Name, Arguments: c.Arguments}, 0)
+	pl := f.planRuled(ctx, call, 0, pre)
 	switch {
 	case pl.refusal != nil:
 		f.g.cfg.Observer.Refused(c.Name, pl.refusal.reason)
-		f.g.audit(f.refusedEvent(c.Name, pl.refusal.reason, pl.refusal.text))
+		f.g.audit(f.ruleRefusedEvent(c.Name, pl))
 		return MCPVerdict{Result: interceptor.MCPToolError(pl.refusal.text, c.Modern)}
 	case pl.pass:
 		f.g.log.Debug("mcp call passes", zap.String("action", c.Name))

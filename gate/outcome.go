@@ -213,6 +213,7 @@ const (
 	notRunAnswerLost    = "answer_lost"    // the person's answer cannot be read back
 	notRunPolicyURL     = "policy_url"     // the run URL cannot be expanded
 	notRunPolicyDropped = "policy_dropped" // the policy was changed and no longer declares it
+	notRunRuleError     = "rule_error"     // a rule could not be evaluated at confirm time (gate/rules.go)
 	// NotRunPolicyChanged (result.go): the action was changed since the
 	// person was asked.
 )
@@ -301,6 +302,8 @@ func (o Outcome) sentence(reply string) string {
 			return outcomePolicyDropped
 		case NotRunPolicyChanged:
 			return outcomePolicyChanged
+		case notRunRuleError:
+			return outcomeRuleError
 		}
 		return outcomeAnswerLost
 	case ResultDeclined:

@@ -110,12 +110,16 @@ type RulePerson struct {
 
 // RuleInput is what an action's rules read about one call.
 type RuleInput struct {
-	Args     []byte // the validated arguments, a JSON object
-	Record   []byte // the card's record as read (JSON); nil when not read
-	Person   RulePerson
-	Tool     string
-	Protocol string
-	Now      time.Time
+	Args   []byte // the validated arguments, a JSON object
+	Record []byte // the card's record as read (JSON); nil when not read
+	// ReadRecord, when Record is nil, reads the record the first time a
+	// rule reads it (rules before it decide without it); its error is the
+	// evaluation's.
+	ReadRecord func() ([]byte, error)
+	Person     RulePerson
+	Tool       string
+	Protocol   string
+	Now        time.Time
 }
 
 // RuleError is a rule whose evaluation failed at run time: the gate
@@ -139,7 +143,8 @@ func (a *Action) HasRules() bool { return a != nil && len(a.Rules) > 0 }
 func (a *Action) RulesUseRecord() bool { return a != nil && a.rulesUseRecord }
 
 // Decide runs the action's rules on one call in order and returns the
-// first that matches; nil when none does (the effect decides). An
+// first that matches; nil when none does (the effect decides). The
+// record is read (ReadRecord) only when a rule that reads it is reached. An
 // evaluation error — a field the arguments or record lack, a wrong type
 // in a dyn value, the cost limit — returns a *RuleError: the caller must
 // refuse the call. A rule that reads record when in.Record is nil is an
@@ -150,8 +155,15 @@ func (a *Action) Decide(in RuleInput) (*Rule, error) {
 	}
 	vars := &ruleVars{in: in}
 	for _, r := range a.Rules {
-		if r.UsesRecord && in.Record == nil {
-			return nil, &RuleError{Rule: r, Err: errors.New("the record was not read")}
+		if r.UsesRecord && vars.in.Record == nil {
+			if in.ReadRecord == nil {
+				return nil, &RuleError{Rule: r, Err: errors.New("the record was not read")}
+			}
+			rec, err := in.ReadRecord()
+			if err != nil {
+				return nil, &RuleError{Rule: r, Err: err}
+			}
+			vars.in.Record = rec
 		}
 		out, _, err := r.prg.Eval(vars)
 		if vars.err != nil {

@@ -41,8 +41,8 @@ var mutations = []mutation{
 	{
 		Name:  "approvers: the role or id",
 		File:  "gate/approvers.go",
-		From:  "a.Card != nil && a.Approvers.Includes(who.Owner, who.Roles) {",
-		To:    "a.Card != nil && a.Approvers != nil {",
+		From:  "a.Card != nil && approvers.Includes(who.Owner, who.Roles) {",
+		To:    "a.Card != nil && approvers != nil {",
 		Tests: []string{"./gate:TestWhoMayAnswer"},
 	},
 	{
