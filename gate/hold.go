@@ -277,6 +277,9 @@ func (f *Front) planRuled(ctx context.Context, c interceptor.Call, waiting int, 
 	if d.askMisfit != nil {
 		f.g.log.Error("policy error: ask does not fit the tool's schema", zap.String("action", c.Name), zap.Error(d.askMisfit))
 	}
+	if ref := f.offered(d.action); ref != nil {
+		return plan{refusal: ref}
+	}
 	var rl ruling
 	switch {
 	case pre != nil:
@@ -311,7 +314,7 @@ func (f *Front) planRuled(ctx context.Context, c interceptor.Call, waiting int, 
 		if a.Schema == nil {
 			kept = schema
 		}
-		shown, _ := json.Marshal(formShown{Fields: d.form.Fields, Reasons: d.form.Reasons, Accepted: d.form.Accepted, Schema: kept, Message: form.Message})
+		shown, _ := json.Marshal(formShown{Fields: d.form.Fields, Reasons: d.form.Reasons, Accepted: d.form.Accepted, Schema: kept, Message: form.Message, Roles: formRoles(a, f.person)})
 		params, _ := json.Marshal(form)
 		return plan{kind: store.KindForm, shown: shown, form: params, say: form.Message, args: args}
 	}

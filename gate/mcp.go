@@ -138,6 +138,11 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 		return f.mcpRetry(ctx, c, a)
 	}
 	call := interceptor.Call{Name: c.Name, Arguments: c.Arguments}
+	if ref := f.offered(a); ref != nil {
+		f.g.cfg.Observer.Refused(c.Name, ref.reason)
+		f.g.audit(f.refusedEvent(c.Name, ref.reason, ref.text))
+		return MCPVerdict{Result: interceptor.MCPToolError(ref.text, c.Modern)}
+	}
 	var pre *ruling
 	if a.HasRules() {
 		// The rules decide before the client is asked anything: an allowed
@@ -543,6 +548,10 @@ func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upst
 	s, _ := readShown(t.Shown)
 	if err := a.CheckArgumentsWith(s.Schema, args); err != nil {
 		return f.mcpRefuse(c, "answer", "the answer does not fit the tool's schema ("+err.Error()+"); nothing ran.")
+	}
+	if refused := g.filledRules(t, a, args, f.person.Roles); refused != "" {
+		g.audit(answered)
+		return f.mcpRefuse(c, "rule_deny", refused)
 	}
 	g.cfg.Observer.Decided(c.Name, store.AnswerSubmit)
 	g.audit(answered, store.Event{Kind: store.EventReleased, HoldID: t.ID, Endpoint: "mcp tools/call " + c.Name})

@@ -267,3 +267,57 @@ func (g *Gate) recheckRules(h store.Hold, a *policies.Action, record []byte) Out
 		zap.String("held_under", hr.Label), zap.String("now", now))
 	return Outcome{Kind: ResultChanged}
 }
+
+// filledRules runs a form's rules on the arguments as the person filled
+// them in, before they run (the call was not decided at hold time: its
+// arguments were incomplete). roles are those of the person it was asked
+// of. It returns why the call is refused (what the model reads after
+// "Toolgate refused <tool>: "), "" when the call may run
+// (allowed, or no rule matched: the form was the effect's answer).
+func (g *Gate) filledRules(h store.Hold, a *policies.Action, args []byte, roles []string) string {
+	if !a.HasRules() {
+		return ""
+	}
+	r, err := a.Decide(policies.RuleInput{
+		Args: args, Person: policies.RulePerson{ID: h.Owner, Tenant: h.Tenant, Roles: roles},
+		Tool: h.Action, Protocol: h.Protocol, Now: g.cfg.Now(),
+	})
+	switch {
+	case err != nil:
+		g.cfg.Observer.Decided(h.Action, "rule_error")
+		g.log.Error("policy error: a rule could not be evaluated on a filled-in form; nothing runs", zap.String("hold_id", h.ID),
+			zap.String("action", h.Action), zap.String("rule", ruleLabelOf(err)), zap.Error(err))
+		return ruleErrorText
+	case r != nil && r.Then == policies.RuleDeny:
+		g.cfg.Observer.Decided(h.Action, "rule_deny")
+		g.log.Info("a rule denies the filled-in form; nothing runs", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("rule", r.Label()))
+		return r.Because
+	}
+	return ""
+}
+
+// formRoles are the roles a form keeps for its action's rules: none
+// without rules.
+func formRoles(a *policies.Action, p Person) []string {
+	if !a.HasRules() {
+		return nil
+	}
+	return p.Roles
+}
+
+// offered refuses a call of an action whose offer_when does not offer it
+// to this person: a model can name a tool it was not offered. An
+// evaluation error refuses too (fail closed). nil: it may be called.
+func (f *Front) offered(a *policies.Action) *refusal {
+	if !a.HasOfferWhen() {
+		return nil
+	}
+	ok, err := a.Offers(rulePerson(f.person))
+	if err != nil {
+		f.g.log.Error("policy error: offer_when could not be evaluated; call refused", zap.String("action", a.Name), zap.Error(err))
+	}
+	if ok {
+		return nil
+	}
+	return &refusal{"not_offered", fmt.Sprintf("Toolgate refused %s: it is not offered to this person; nothing ran.", a.Name)}
+}

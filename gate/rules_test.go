@@ -246,3 +246,127 @@ func TestRulesEvaluationErrorAtConfirm(t *testing.T) {
 		t.Fatalf("model reads %q", got)
 	}
 }
+
+// formRulesPolicy: a write action asked for with a form, whose rules
+// deny what the person might fill in, and offered to editors only.
+const formRulesPolicy = `app: Blog
+actions:
+  draft_post:
+    effect: write
+    ask_for_missing: true
+    schema:
+      type: object
+      properties:
+        title: {type: string}
+        body: {type: string}
+      required: [title, body]
+    run:
+      url: APP/drafts
+    reply: Drafted.
+    offer_when: '"editor" in person.roles'
+    rules:
+      - when: args.title == "forbidden"
+        then: deny
+        because: That title is not allowed; nothing ran.
+`
+
+var anaEditor = Person{Owner: "ana", Tenant: "acme", Roles: []string{"editor"}}
+
+func newFormRulesRig(t *testing.T) *rig {
+	t.Helper()
+	r := newRig(t, rigOptions{})
+	p, err := policies.Parse("policy.yaml", []byte(strings.ReplaceAll(formRulesPolicy, "APP", r.app.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.policy = p
+	return r
+}
+
+func draftCall(args string) interceptor.Call {
+	return interceptor.Call{ID: "call_d", Type: "function", Name: "draft_post", Arguments: []byte(args),
+		Raw: []byte(`{"id":"call_d","type":"function","function":{"name":"draft_post","arguments":` + jsonString(args) + `}}`)}
+}
+
+// TestRulesRunOnTheFilledInForm: a call that became a form is decided on
+// what the person filled in; a deny runs nothing, whatever was left out.
+func TestRulesRunOnTheFilledInForm(t *testing.T) {
+	for _, c := range []struct {
+		title      string
+		runs       int
+		modelReads string
+	}{
+		{"fine", 1, "The person filled in: title. Drafted."},
+		{"forbidden", 0, "The person filled in the form, but Toolgate refused draft_post: That title is not allowed; nothing ran."},
+	} {
+		t.Run(c.title, func(t *testing.T) {
+			r := newFormRulesRig(t)
+			ctx := context.Background()
+			step, v := r.hold(anaEditor, draftCall(`{"body":"b"}`))
+			if step == "" {
+				t.Fatalf("no form: %+v", v)
+			}
+			if _, err := r.gate.Submit(ctx, step, r.step(step)[0].ID, anaEditor, "", nil, []byte(`{"title":"`+c.title+`"}`), false); err != nil {
+				t.Fatalf("submitting: %v", err)
+			}
+			if got := len(r.app.Calls()); got != c.runs {
+				t.Fatalf("%d runs, want %d", got, c.runs)
+			}
+			if got := r.restore(anaEditor, step, false); len(got) != 1 || got[0] != c.modelReads {
+				t.Fatalf("model reads %q, want %q", got, c.modelReads)
+			}
+		})
+	}
+}
+
+// TestOfferWhenAtCallTime: a model can name a tool it was not offered;
+// the call is refused for a person offer_when does not offer it to, on
+// both fronts, and a complete call of an editor passes.
+func TestOfferWhenAtCallTime(t *testing.T) {
+	r := newFormRulesRig(t)
+	const want = "Toolgate refused draft_post: it is not offered to this person; nothing ran."
+	_, v := r.hold(ana, draftCall(`{"title":"t","body":"b"}`))
+	if v.Pass[0] || len(v.Refusals) != 1 || v.Refusals[0].Content != want {
+		t.Fatalf("model front: %+v", v)
+	}
+	_, v = r.hold(anaEditor, draftCall(`{"title":"t","body":"b"}`))
+	if !v.Pass[0] {
+		t.Fatalf("the editor's call: %+v", v)
+	}
+	mv := r.mcpFront(ana).MCP(context.Background(), MCPCall{Name: "draft_post", Arguments: []byte(`{"title":"t","body":"b"}`), Modern: true, Elicit: modernForm})
+	if !strings.Contains(string(mv.Result), want) {
+		t.Fatalf("mcp front: %s", mv.Result)
+	}
+	mv = r.mcpFront(anaEditor).MCP(context.Background(), MCPCall{Name: "draft_post", Arguments: []byte(`{"title":"t","body":"b"}`), Modern: true, Elicit: modernForm})
+	if mv.Result != nil {
+		t.Fatalf("mcp front, the editor's call: %s", mv.Result)
+	}
+	if n := len(r.app.Calls()); n != 0 {
+		t.Fatalf("the gate ran %d calls itself", n)
+	}
+}
+
+// TestRulesOnTheMCPFront: the same rules decide an MCP call, before the
+// client is asked anything: allow passes to the server even for a client
+// that cannot open a card, deny is a tool error with because.
+func TestRulesOnTheMCPFront(t *testing.T) {
+	r := newRulesRig(t)
+	ctx := context.Background()
+	old := MCPCall{Name: "refund_order", Arguments: []byte(`{"order":1,"amount":20}`)} // no URL mode
+	if v := r.mcpFront(ana).MCP(ctx, old); v.Result != nil || v.Rewritten {
+		t.Fatalf("allowed call: %+v", v)
+	}
+	old.Arguments = []byte(`{"order":1,"amount":50000}`)
+	v := r.mcpFront(ana).MCP(ctx, old)
+	if !strings.Contains(string(v.Result), "Refunds over 10,000 need a ticket; nothing ran.") {
+		t.Fatalf("denied call: %s", v.Result)
+	}
+	old.Arguments = []byte(`{"order":1,"amount":130}`)
+	v = r.mcpFront(ana).MCP(ctx, old)
+	if !strings.Contains(string(v.Result), "could not decide on this call") {
+		t.Fatalf("call whose rule fails: %s", v.Result)
+	}
+	if n := len(r.app.Calls()); n != 0 {
+		t.Fatalf("the gate ran %d calls", n)
+	}
+}
