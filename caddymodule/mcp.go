@@ -72,6 +72,12 @@ type MCP struct {
 	// requestState is bound to the tenant and the owner together.
 	Tenant string `json:"tenant,omitempty"`
 
+	// Roles optionally gives the caller's roles (a placeholder, split at
+	// commas and spaces), for the policy's rules and offer_when
+	// (person.roles). Use a header your sign-in sets itself. Default:
+	// none, no roles.
+	Roles string `json:"roles,omitempty"`
+
 	// StateTTL is how long the requestState of a form may be redeemed,
 	// to the millisecond. Default 10m. A confirmation's lives as long as its card waits (the
 	// action's ttl).
@@ -329,6 +335,9 @@ func (h *MCP) caller(repl *caddy.Replacer) gate.Person {
 	p.Owner = strings.TrimSpace(repl.ReplaceAll(h.Owner, ""))
 	if h.Tenant != "" {
 		p.Tenant = strings.TrimSpace(repl.ReplaceAll(h.Tenant, ""))
+	}
+	if h.Roles != "" {
+		p.Roles = splitRoles(repl.ReplaceAll(h.Roles, ""))
 	}
 	return p
 }

@@ -511,4 +511,33 @@ var mutations = []mutation{
 		To:    "if true || slices.ContainsFunc(known,",
 		Tests: []string{"./store:TestBadgerContract/Secrets", "./store:TestPostgresContract/Secrets", "./e2e:TestSecretMismatchAndRotation"},
 	},
+	// Policy rules (gate/rules.go).
+	{
+		Name:  "rules: the re-check at confirm time",
+		File:  "gate/release.go",
+		From:  "return g.recheckRules(h, a, record)",
+		To:    "return Outcome{}",
+		Tests: []string{"./gate:TestRulesRecheckAtConfirm"},
+	},
+	{
+		Name:  "rules: an evaluation error refuses the call",
+		File:  "gate/rules.go",
+		From:  "out.refusal = &refusal{\"rule_error\",",
+		To:    "_ = &refusal{\"rule_error\",",
+		Tests: []string{"./gate:TestRulesDecideAtHoldTime"},
+	},
+	{
+		Name:  "rules: offer_when at call time",
+		File:  "gate/rules.go",
+		From:  "\tif ok {\n\t\treturn nil\n\t}\n\treturn &refusal{\"not_offered\"",
+		To:    "\tif true {\n\t\treturn nil\n\t}\n\treturn &refusal{\"not_offered\"",
+		Tests: []string{"./gate:TestOfferWhenAtCallTime"},
+	},
+	{
+		Name:  "rules: a filled-in form's rules",
+		File:  "gate/form.go",
+		From:  "if why := g.filledRules(h, a, s.Args, shown.Roles); why != \"\" {",
+		To:    "if why := g.filledRules(h, a, s.Args, shown.Roles); false && why != \"\" {",
+		Tests: []string{"./gate:TestRulesRunOnTheFilledInForm"},
+	},
 }
