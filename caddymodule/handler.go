@@ -384,6 +384,14 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if body, err = adapter.RewriteTools(body, rewrite); err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
+	if pol.policy.HasOfferWhen() {
+		// offer_when: the tools not offered to this person are taken out
+		// (their calls are refused anyway, gate/rules.go).
+		person := gate.RulePerson(front.Person())
+		if body, err = interceptor.DropTools(body, protocol, func(name string) bool { return pol.policy.NotOffered(name, person) }); err != nil {
+			return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
+		}
+	}
 	setBody(r, body)
 	r.Header.Set("Accept-Encoding", "identity") // the response must be readable
 	return adapter, front, body, buf, nil

@@ -209,11 +209,20 @@ func retriesGateState(body []byte) bool {
 func (h *MCP) serveList(w http.ResponseWriter, r *http.Request, body []byte, next caddyhttp.Handler) error {
 	id := []byte(gjson.GetBytes(body, "id").Raw)
 	r.Header.Set("Accept-Encoding", "identity")
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	rw := interceptor.NewMCPResultWriter(w, id, func(result []byte) []byte {
 		out, err := interceptor.RewriteMCPTools(result, h.listTool)
 		if err != nil {
 			h.logger.Error("rewriting tools/list", zap.Error(err))
 			return nil // as the server listed them; calls are checked anyway
+		}
+		if p := h.policy(); p.HasOfferWhen() {
+			// offer_when: the tools not offered to this caller are taken out.
+			person := gate.RulePerson(h.caller(repl))
+			if out, err = interceptor.DropTools(out, "mcp", func(name string) bool { return p.NotOffered(name, person) }); err != nil {
+				h.logger.Error("taking tools not offered out of tools/list", zap.Error(err))
+				return nil
+			}
 		}
 		return out
 	}, h.MaxResponseBody)

@@ -60,6 +60,10 @@ type heldRule struct {
 	Roles []string `json:"roles,omitempty"` // the roles of the person it was decided for
 }
 
+// RulePerson is the person variable of a policy's rules and offer_when
+// for p.
+func RulePerson(p Person) policies.RulePerson { return rulePerson(p) }
+
 // rulePerson is the person variable of p.
 func rulePerson(p Person) policies.RulePerson {
 	return policies.RulePerson{ID: p.Owner, Tenant: p.Tenant, Roles: p.Roles}

@@ -92,6 +92,7 @@ func parse(file string, data []byte) (*Policy, error) {
 		}
 		p.Actions[a.Name] = a
 		p.shadow = p.shadow || a.Shadow()
+		p.offer = p.offer || a.HasOfferWhen() && !a.Shadow()
 	}
 	return p, nil
 }

@@ -52,7 +52,24 @@ type Policy struct {
 
 	digest string   // sha256 hex of the file's bytes
 	shadow bool     // some action is in shadow mode
+	offer  bool     // some action not in shadow mode has offer_when
 	gated  []string // the tools whose calls are gated, sorted (GatedTools)
+}
+
+// HasOfferWhen reports whether an action not in shadow mode gives
+// offer_when, so a route knows whether to look at a request's tool list
+// for tools to take out (interceptor.DropTools).
+func (p *Policy) HasOfferWhen() bool { return p != nil && p.offer }
+
+// NotOffered reports whether the tool is declared, not in shadow mode,
+// and its offer_when does not offer it to person (or cannot be evaluated).
+func (p *Policy) NotOffered(tool string, person RulePerson) bool {
+	a := p.Action(tool)
+	if a == nil || a.Shadow() || !a.HasOfferWhen() {
+		return false
+	}
+	ok, _ := a.Offers(person)
+	return !ok
 }
 
 // HasShadow reports whether any action of the file is in shadow mode, so
