@@ -530,7 +530,7 @@ var mutations = []mutation{
 		Name:  "rules: offer_when at call time",
 		File:  "gate/rules.go",
 		From:  "\tif ok {\n\t\treturn nil\n\t}\n\treturn &refusal{\"not_offered\"",
-		To:    "\tif true {\n\t\treturn nil\n\t}\n\treturn &refusal{\"not_offered\"",
+		To:    "\tif ok || true {\n\t\treturn nil\n\t}\n\treturn &refusal{\"not_offered\"",
 		Tests: []string{"./gate:TestOfferWhenAtCallTime"},
 	},
 	{
