@@ -19,7 +19,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "policy",
-		Usage: "check <file>... | explain <file> <tool> <arguments-json> | schema",
+		Usage: "check <file>... | explain <file> <tool> <arguments-json> | test <cases.yaml> | schema",
 		Short: "Checks Toolgate policy files and explains what the gate does with a call",
 		Long: `
 check loads each policy file with the same checks as caddy validate and
@@ -76,6 +76,14 @@ schema prints the policy file's JSON Schema, for editors that read a
 			explain.Flags().String("roles", "", "the person's roles, separated by commas or spaces")
 			explain.Flags().String("protocol", "openai-chat", "the front: openai-chat, openai-responses, anthropic or mcp")
 			cmd.AddCommand(explain)
+			cmd.AddCommand(&cobra.Command{
+				Use:   "test <cases.yaml>",
+				Short: "Checks that a policy decides each listed call as expected",
+				Args:  cobra.ExactArgs(1),
+				RunE: func(cmd *cobra.Command, args []string) error {
+					return quiet(cmd, policyTest(cmd.OutOrStdout(), args[0]))
+				},
+			})
 		},
 	})
 }
