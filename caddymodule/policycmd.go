@@ -196,11 +196,6 @@ func explainInput(cmd *cobra.Command) (gate.ExplainInput, string) {
 	return in, ""
 }
 
-// policyExplain prints gate.Explain of one call.
-func policyExplain(w io.Writer, file, tool, args string) error {
-	return policyExplainWith(w, file, tool, args, gate.ExplainInput{Protocol: "openai-chat", Now: time.Now()})
-}
-
 // policyExplainWith prints gate.ExplainWith of one call: what decides it
 // and, when a rule did, which and what it read (the arguments, record and
 // person given; never a person's form values, which explain has none of).
