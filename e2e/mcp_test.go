@@ -348,6 +348,8 @@ type mcpEnvOptions struct {
 	jsonResponse bool   // the MCP server answers a POST with JSON, not SSE
 	stateTTL     string // the toolgate_mcp block's state_ttl ("" default)
 	confirmWait  string // the toolgate_mcp block's confirm_wait ("" default)
+	// policyEdit, when set, edits mcpPolicy before it is written.
+	policyEdit func(string) string
 }
 
 // modern and legacy are the two eras of MCP server.
@@ -361,7 +363,11 @@ func newMCPEnv(t *testing.T, o mcpEnvOptions) *mcpEnv {
 	e := &mcpEnv{server: newMCPServer(t, o), app: testkit.NewApp(t, []byte(secret))}
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(pol, []byte(strings.ReplaceAll(mcpPolicy, "APP", e.app.URL)), 0o600); err != nil {
+	policyText := mcpPolicy
+	if o.policyEdit != nil {
+		policyText = o.policyEdit(policyText)
+	}
+	if err := os.WriteFile(pol, []byte(strings.ReplaceAll(policyText, "APP", e.app.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	extra := ""

@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -178,4 +182,42 @@ func TestOfferWhenEndToEnd(t *testing.T) {
 	if res, _ := e.refusedWith(t, "ana", "call_send", send); res != "Toolgate refused send_email: it is not offered to this person; nothing ran." {
 		t.Errorf("the model read %q", res)
 	}
+}
+
+// TestOfferWhenMCP: with the MCP go-sdk as the client, tools/list leaves
+// out a tool offer_when does not offer the caller, keeps it for the
+// caller it offers it to, and a call of it anyway is a tool error; the
+// server gets nothing.
+func TestOfferWhenMCP(t *testing.T) {
+	o := modern
+	o.policyEdit = func(p string) string {
+		return strings.Replace(p, "  wipe_all:\n    effect: destructive\n", "  wipe_all:\n    effect: destructive\n    offer_when: 'person.id == \"ana\"'\n", 1)
+	}
+	e := newMCPEnv(t, o)
+	listed := func(user string) bool {
+		t.Helper()
+		c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		list, err := e.connect(t, user, nil, "").ListTools(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range list.Tools {
+			if tl.Name == "wipe_all" {
+				return true
+			}
+		}
+		return false
+	}
+	if !listed("ana") {
+		t.Error("wipe_all is not listed for ana, whom offer_when offers it to")
+	}
+	if listed("bo") {
+		t.Error("wipe_all is listed for bo")
+	}
+	res := callTool(t, e.connect(t, "bo", nil, ""), &mcp.CallToolParams{Name: "wipe_all", Arguments: map[string]any{}})
+	if !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "it is not offered to this person; nothing ran.") {
+		t.Fatalf("bo's call: %+v", res)
+	}
+	e.wantNoCalls(t, "wipe_all")
 }
