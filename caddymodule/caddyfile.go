@@ -151,6 +151,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		owner             <placeholder>
 //		owner_fields      <gjson path>...
 //		tenant            <placeholder>
+//		roles             <placeholder>
 //		allow             legacy_functions|batches|stored_responses|realtime...
 //		allow_paths       <path>|<prefix>/*...
 //		max_request_body  <bytes>
@@ -179,6 +180,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "tenant":
 			return oneArg(d, &h.Tenant)
+		case "roles":
+			return oneArg(d, &h.Roles)
 		case "allow":
 			if h.Allow = d.RemainingArgs(); len(h.Allow) == 0 {
 				return d.ArgErr()
@@ -291,6 +294,7 @@ func parseMCP(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		policy            <path>
 //		owner             <placeholder>
 //		tenant            <placeholder>
+//		roles             <placeholder>
 //		state_ttl         <duration>
 //		confirm_wait      <duration>
 //		max_request_body  <bytes>
@@ -305,6 +309,8 @@ func (h *MCP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return oneArg(d, &h.Owner)
 		case "tenant":
 			return oneArg(d, &h.Tenant)
+		case "roles":
+			return oneArg(d, &h.Roles)
 		case "state_ttl":
 			if err := durationArg(d, key, &h.StateTTL); err != nil {
 				return err

@@ -84,6 +84,12 @@ type Handler struct {
 	// placeholder); it reaches the app in the X-Toolgate-Tenant header.
 	Tenant string `json:"tenant,omitempty"`
 
+	// Roles optionally gives the person's roles (a placeholder, split at
+	// commas and spaces: "editor, finance"), for the policy's rules and
+	// offer_when (person.roles). Use a header your sign-in sets itself,
+	// never one the client can choose. Default: none, no roles.
+	Roles string `json:"roles,omitempty"`
+
 	// Provider fixes the wire protocol of the POSTs on the route whose
 	// path does not end as a gated endpoint's: "openai-chat",
 	// "openai-responses" or "anthropic". A path that does is read as its
@@ -377,6 +383,14 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	if body, err = adapter.RewriteTools(body, rewrite); err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
+	}
+	if pol.policy.HasOfferWhen() {
+		// offer_when: the tools not offered to this person are taken out
+		// (their calls are refused anyway, gate/rules.go).
+		person := gate.RulePerson(front.Person())
+		if body, err = interceptor.DropTools(body, protocol, func(name string) bool { return pol.policy.NotOffered(name, person) }); err != nil {
+			return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
+		}
 	}
 	setBody(r, body)
 	r.Header.Set("Accept-Encoding", "identity") // the response must be readable
@@ -694,6 +708,9 @@ func (h *Handler) person(repl *caddy.Replacer, body []byte, protocol string) gat
 		}
 		if h.Tenant != "" {
 			p.Tenant = strings.TrimSpace(repl.ReplaceAll(h.Tenant, ""))
+		}
+		if h.Roles != "" {
+			p.Roles = splitRoles(repl.ReplaceAll(h.Roles, ""))
 		}
 	}
 	if p.Owner != "" {

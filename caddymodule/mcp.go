@@ -72,6 +72,12 @@ type MCP struct {
 	// requestState is bound to the tenant and the owner together.
 	Tenant string `json:"tenant,omitempty"`
 
+	// Roles optionally gives the caller's roles (a placeholder, split at
+	// commas and spaces), for the policy's rules and offer_when
+	// (person.roles). Use a header your sign-in sets itself. Default:
+	// none, no roles.
+	Roles string `json:"roles,omitempty"`
+
 	// StateTTL is how long the requestState of a form may be redeemed,
 	// to the millisecond. Default 10m. A confirmation's lives as long as its card waits (the
 	// action's ttl).
@@ -203,11 +209,20 @@ func retriesGateState(body []byte) bool {
 func (h *MCP) serveList(w http.ResponseWriter, r *http.Request, body []byte, next caddyhttp.Handler) error {
 	id := []byte(gjson.GetBytes(body, "id").Raw)
 	r.Header.Set("Accept-Encoding", "identity")
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	rw := interceptor.NewMCPResultWriter(w, id, func(result []byte) []byte {
 		out, err := interceptor.RewriteMCPTools(result, h.listTool)
 		if err != nil {
 			h.logger.Error("rewriting tools/list", zap.Error(err))
 			return nil // as the server listed them; calls are checked anyway
+		}
+		if p := h.policy(); p.HasOfferWhen() {
+			// offer_when: the tools not offered to this caller are taken out.
+			person := gate.RulePerson(h.caller(repl))
+			if out, err = interceptor.DropTools(out, "mcp", func(name string) bool { return p.NotOffered(name, person) }); err != nil {
+				h.logger.Error("taking tools not offered out of tools/list", zap.Error(err))
+				return nil
+			}
 		}
 		return out
 	}, h.MaxResponseBody)
@@ -329,6 +344,9 @@ func (h *MCP) caller(repl *caddy.Replacer) gate.Person {
 	p.Owner = strings.TrimSpace(repl.ReplaceAll(h.Owner, ""))
 	if h.Tenant != "" {
 		p.Tenant = strings.TrimSpace(repl.ReplaceAll(h.Tenant, ""))
+	}
+	if h.Roles != "" {
+		p.Roles = splitRoles(repl.ReplaceAll(h.Roles, ""))
 	}
 	return p
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "policy",
-		Usage: "check <file>... | explain <file> <tool> <arguments-json> | schema",
+		Usage: "check <file>... | explain <file> <tool> <arguments-json> | test <cases.yaml> | schema",
 		Short: "Checks Toolgate policy files and explains what the gate does with a call",
 		Long: `
 check loads each policy file with the same checks as caddy validate and
@@ -50,7 +51,7 @@ schema prints the policy file's JSON Schema, for editors that read a
 					return quiet(cmd, err)
 				},
 			})
-			cmd.AddCommand(&cobra.Command{
+			explain := &cobra.Command{
 				Use:   "explain <file> <tool> <arguments-json>",
 				Short: "Says what the gate would do with one call",
 				Args:  cobra.ExactArgs(3),
@@ -61,7 +62,26 @@ schema prints the policy file's JSON Schema, for editors that read a
 						fmt.Fprintln(cmd.ErrOrStderr(), "policy explain: "+msg)
 						return exitStatus(cmd, 2)
 					}
-					return quiet(cmd, policyExplain(cmd.OutOrStdout(), args[0], args[1], args[2]))
+					in, msg := explainInput(cmd)
+					if msg != "" {
+						fmt.Fprintln(cmd.ErrOrStderr(), "policy explain: "+msg)
+						return exitStatus(cmd, 2)
+					}
+					return quiet(cmd, policyExplainWith(cmd.OutOrStdout(), args[0], args[1], args[2], in))
+				},
+			}
+			explain.Flags().String("record", "", "the record the rules read, as JSON (the running gate reads it as the person)")
+			explain.Flags().String("person", "", "the person's id, for the rules and offer_when")
+			explain.Flags().String("tenant", "", "the person's tenant")
+			explain.Flags().String("roles", "", "the person's roles, separated by commas or spaces")
+			explain.Flags().String("protocol", "openai-chat", "the front: openai-chat, openai-responses, anthropic or mcp")
+			cmd.AddCommand(explain)
+			cmd.AddCommand(&cobra.Command{
+				Use:   "test <cases.yaml>",
+				Short: "Checks that a policy decides each listed call as expected",
+				Args:  cobra.ExactArgs(1),
+				RunE: func(cmd *cobra.Command, args []string) error {
+					return quiet(cmd, policyTest(cmd.OutOrStdout(), args[0]))
 				},
 			})
 		},
@@ -158,17 +178,42 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// policyExplain prints gate.Explain of one call.
-func policyExplain(w io.Writer, file, tool, args string) error {
+// explainInput reads explain's flags; msg is a usage error.
+func explainInput(cmd *cobra.Command) (gate.ExplainInput, string) {
+	f := cmd.Flags()
+	record, _ := f.GetString("record")
+	id, _ := f.GetString("person")
+	tenant, _ := f.GetString("tenant")
+	roles, _ := f.GetString("roles")
+	protocol, _ := f.GetString("protocol")
+	in := gate.ExplainInput{Person: policies.RulePerson{ID: id, Tenant: tenant, Roles: splitRoles(roles)}, Protocol: protocol, Now: time.Now()}
+	if record != "" {
+		if !json.Valid([]byte(record)) {
+			return in, "--record is not JSON"
+		}
+		in.Record = []byte(record)
+	}
+	return in, ""
+}
+
+// policyExplainWith prints gate.ExplainWith of one call: what decides it
+// and, when a rule did, which and what it read (the arguments, record and
+// person given; never a person's form values, which explain has none of).
+func policyExplainWith(w io.Writer, file, tool, args string, in gate.ExplainInput) error {
 	p, err := policies.Load(file)
 	if err != nil {
 		return err
 	}
-	e := gate.Explain(p, tool, []byte(args))
+	e := gate.ExplainWith(p, tool, []byte(args), in)
+	defer explainRule(w, e, args, in)
 	switch e.Outcome {
 	case "pass":
 		if !e.Gated {
 			fmt.Fprintf(w, "pass: %s is not in the policy; the gate does not inspect its calls\n", tool)
+			return nil
+		}
+		if e.Rule != nil {
+			fmt.Fprintln(w, "pass: allowed by a rule; the app runs it as before")
 			return nil
 		}
 		fmt.Fprintf(w, "pass: a complete %s call; the app runs it as before\n", p.Action(tool).Effect)
@@ -211,4 +256,30 @@ func policyExplain(w io.Writer, file, tool, args string) error {
 		fmt.Fprintln(w, "  needs: the person's id (owner); without it the call is refused")
 	}
 	return nil
+}
+
+// explainRule says which rule decided and on what.
+func explainRule(w io.Writer, e gate.Explanation, args string, in gate.ExplainInput) {
+	name := ""
+	if e.Rule != nil {
+		name = fmt.Sprintf("rules[%d]", e.Rule.Index)
+		if e.Rule.Name != "" {
+			name += " (" + e.Rule.Name + ")"
+		}
+	}
+	switch {
+	case e.NeedsRecord:
+		fmt.Fprintf(w, "  rules: %s reads the record, which was not given (--record); the running gate reads it as the person, and that rule or a later one decides\n", name)
+	case e.Rule != nil && e.RuleError != "":
+		fmt.Fprintf(w, "  rule: %s could not be evaluated: %s\n", name, e.RuleError)
+	case e.Rule != nil:
+		fmt.Fprintf(w, "  rule: %s decided %s (when: %s)\n", name, e.Rule.Then, e.Rule.When)
+	default:
+		return
+	}
+	fmt.Fprintf(w, "  read: args %s\n", args)
+	if in.Record != nil {
+		fmt.Fprintf(w, "  read: record %s\n", in.Record)
+	}
+	fmt.Fprintf(w, "  read: person {id: %q, tenant: %q, roles: %q}, protocol %s\n", in.Person.ID, in.Person.Tenant, in.Person.Roles, in.Protocol)
 }

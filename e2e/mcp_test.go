@@ -349,6 +349,8 @@ type mcpEnvOptions struct {
 	stateTTL     string // the toolgate_mcp block's state_ttl ("" default)
 	confirmWait  string // the toolgate_mcp block's confirm_wait ("" default)
 	declineNote  bool   // the policy file's decline_note (inbox_test.go)
+	// policyEdit, when set, edits mcpPolicy before it is written.
+	policyEdit func(string) string
 }
 
 // modern and legacy are the two eras of MCP server.
@@ -365,6 +367,9 @@ func newMCPEnv(t *testing.T, o mcpEnvOptions) *mcpEnv {
 	polText := mcpPolicy
 	if o.declineNote {
 		polText = "decline_note: true\n" + polText
+	}
+	if o.policyEdit != nil {
+		polText = o.policyEdit(polText)
 	}
 	if err := os.WriteFile(pol, []byte(strings.ReplaceAll(polText, "APP", e.app.URL)), 0o600); err != nil {
 		t.Fatal(err)

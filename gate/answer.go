@@ -156,7 +156,8 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 	}
 	prefs, _, _ := language.ParseAcceptLanguage(lang)
 	a := g.action(h)
-	hv.FourEyes = a != nil && a.FourEyes
+	_, fourEyes := askedOf(h, a)
+	hv.FourEyes = a != nil && fourEyes
 	hv.DeclineNote = h.Kind == store.KindCard && hv.State == store.Waiting && r.decline && a != nil && a.DeclineNote
 	var loc Localized
 	switch h.Kind {

@@ -38,10 +38,11 @@ func (g *Gate) rightsOn(h store.Hold, who Person) rights {
 		return rights{}
 	}
 	a := g.action(h)
+	approvers, fourEyes := askedOf(h, a) // the action's, or the rule's that held the card
 	if who.Owner == h.Owner {
-		return rights{view: true, confirm: a == nil || !a.FourEyes, decline: true}
+		return rights{view: true, confirm: a == nil || !fourEyes, decline: true}
 	}
-	if h.Kind == store.KindCard && a != nil && a.Card != nil && a.Approvers.Includes(who.Owner, who.Roles) {
+	if h.Kind == store.KindCard && a != nil && a.Card != nil && approvers.Includes(who.Owner, who.Roles) {
 		return rights{view: true, confirm: true, decline: true, approver: true}
 	}
 	return rights{}
@@ -103,7 +104,8 @@ func approvalsKey(tenant string) string {
 func (g *Gate) fileApprovals(ctx context.Context, holds []store.Hold) {
 	g.fileInbox(ctx, holds) // inbox.go: and on its owner's own list
 	for _, h := range holds {
-		if a := g.action(h); h.State != store.Waiting || a == nil || a.Approvers == nil || primaryOf(h) != "" {
+		a := g.action(h)
+		if approvers, _ := askedOf(h, a); h.State != store.Waiting || a == nil || approvers == nil || primaryOf(h) != "" {
 			continue
 		}
 		if err := g.cfg.Store.Index(ctx, approvalsKey(h.Tenant), h.StepID, h.Expires); err != nil {
@@ -272,8 +274,9 @@ func localRows(a *policies.Action, rows []cards.Row, prefs []language.Tag) []Loc
 // else one of its approvers (the pages checked their roles when they
 // answered; an action whose approvers were taken away since runs nothing).
 func confirmedByRightPerson(h store.Hold, a *policies.Action) bool {
+	approvers, fourEyes := askedOf(h, a)
 	if h.AnsweredBy == h.Owner {
-		return a != nil && !a.FourEyes
+		return a != nil && !fourEyes
 	}
-	return h.AnsweredBy != "" && a != nil && a.Approvers != nil
+	return h.AnsweredBy != "" && a != nil && approvers != nil
 }

@@ -148,6 +148,14 @@ func (f *Front) refusedEvent(action, reason, text string) store.Event {
 	}
 }
 
+// ruleRefusedEvent is refusedEvent for a planned call, naming the rule
+// that refused it, if one did.
+func (f *Front) ruleRefusedEvent(action string, p plan) store.Event {
+	ev := f.refusedEvent(action, p.refusal.reason, p.refusal.text)
+	ev.Shown = ruleShown(p.rule)
+	return ev
+}
+
 // shadowedEvent is the audit's record of a call of an action in shadow
 // mode: what enforce mode would have done with it (p is its plan).
 func (f *Front) shadowedEvent(action string, p plan) store.Event {
@@ -156,9 +164,12 @@ func (f *Front) shadowedEvent(action string, p plan) store.Event {
 		Policy: f.policyKey, PolicyVersion: f.policy.Version(), ActionVersion: f.policy.Action(action).Version(),
 		Protocol: f.protocol,
 	}
-	if p.refusal != nil {
-		ev.Reason, ev.Detail = p.refusal.reason, p.refusal.text
-	} else {
+	switch {
+	case p.refusal != nil:
+		ev.Reason, ev.Detail, ev.Shown = p.refusal.reason, p.refusal.text, ruleShown(p.rule)
+	case p.pass:
+		ev.Reason, ev.Shown = "rule_allow", ruleShown(p.rule) // only a rule's pass is audited
+	default:
 		ev.HoldKind, ev.Shown = p.kind, ShownSummary(&store.Hold{Kind: p.kind, Shown: p.shown})
 	}
 	return ev

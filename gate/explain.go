@@ -94,6 +94,24 @@ type Explanation struct {
 	// TTL is how long the person has to answer; 0 means the gate's
 	// default.
 	TTL time.Duration
+
+	// Rule is the rule that decided (nil: none matched, or the action has
+	// no rules); RuleError why the rules could not decide (the call is
+	// refused, or, when NeedsRecord, the record was not given).
+	Rule      *policies.Rule
+	RuleError string
+	// NeedsRecord says a rule reached reads the record, which explain was
+	// not given: the running gate reads it as the person.
+	NeedsRecord bool
+}
+
+// ExplainInput is what explain may be told besides the call: the record
+// the rules read, the person and the protocol. Never form values.
+type ExplainInput struct {
+	Record   []byte // JSON; nil: not given
+	Person   policies.RulePerson
+	Protocol string
+	Now      time.Time
 }
 
 // Explain says what the gate would do with a call of tool with arguments
@@ -101,19 +119,52 @@ type Explanation struct {
 // same checks as a held call, up to where the gate would read the record
 // or a form's choices. It needs no store, no endpoint and no person.
 func Explain(p *policies.Policy, tool string, args []byte) Explanation {
+	return ExplainWith(p, tool, args, ExplainInput{})
+}
+
+// ExplainWith is Explain with the action's rules run on in: the record
+// they read (when given), the person and the protocol.
+func ExplainWith(p *policies.Policy, tool string, args []byte, in ExplainInput) Explanation {
 	if p.Action(tool) == nil {
 		// Front.Gated: calls of undeclared tools are not the gate's business.
 		return Explanation{Outcome: "pass"}
 	}
-	d := decide(p, interceptor.Call{Name: tool, Arguments: args}, nil, "")
+	d := decide(p, interceptor.Call{Name: tool, Arguments: args}, nil, in.Protocol)
+	if a := d.action; a.HasOfferWhen() {
+		if ok, _ := a.Offers(in.Person); !ok {
+			return Explanation{Outcome: "refuse", Gated: true, Refusal: fmt.Sprintf("Toolgate refused %s: it is not offered to this person; nothing ran.", tool)}
+		}
+	}
+	var rule *policies.Rule
+	var ruleErr string
+	needsRecord := false
+	if ruled(d) {
+		r, err := d.action.Decide(policies.RuleInput{Args: d.args, Record: in.Record, Person: in.Person, Tool: tool, Protocol: in.Protocol, Now: in.Now})
+		switch {
+		case err != nil && in.Record == nil && ruleOf(err) != nil && ruleOf(err).UsesRecord:
+			rule, ruleErr, needsRecord = ruleOf(err), err.Error(), true
+		case err != nil:
+			return Explanation{Outcome: "refuse", Gated: true, Rule: ruleOf(err), RuleError: err.Error(),
+				Refusal: fmt.Sprintf("Toolgate refused %s: %s", tool, ruleErrorText)}
+		case r != nil && r.Then == policies.RuleDeny:
+			return Explanation{Outcome: "refuse", Gated: true, Rule: r, Refusal: fmt.Sprintf("Toolgate refused %s: %s", tool, r.Because)}
+		case r != nil && r.Then == policies.RuleAllow:
+			return Explanation{Outcome: "pass", Gated: true, Rule: r}
+		default:
+			rule = r
+		}
+	}
 	switch {
 	case d.refusal != nil:
 		return Explanation{Outcome: "refuse", Gated: true, Refusal: d.refusal.text}
-	case d.pass:
+	case d.pass && !needsRecord:
 		return Explanation{Outcome: "pass", Gated: true}
 	}
 	a := d.action
-	e := Explanation{Gated: true, TTL: a.TTL, Method: a.Run.Method}
+	e := Explanation{Gated: true, TTL: a.TTL, Method: a.Run.Method, Rule: rule, RuleError: ruleErr, NeedsRecord: needsRecord}
+	if rule != nil && rule.Then == policies.RuleAsk && rule.TTL > 0 {
+		e.TTL = rule.TTL
+	}
 	var err error
 	if a.Run.URL != nil {
 		// A URL the arguments cannot fill fails at the run, after the

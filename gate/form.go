@@ -27,6 +27,9 @@ type formShown struct {
 	Accepted map[string]any    `json:"accepted,omitempty"`
 	Schema   json.RawMessage   `json:"schema,omitempty"`
 	Message  string            `json:"message"`
+	// Roles are the roles of the person the form was asked of, for the
+	// action's rules when it is submitted (rules.go).
+	Roles []string `json:"roles,omitempty"`
 }
 
 func (s formShown) decision() forms.Decision {
@@ -218,6 +221,10 @@ func (g *Gate) runForm(ctx context.Context, h store.Hold) (outcome Outcome, repl
 	if err != nil {
 		g.log.Error("reading submitted values", zap.String("hold_id", h.ID), zap.Error(err))
 		return Outcome{Kind: ResultNotRun, Why: notRunAnswerLost}, "", nil, true
+	}
+	shown, _ := readShown(h.Shown)
+	if why := g.filledRules(h, a, s.Args, shown.Roles); why != "" {
+		return Outcome{Kind: ResultNotRun, Why: notRunRuleDeny, Refusal: "Toolgate refused " + h.Action + ": " + why, Person: personFilled, Filled: s.Filled}, "", nil, true
 	}
 	outcome, reply, released, ok = g.send(ctx, h, a, s.Args)
 	outcome.Person, outcome.Filled = personFilled, s.Filled

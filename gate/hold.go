@@ -92,6 +92,7 @@ type plan struct {
 	form    []byte // the form (MCP's elicitation params), as built
 	say     string // the card's sentence or the form's message, for the waiting text
 	args    []byte
+	rule    *policies.Rule // the rule that decided (rules.go); nil when none did
 }
 
 // Hold decides each inspected call of one model response: a complete,
@@ -121,6 +122,10 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 	for i, c := range calls {
 		p := f.plan(ctx, c, waiting)
 		if p.pass {
+			if p.rule != nil {
+				g.log.Info("call allowed by a rule", zap.String("action", c.Name), zap.String("rule", p.rule.Label()),
+					zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
+			}
 			v.Pass[i] = true
 			continue
 		}
@@ -154,6 +159,9 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		if a := f.policy.Action(c.Name); a != nil && a.TTL > 0 {
 			ttl = a.TTL
 		}
+		if p.rule != nil && p.rule.Then == policies.RuleAsk && p.rule.TTL > 0 {
+			ttl = p.rule.TTL
+		}
 		h.Expires = now.Add(ttl)
 		if primary.ID != "" && primary.Expires.Before(h.Expires) {
 			h.Expires = primary.Expires // it shares the card, and its TTL
@@ -163,13 +171,17 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			// its result too.
 			h.State, h.Answer, h.Outcome = store.Settled, "refused", Outcome{Kind: outcomeRefusedHeld, Refusal: p.refusal.text}.encode()
 			g.cfg.Observer.Refused(c.Name, p.refusal.reason)
-			g.log.Warn("call refused", zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("reason", p.refusal.reason), zap.String("why", p.refusal.text))
+			g.log.Warn("call refused", zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("reason", p.refusal.reason),
+				zap.String("rule", p.rule.Label()), zap.String("why", p.refusal.text))
 			v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: p.refusal.text})
-			refused = append(refused, f.refusedEvent(c.Name, p.refusal.reason, p.refusal.text))
+			refused = append(refused, f.ruleRefusedEvent(c.Name, p))
 		} else {
 			h.Kind, h.Shown, h.Fingerprint, h.Arguments = p.kind, p.shown, p.print, p.args
 			cards = cards || p.kind == store.KindCard
-			others = others || p.kind == store.KindCard && f.policy.Action(c.Name).FourEyes
+			if p.kind == store.KindCard {
+				_, fourEyes := ruleAsked(f.policy.Action(c.Name), p.rule)
+				others = others || fourEyes
+			}
 			says = append(says, p.say)
 			waiting++
 		}
@@ -256,6 +268,13 @@ func conversationKey(p Person, id string) string { return indexKey("conv", p, id
 // plan checks one call and builds its card or form. waiting is how many
 // calls of the response already wait.
 func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan {
+	return f.planRuled(ctx, c, waiting, nil)
+}
+
+// planRuled is plan with the call's rules already run (pre; nil: plan
+// runs them when they apply), so the MCP front can decide on them before
+// it asks anything of the client.
+func (f *Front) planRuled(ctx context.Context, c interceptor.Call, waiting int, pre *ruling) plan {
 	refuse := func(reason, format string, args ...any) plan {
 		return plan{refusal: &refusal{reason, fmt.Sprintf("Toolgate refused %s: "+format, append([]any{c.Name}, args...)...)}}
 	}
@@ -263,9 +282,23 @@ func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan 
 	if d.askMisfit != nil {
 		f.g.log.Error("policy error: ask does not fit the tool's schema", zap.String("action", c.Name), zap.Error(d.askMisfit))
 	}
+	if ref := f.offered(d.action); ref != nil {
+		return plan{refusal: ref}
+	}
+	var rl ruling
+	switch {
+	case pre != nil:
+		rl = *pre
+	case ruled(d):
+		rl = f.rules(ctx, c, d)
+	}
 	switch {
 	case d.refusal != nil:
 		return plan{refusal: d.refusal}
+	case rl.refusal != nil:
+		return plan{refusal: rl.refusal, rule: rl.rule}
+	case rl.rule != nil && rl.rule.Then == policies.RuleAllow:
+		return plan{pass: true, rule: rl.rule}
 	case d.pass:
 		return plan{pass: true}
 	}
@@ -286,47 +319,37 @@ func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan 
 		if a.Schema == nil {
 			kept = schema
 		}
-		shown, _ := json.Marshal(formShown{Fields: d.form.Fields, Reasons: d.form.Reasons, Accepted: d.form.Accepted, Schema: kept, Message: form.Message})
+		shown, _ := json.Marshal(formShown{Fields: d.form.Fields, Reasons: d.form.Reasons, Accepted: d.form.Accepted, Schema: kept, Message: form.Message, Roles: formRoles(a, f.person)})
 		params, _ := json.Marshal(form)
 		return plan{kind: store.KindForm, shown: shown, form: params, say: form.Message, args: args}
 	}
-	card, ref := f.card(ctx, a, args)
+	card, ref := f.card(ctx, a, args, rl)
 	if ref != nil {
 		return plan{refusal: ref}
 	}
 	shown, _ := json.Marshal(card)
-	return plan{kind: store.KindCard, shown: shown, print: card.Fingerprint(), say: card.Sentence, args: args}
+	if a.HasRules() {
+		shown = withRule(shown, rl.rule, f.person.Roles)
+	}
+	return plan{kind: store.KindCard, shown: shown, print: card.Fingerprint(), say: card.Sentence, args: args, rule: rl.rule}
 }
 
-// card builds a call's card from the record, read as the person. Any
-// failure is a refusal.
-func (f *Front) card(ctx context.Context, a *policies.Action, args []byte) (cards.Card, *refusal) {
+// card builds a call's card from the record, read as the person (or as
+// the rules read it: rl). Any failure is a refusal.
+func (f *Front) card(ctx context.Context, a *policies.Action, args []byte, rl ruling) (cards.Card, *refusal) {
 	refuse := func(reason, format string, v ...any) (cards.Card, *refusal) {
 		return cards.Card{}, &refusal{reason, fmt.Sprintf("Toolgate refused %s: "+format, append([]any{a.Name}, v...)...)}
 	}
 	if a.Card == nil {
 		return refuse("policy", "the policy gives it no card; nothing ran.")
 	}
-	var record []byte
-	if a.Card.Record != nil {
-		u, err := a.Card.Record.Expand(args)
-		if err != nil {
-			f.g.log.Error("policy error: expanding record url", zap.String("action", a.Name), zap.Error(err))
-			return refuse("policy", "the gate's policy cannot name its record; nothing ran.")
+	record := rl.record
+	if a.Card.Record != nil && !rl.read {
+		body, ref := f.readRecord(ctx, a, args)
+		if ref != nil {
+			return cards.Card{}, ref
 		}
-		resp, err := f.g.cfg.Actions.Fetch(ctx, u, f.person.caller())
-		switch {
-		case err != nil:
-			f.g.log.Error("reading record", zap.String("action", a.Name), zap.Error(err))
-			return refuse("record", "the record could not be read; nothing ran.")
-		case resp.Status == 403:
-			return refuse("forbidden", "the person may not do this; nothing ran.")
-		case resp.Status == 404 || resp.Status == 410:
-			return refuse("not_found", "the record was not found; nothing ran.")
-		case resp.Status < 200 || resp.Status > 299:
-			return refuse("record", "the record could not be read (HTTP %d); nothing ran.", resp.Status)
-		}
-		record = resp.Body
+		record = body
 	}
 	card, err := cards.Build(a.Card, record)
 	if err != nil {

@@ -137,6 +137,32 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	if retry {
 		return f.mcpRetry(ctx, c, a)
 	}
+	call := interceptor.Call{Name: c.Name, Arguments: c.Arguments}
+	if ref := f.offered(a); ref != nil {
+		f.g.cfg.Observer.Refused(c.Name, ref.reason)
+		f.g.audit(f.refusedEvent(c.Name, ref.reason, ref.text))
+		return MCPVerdict{Result: interceptor.MCPToolError(ref.text, c.Modern)}
+	}
+	var pre *ruling
+	if a.HasRules() {
+		// The rules decide before the client is asked anything: an allowed
+		// call passes to the server, a denied one is refused, whatever the
+		// client can show (rules.go).
+		f.toolSchema = func(string) []byte { return c.Schema }
+		if d := decide(f.policy, call, f.toolSchema, f.protocol); ruled(d) {
+			rl := f.rules(ctx, call, d)
+			switch {
+			case rl.refusal != nil:
+				f.g.cfg.Observer.Refused(c.Name, rl.refusal.reason)
+				f.g.audit(f.ruleRefusedEvent(c.Name, plan{refusal: rl.refusal, rule: rl.rule}))
+				return MCPVerdict{Result: interceptor.MCPToolError(rl.refusal.text, c.Modern)}
+			case rl.rule != nil && rl.rule.Then == policies.RuleAllow:
+				f.g.log.Info("mcp call allowed by a rule", zap.String("action", c.Name), zap.String("rule", rl.rule.Label()))
+				return MCPVerdict{}
+			}
+			pre = &rl
+		}
+	}
 	if a.Effect.NeedsCard() {
 		switch {
 		case !a.MCP.Confirm:
@@ -153,11 +179,11 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 		}
 	}
 	f.toolSchema = func(string) []byte { return c.Schema }
-	pl := f.plan(ctx, interceptor.Call{Name: c.Name, Arguments: c.Arguments}, 0)
+	pl := f.planRuled(ctx, call, 0, pre)
 	switch {
 	case pl.refusal != nil:
 		f.g.cfg.Observer.Refused(c.Name, pl.refusal.reason)
-		f.g.audit(f.refusedEvent(c.Name, pl.refusal.reason, pl.refusal.text))
+		f.g.audit(f.ruleRefusedEvent(c.Name, pl))
 		return MCPVerdict{Result: interceptor.MCPToolError(pl.refusal.text, c.Modern)}
 	case pl.pass:
 		f.g.log.Debug("mcp call passes", zap.String("action", c.Name))
@@ -522,6 +548,10 @@ func (f *Front) mcpFormAnswer(ctx context.Context, c MCPCall, t store.Hold, upst
 	s, _ := readShown(t.Shown)
 	if err := a.CheckArgumentsWith(s.Schema, args); err != nil {
 		return f.mcpRefuse(c, "answer", "the answer does not fit the tool's schema ("+err.Error()+"); nothing ran.")
+	}
+	if refused := g.filledRules(t, a, args, f.person.Roles); refused != "" {
+		g.audit(answered)
+		return f.mcpRefuse(c, "rule_deny", refused)
 	}
 	g.cfg.Observer.Decided(c.Name, store.AnswerSubmit)
 	g.audit(answered, store.Event{Kind: store.EventReleased, HoldID: t.ID, Endpoint: "mcp tools/call " + c.Name})

@@ -217,6 +217,8 @@ const (
 	notRunAnswerLost    = "answer_lost"    // the person's answer cannot be read back
 	notRunPolicyURL     = "policy_url"     // the run URL cannot be expanded
 	notRunPolicyDropped = "policy_dropped" // the policy was changed and no longer declares it
+	notRunRuleError     = "rule_error"     // a rule could not be evaluated at confirm time (gate/rules.go)
+	notRunRuleDeny      = "rule_deny"      // a rule denies the call as the person filled it in (Refusal says why)
 	// NotRunPolicyChanged (result.go): the action was changed since the
 	// person was asked.
 )
@@ -305,6 +307,10 @@ func (o Outcome) sentence(reply string) string {
 			return outcomePolicyDropped
 		case NotRunPolicyChanged:
 			return outcomePolicyChanged
+		case notRunRuleError:
+			return outcomeRuleError
+		case notRunRuleDeny:
+			return "The person filled in the form, but " + o.Refusal
 		}
 		return outcomeAnswerLost
 	case ResultDeclined:

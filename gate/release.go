@@ -195,7 +195,9 @@ func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) Ou
 		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
 		return Outcome{Kind: ResultChanged}
 	}
-	return Outcome{}
+	// The rules again, on the record as read now: a decision that differs
+	// from the one the card was held under runs nothing (rules.go).
+	return g.recheckRules(h, a, record)
 }
 
 // readRecord reads the record of a confirmed card as the person who

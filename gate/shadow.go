@@ -113,12 +113,17 @@ func (f *Front) watchOne(ctx context.Context, c interceptor.Call, waiting int) b
 	fields := []zap.Field{zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant), zap.String("policy", f.policyKey)}
 	var would string
 	switch {
+	case p.pass && p.rule != nil:
+		// A rule's allow is a decision of the policy: logged and audited.
+		g.log.Info("shadow: call would pass, allowed by a rule", append(fields, zap.String("rule", p.rule.Label()))...)
+		g.audit(f.shadowedEvent(c.Name, p))
+		return false
 	case p.pass:
 		g.log.Debug("shadow: call would pass", fields...)
 		return false
 	case p.refusal != nil:
 		would = WouldRefuse
-		g.log.Info("shadow: call would be refused", append(fields, zap.String("reason", p.refusal.reason), zap.String("why", p.refusal.text))...)
+		g.log.Info("shadow: call would be refused", append(fields, zap.String("reason", p.refusal.reason), zap.String("rule", p.rule.Label()), zap.String("why", p.refusal.text))...)
 	case p.kind == store.KindForm:
 		would = WouldForm
 		s, _ := readShown(p.shown)

@@ -254,3 +254,30 @@ func (defaultFile) fileSchema(*schemaGen) map[string]any {
 		map[string]any{"type": "array", "items": map[string]any{"type": []string{"string", "number"}}},
 	}}
 }
+
+// ruleThenFile is a rule's then key.
+type ruleThenFile string
+
+func (ruleThenFile) fileSchema(*schemaGen) map[string]any {
+	return map[string]any{"enum": []string{string(RuleAllow), string(RuleAsk), string(RuleDeny)}}
+}
+
+// schemaRules say what loader.rules refuses between a rule's keys:
+// because with deny only (and required there), approvers, four_eyes and
+// ttl with ask only.
+func (ruleFile) schemaRules() []any {
+	then := func(v RuleThen) map[string]any {
+		return map[string]any{"properties": map[string]any{"then": map[string]any{"const": string(v)}}, "required": []string{"then"}}
+	}
+	return []any{
+		map[string]any{
+			"if":   then(RuleDeny),
+			"then": map[string]any{"required": []string{"because"}, "properties": map[string]any{"because": map[string]any{"minLength": 1}}},
+			"else": map[string]any{"properties": map[string]any{"because": false}},
+		},
+		map[string]any{
+			"if":   map[string]any{"not": then(RuleAsk)},
+			"then": map[string]any{"properties": map[string]any{"approvers": false, "four_eyes": false, "ttl": false}},
+		},
+	}
+}

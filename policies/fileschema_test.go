@@ -153,6 +153,12 @@ func TestBrokenPoliciesFailSchema(t *testing.T) {
 		{"schema not an object", "actions:\n  draft:\n    effect: write\n    schema: {type: string}\n"},
 		{"tool name with a space", "actions:\n  delete post:\n    effect: write\n"},
 		{"field named twice", "actions:\n  draft:\n    effect: write\n    required_for_agents: [a, a]\n"},
+		{"rule without when", "actions:\n  draft:\n    effect: write\n    rules: [{then: allow}]\n"},
+		{"rule outcome", "actions:\n  draft:\n    effect: write\n    rules: [{when: 'true', then: maybe}]\n"},
+		{"deny without because", "actions:\n  draft:\n    effect: write\n    rules: [{when: 'true', then: deny}]\n"},
+		{"because on allow", "actions:\n  draft:\n    effect: write\n    rules: [{when: 'true', then: allow, because: x}]\n"},
+		{"approvers on deny", "actions:\n  delete_post:\n    effect: destructive\n" + card + "    rules: [{when: 'true', then: deny, because: x, approvers: {roles: [a]}}]\n"},
+		{"unknown rule key", "actions:\n  draft:\n    effect: write\n    rules: [{when: 'true', then: allow, colour: red}]\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Parse("broken.yaml", []byte(tc.yaml)); err == nil {
@@ -170,7 +176,7 @@ func TestBrokenPoliciesFailSchema(t *testing.T) {
 // the loader's own message, so a key list written out by hand again (not
 // taken from filespec.go) fails here, not in an editor.
 func TestLoaderKnowsTheSchemaKeys(t *testing.T) {
-	const base = "actions:\n  delete_post:\n    effect: destructive\n    card:\n      reason: Delete it\n      record: {url: http://app/x}\n    run: {url: http://app/x}\n    mcp: {confirm: true}\n  draft:\n    effect: write\n    ask_for_missing: true\n    ask: {message: Hi}\n"
+	const base = "actions:\n  delete_post:\n    effect: destructive\n    card:\n      reason: Delete it\n      record: {url: http://app/x}\n    run: {url: http://app/x}\n    mcp: {confirm: true}\n    rules: [{when: 'true', then: allow}]\n  draft:\n    effect: write\n    ask_for_missing: true\n    ask: {message: Hi}\n"
 	var schema map[string]any
 	if err := json.Unmarshal(FileSchema(), &schema); err != nil {
 		t.Fatal(err)
@@ -203,6 +209,7 @@ func TestLoaderKnowsTheSchemaKeys(t *testing.T) {
 		{"run", "run: {url: http://app/x", runKeys, in("properties", "run")},
 		{"mcp", "{confirm: true", mcpKeys, in("properties", "mcp")},
 		{"ask", "{message: Hi", askKeyNames, in("properties", "ask")},
+		{"rule", "{when: 'true', then: allow", ruleKeys, in("properties", "rules", "items")},
 	} {
 		t.Run(tc.mapping, func(t *testing.T) {
 			var src string

@@ -48,6 +48,19 @@ type actionFile struct {
 	Approvers         *approversFile               `yaml:"approvers" doc:"Destructive and external only: who besides the owner may answer the card, by role or id, in the hold's tenant."`
 	FourEyes          bool                         `yaml:"four_eyes" doc:"The owner may not confirm their own call (they may decline it); one of the approvers must. Needs approvers."`
 	DeclineNote       bool                         `yaml:"decline_note" doc:"Destructive and external only: the card's Decline comes with an optional note (at most 500 characters) the person writes to their assistant; the model reads it once and it is not kept. Instead of the file's decline_note."`
+	Rules             []ruleFile                   `yaml:"rules" doc:"Decide a call on what it does: CEL expressions over args, record, person, tool, protocol and now, tried in order; the first whose when holds decides (allow, ask or deny). When none holds, the effect decides."`
+	OfferWhen         string                       `yaml:"offer_when" doc:"A CEL expression over person (id, tenant, roles): the tool is offered to, and its calls accepted from, only the persons for whom it holds. Absent, everyone."`
+}
+
+// ruleFile is one of an action's rules.
+type ruleFile struct {
+	Name      string         `yaml:"name" doc:"A short label for logs, the audit and policy explain."`
+	When      string         `yaml:"when" required:"true" doc:"A CEL expression that gives a bool, over args (the validated arguments, typed from the schema), record (the card's record; only with card.record), person (id, tenant, roles), tool, protocol and now."`
+	Then      ruleThenFile   `yaml:"then" required:"true" doc:"allow: the call passes to the app untouched; ask: the card waits for the person (with this rule's approvers, four_eyes and ttl); deny: refused, the model reads because."`
+	Because   string         `yaml:"because" doc:"deny only, and required there: what the model reads; nothing ran."`
+	Approvers *approversFile `yaml:"approvers" doc:"ask only: who besides the owner may answer the card, instead of the action's approvers."`
+	FourEyes  *bool          `yaml:"four_eyes" doc:"ask only: the owner may not confirm; instead of the action's four_eyes. Needs approvers (the rule's or the action's)."`
+	TTL       ttlFile        `yaml:"ttl" doc:"ask only: how long the person has to answer, instead of the action's ttl."`
 }
 
 // notifyFile is a notify key.
@@ -137,4 +150,5 @@ var (
 	askKeyNames       = keysOf(reflect.TypeFor[askFile]())
 	notifyKeys        = keysOf(reflect.TypeFor[notifyFile]())
 	approversKeys     = keysOf(reflect.TypeFor[approversFile]())
+	ruleKeys          = keysOf(reflect.TypeFor[ruleFile]())
 )

@@ -95,6 +95,7 @@ func parse(file string, data []byte) (*Policy, error) {
 		}
 		p.Actions[a.Name] = a
 		p.shadow = p.shadow || a.Shadow()
+		p.offer = p.offer || a.HasOfferWhen() && !a.Shadow()
 	}
 	return p, nil
 }
@@ -154,6 +155,9 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string, file *Policy)
 		return nil, err
 	}
 	if err := l.operate(a, f, file); err != nil {
+		return nil, err
+	}
+	if err := l.rules(a, f["rules"], f["offer_when"], fields); err != nil {
 		return nil, err
 	}
 	nodes, err := l.askKeys(a, f, forbidden)

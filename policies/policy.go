@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"cel.dev/cel-go/cel"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -54,7 +55,24 @@ type Policy struct {
 
 	digest string   // sha256 hex of the file's bytes
 	shadow bool     // some action is in shadow mode
+	offer  bool     // some action not in shadow mode has offer_when
 	gated  []string // the tools whose calls are gated, sorted (GatedTools)
+}
+
+// HasOfferWhen reports whether an action not in shadow mode gives
+// offer_when, so a route knows whether to look at a request's tool list
+// for tools to take out (interceptor.DropTools).
+func (p *Policy) HasOfferWhen() bool { return p != nil && p.offer }
+
+// NotOffered reports whether the tool is declared, not in shadow mode,
+// and its offer_when does not offer it to person (or cannot be evaluated).
+func (p *Policy) NotOffered(tool string, person RulePerson) bool {
+	a := p.Action(tool)
+	if a == nil || a.Shadow() || !a.HasOfferWhen() {
+		return false
+	}
+	ok, _ := a.Offers(person)
+	return !ok
 }
 
 // HasShadow reports whether any action of the file is in shadow mode, so
@@ -180,6 +198,17 @@ type Action struct {
 	// with Decline (the action's decline_note key, else the file's).
 	// Destructive and external only.
 	DeclineNote bool
+	// Rules decide a call on what it does (rules.go): the first whose
+	// expression holds decides; none, and Effect decides. Nil without
+	// rules.
+	Rules []*Rule
+	// OfferWhen is the offer_when expression, over person only: the tool
+	// is offered to (and its calls accepted from) the persons for whom it
+	// holds. "" offers it to everyone.
+	OfferWhen string
+
+	offer          cel.Program // OfferWhen compiled; nil without one
+	rulesUseRecord bool        // some rule reads record
 
 	schema *jsonschema.Schema // Schema compiled once at load; nil without one
 	agent  *jsonschema.Schema // AgentSchema(Schema) compiled at load; nil when it is Schema

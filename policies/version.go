@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // versionLen is how many hex digits of a sha256 a version keeps: 48 bits
@@ -62,6 +63,12 @@ func actionVersion(a *Action) string {
 		Defaults              map[string]any
 		ChoicesFrom, DefaultF map[string]string
 	}
+	type rule struct {
+		When, Then, Because string
+		Approvers           *Approvers
+		FourEyes            *bool
+		TTL                 time.Duration
+	}
 	v := struct {
 		Name              string
 		Effect            Effect
@@ -77,12 +84,20 @@ func actionVersion(a *Action) string {
 		Mode              Mode
 		Approvers         *Approvers
 		FourEyes          bool
+		// Rules and OfferWhen only when given: the versions of actions
+		// without them stay as they were before rules.
+		Rules     []rule `json:",omitempty"`
+		OfferWhen string `json:",omitempty"`
 	}{
 		Name: a.Name, Effect: a.Effect, Schema: a.Schema,
 		Method: a.Run.Method, URL: tmpl(a.Run.URL), Headers: a.Run.Headers,
 		MCPConfirm: a.MCP.Confirm, AskForMissing: a.AskForMissing,
 		RequiredForAgents: a.RequiredForAgents, ForbiddenKeys: a.ForbiddenKeys,
 		Mode: a.Mode, Approvers: a.Approvers, FourEyes: a.FourEyes,
+	}
+	v.OfferWhen = a.OfferWhen
+	for _, r := range a.Rules {
+		v.Rules = append(v.Rules, rule{r.When, string(r.Then), r.Because, r.Approvers, r.FourEyes, r.TTL})
 	}
 	if a.Card != nil {
 		v.Card = &card{Reason: a.Card.Reason, Record: tmpl(a.Card.Record)}

@@ -41,8 +41,8 @@ var mutations = []mutation{
 	{
 		Name:  "approvers: the role or id",
 		File:  "gate/approvers.go",
-		From:  "a.Card != nil && a.Approvers.Includes(who.Owner, who.Roles) {",
-		To:    "a.Card != nil && a.Approvers != nil {",
+		From:  "a.Card != nil && approvers.Includes(who.Owner, who.Roles) {",
+		To:    "a.Card != nil && approvers != nil {",
 		Tests: []string{"./gate:TestWhoMayAnswer"},
 	},
 	{
@@ -574,5 +574,34 @@ var mutations = []mutation{
 		From:  "return indexKey(\"inbox\", p, \"waiting\")",
 		To:    "return indexKey(\"inbox\", Person{Owner: p.Owner}, \"waiting\")",
 		Tests: []string{"./gate:TestInboxKeyNamesTheIdentity"},
+	},
+	// Policy rules (gate/rules.go).
+	{
+		Name:  "rules: the re-check at confirm time",
+		File:  "gate/release.go",
+		From:  "return g.recheckRules(h, a, record)",
+		To:    "return Outcome{}",
+		Tests: []string{"./gate:TestRulesRecheckAtConfirm"},
+	},
+	{
+		Name:  "rules: an evaluation error refuses the call",
+		File:  "gate/rules.go",
+		From:  "out.refusal = &refusal{\"rule_error\",",
+		To:    "_ = &refusal{\"rule_error\",",
+		Tests: []string{"./gate:TestRulesDecideAtHoldTime"},
+	},
+	{
+		Name:  "rules: offer_when at call time",
+		File:  "gate/rules.go",
+		From:  "\tif ok {\n\t\treturn nil\n\t}\n\treturn &refusal{\"not_offered\"",
+		To:    "\tif ok || true {\n\t\treturn nil\n\t}\n\treturn &refusal{\"not_offered\"",
+		Tests: []string{"./gate:TestOfferWhenAtCallTime"},
+	},
+	{
+		Name:  "rules: a filled-in form's rules",
+		File:  "gate/form.go",
+		From:  "if why := g.filledRules(h, a, s.Args, shown.Roles); why != \"\" {",
+		To:    "if why := g.filledRules(h, a, s.Args, shown.Roles); false && why != \"\" {",
+		Tests: []string{"./gate:TestRulesRunOnTheFilledInForm"},
 	},
 }
