@@ -98,19 +98,19 @@ func approvalsKey(tenant string) string {
 	return indexKey("appr", Person{Tenant: tenant}, "waiting")
 }
 
-// fileApprovals lists a step, just stored, for the approvers of its
-// tenant, when one of its waiting holds has any. A failure is logged: the
-// link still leads to the card, the list only misses it.
-func (g *Gate) fileApprovals(ctx context.Context, holds []store.Hold) {
-	g.fileInbox(ctx, holds) // inbox.go: and on its owner's own list
-	for _, h := range holds {
-		a := g.action(h)
-		if approvers, _ := askedOf(h, a); h.State != store.Waiting || a == nil || approvers == nil || primaryOf(h) != "" {
+// fileApprovals files a step, about to be stored, for the approvers of
+// its tenant when one of its waiting holds has any, and on its owner's
+// inbox (fileInbox): it names the keys in the holds' Filed, so Put files
+// them in the step's own transaction.
+func (g *Gate) fileApprovals(holds []store.Hold) {
+	g.fileInbox(holds) // inbox.go: and on its owner's own list
+	for i := range holds {
+		h := &holds[i]
+		a := g.action(*h)
+		if approvers, _ := askedOf(*h, a); h.State != store.Waiting || a == nil || approvers == nil || primaryOf(*h) != "" {
 			continue
 		}
-		if err := g.cfg.Store.Index(ctx, approvalsKey(h.Tenant), h.StepID, h.Expires); err != nil {
-			g.log.Error("listing step for its approvers", zap.String("step_id", h.StepID), zap.Error(err))
-		}
+		h.Filed = append(h.Filed, approvalsKey(h.Tenant))
 		return
 	}
 }

@@ -192,6 +192,11 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		g.audit(refused...)
 		return v
 	}
+	// The step's indexes go in its own write: one durable write holds the
+	// calls, and a step is findable by every key exactly when it is stored.
+	f.index(ctx, holds)
+	f.fileIntents(holds, intents)
+	g.fileApprovals(holds)
 	if err := g.cfg.Store.Put(ctx, holds, refused...); err != nil {
 		if errors.Is(err, store.ErrLimit) {
 			g.log.Warn("calls refused: too many holds waiting", zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
@@ -200,9 +205,6 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 		g.log.Error("storing holds", zap.Error(err), zap.String("owner", f.person.Owner))
 		return f.refuseAll(calls, "store", "the gate could not store the question for the person")
 	}
-	f.index(ctx, stepID, holds[0].Expires)
-	f.fileIntents(ctx, holds, intents)
-	g.fileApprovals(ctx, holds)
 	g.notifyHeld(holds)
 	for _, h := range holds {
 		if h.State == store.Waiting {
@@ -231,18 +233,16 @@ func shownField(h store.Hold) zap.Field {
 // index files a step under the provider's response and conversation that
 // keep its calls (the Responses API's previous_response_id and
 // conversation), so a request that continues from them, carrying no link,
-// still gets the held calls' results.
-func (f *Front) index(ctx context.Context, stepID string, expires time.Time) {
+// still gets the held calls' results. The keys go in the first hold's
+// Filed: Put files them with the step.
+func (f *Front) index(ctx context.Context, holds []store.Hold) {
 	st, ok := interceptor.ResponseStateOf(ctx)
 	if !ok || !st.Stored {
 		return
 	}
 	for _, key := range []string{responseKey(f.person, st.ResponseID), conversationKey(f.person, st.ConversationID)} {
-		if key == "" {
-			continue
-		}
-		if err := f.g.cfg.Store.Index(ctx, key, stepID, expires); err != nil {
-			f.g.log.Error("indexing step", zap.String("step_id", stepID), zap.Error(err))
+		if key != "" {
+			holds[0].Filed = append(holds[0].Filed, key)
 		}
 	}
 }

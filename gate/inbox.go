@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
 	"golang.org/x/text/language"
 
 	"github.com/toolgate/toolgate/store"
@@ -54,17 +53,16 @@ func inboxKey(p Person) string {
 	return indexKey("inbox", p, "waiting")
 }
 
-// fileInbox lists a step, just stored, on its owner's inbox when a hold
-// of it waits for them. A failure is logged: the link still leads to the
-// page, the inbox only misses it.
-func (g *Gate) fileInbox(ctx context.Context, holds []store.Hold) {
-	for _, h := range holds {
-		if h.State != store.Waiting || h.Kind == store.KindTicket || h.Answer == "refused" || h.Owner == "" || primaryOf(h) != "" {
+// fileInbox files a step, about to be stored, on its owner's inbox when
+// a hold of it waits for them (in the hold's Filed: Put files it with the
+// step).
+func (g *Gate) fileInbox(holds []store.Hold) {
+	for i := range holds {
+		h := &holds[i]
+		if h.State != store.Waiting || h.Kind == store.KindTicket || h.Answer == "refused" || h.Owner == "" || primaryOf(*h) != "" {
 			continue
 		}
-		if err := g.cfg.Store.Index(ctx, inboxKey(Person{Tenant: h.Tenant, Owner: h.Owner}), h.StepID, h.Expires); err != nil {
-			g.log.Error("listing step on its owner's inbox", zap.String("step_id", h.StepID), zap.Error(err))
-		}
+		h.Filed = append(h.Filed, inboxKey(Person{Tenant: h.Tenant, Owner: h.Owner}))
 		return
 	}
 }

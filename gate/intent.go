@@ -168,18 +168,12 @@ func (f *Front) attach(ctx context.Context, action, key string, canonical []byte
 // fileIntents files a new step's waiting holds under their intents
 // (intents[i] is holds[i]'s f.intent key, made when it was planned): a
 // primary so that repeats find it, an attachment so that its primary's
-// settlement finds it (follow).
-func (f *Front) fileIntents(ctx context.Context, holds []store.Hold, intents []string) {
-	for i, h := range holds {
-		if h.State != store.Waiting {
-			continue
-		}
-		key := intents[i]
-		if key == "" {
-			continue
-		}
-		if err := f.g.cfg.Store.Index(ctx, key, h.StepID, h.Expires); err != nil {
-			f.g.log.Warn("filing a held call's intent", zap.String("step_id", h.StepID), zap.Error(err))
+// settlement finds it (follow). It names the keys in the holds' Filed, so
+// Put files them with the step.
+func (f *Front) fileIntents(holds []store.Hold, intents []string) {
+	for i := range holds {
+		if holds[i].State == store.Waiting && intents[i] != "" {
+			holds[i].Filed = append(holds[i].Filed, intents[i])
 		}
 	}
 }

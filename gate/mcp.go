@@ -277,14 +277,15 @@ func (f *Front) mcpAskConfirm(ctx context.Context, c MCPCall, a *policies.Action
 	if h.ID, err = store.NewID(); err == nil {
 		h.StepID, err = store.NewID()
 	}
+	held := []store.Hold{h}
 	if err == nil {
-		err = g.cfg.Store.Put(ctx, []store.Hold{h})
+		g.fileApprovals(held)
+		err = g.cfg.Store.Put(ctx, held)
 	}
 	if err != nil {
 		g.log.Error("storing mcp hold", zap.String("action", c.Name), zap.Error(err))
 		return f.mcpRefuse(c, "store", "the gate could not keep the confirmation; nothing ran.")
 	}
-	g.fileApprovals(ctx, []store.Hold{h})
 	g.notifyHeld([]store.Hold{h})
 	g.cfg.Observer.Held(c.Name)
 	g.log.Info("mcp call waits for confirmation", zap.String("hold_id", h.ID), zap.String("step_id", h.StepID), zap.String("action", c.Name), zap.String("owner", h.Owner))

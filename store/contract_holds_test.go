@@ -435,6 +435,45 @@ func testIndex(t *testing.T, open openStoreFunc) {
 	}
 }
 
+// testPutFiles: a hold's Filed keys are filed with its step in Put's own
+// write, each once per step; a Put the cap refuses files nothing; holds
+// read back carry no Filed; a key names only its own steps.
+func testPutFiles(t *testing.T, open openStoreFunc) {
+	clock := newTestClock()
+	s := open(t, contractConfig{Now: clock.Now, MaxWaiting: 1})
+	ctx := context.Background()
+	step := newID(t)
+	a, b := newHold(newID(t), step, 0, clock.Now()), newHold(newID(t), step, 1, clock.Now())
+	b.Owner = "other" // another person: the cap counts each on their own
+	a.Filed = []string{"inbox:ana", "resp:ana:r1"}
+	b.Filed = []string{"resp:ana:r1", "intent:b"}
+	if err := s.Put(ctx, []store.Hold{a, b}); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	for _, key := range []string{"inbox:ana", "resp:ana:r1", "intent:b"} {
+		if got, err := s.Indexed(ctx, key); err != nil || len(got) != 1 || got[0] != step {
+			t.Errorf("Indexed(%q) = %v, %v; want [%s], once", key, got, err, step)
+		}
+	}
+	if got, _ := s.Indexed(ctx, "resp:ana:r"); len(got) != 0 {
+		t.Errorf("a key that is a prefix of a filed one gave %v", got)
+	}
+	if h, err := s.Get(ctx, a.ID); err != nil || h.Filed != nil {
+		t.Errorf("Get: %v, Filed %v; want none", err, h.Filed)
+	}
+	refused := newHold(newID(t), newID(t), 0, clock.Now()) // ana's second: over the cap
+	refused.Filed = []string{"inbox:ana", "refused:key"}
+	if err := s.Put(ctx, []store.Hold{refused}); !errors.Is(err, store.ErrLimit) {
+		t.Fatalf("Put over the cap: %v, want ErrLimit", err)
+	}
+	if got, _ := s.Indexed(ctx, "refused:key"); len(got) != 0 {
+		t.Errorf("a refused Put filed its step: %v", got)
+	}
+	if got, _ := s.Indexed(ctx, "inbox:ana"); len(got) != 1 || got[0] != step {
+		t.Errorf("inbox:ana after a refused Put = %v, want [%s]", got, step)
+	}
+}
+
 // Stats grows with what is stored. The message is random (base64 of
 // random bytes): a backend may compress what it keeps (PostgreSQL does,
 // above 2 KiB), and 2 MiB of one letter would take a few kilobytes.

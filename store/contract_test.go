@@ -40,6 +40,7 @@ var contract = []struct {
 }{
 	{"RoundTrip", testRoundTrip},
 	{"PutRefuses", testPutRefuses},
+	{"PutFiles", testPutFiles},
 	{"PutKeepsSettledRefusal", testPutKeepsSettledRefusal},
 	{"StepMessage", testStepMessage},
 	{"NotFound", testNotFound},

@@ -604,4 +604,11 @@ var mutations = []mutation{
 		To:    "if why := g.filledRules(h, a, s.Args, shown.Roles); false && why != \"\" {",
 		Tests: []string{"./gate:TestRulesRunOnTheFilledInForm"},
 	},
+	{
+		Name:  "speed: a hold's indexes are filed in Put's own write",
+		File:  "store/badgerholds.go",
+		From:  "\t\tfor _, f := range filed {",
+		To:    "\t\tfor _, f := range filed[:0] {",
+		Tests: []string{"./store:TestBadgerContract/PutFiles", "./gate:TestInbox"},
+	},
 }
