@@ -42,6 +42,11 @@ type HoldView struct {
 	Answers []string `json:"answers,omitempty"`
 	// FourEyes says its owner may not confirm it: an approver must.
 	FourEyes bool `json:"four_eyes,omitempty"`
+	// Edit is the form of the card's editable arguments (card.editable),
+	// opening on the model's values where they are safe to show, while
+	// the viewer may confirm it: the confirmation may carry the person's
+	// corrections (Gate.Confirm). Nil when there is none.
+	Edit *forms.Form `json:"edit,omitempty"`
 }
 
 // Localized is what the policy says of a hold in the person's language.
@@ -162,6 +167,15 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 		}
 		loc.Sentence, loc.SentenceLang = localReason(a, hv.Card.Sentence, prefs)
 		loc.Rows = localRows(a, hv.Card.Rows, prefs)
+		if hv.State == store.Waiting && r.confirm {
+			f, ok, err := g.editForm(ctx, a, h, lang)
+			if err != nil {
+				g.log.Error("building the edit form", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
+			}
+			if ok {
+				hv.Edit = &f
+			}
+		}
 	case store.KindForm:
 		if hv.State != store.Waiting {
 			// A form is shown only while it waits; its sentence stays.
@@ -199,29 +213,29 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 // (see rightsOn) within the TTL runs nothing and returns an error that
 // Status maps to 409.
 func (g *Gate) Answer(ctx context.Context, stepID, holdID string, who Person, choice string) (HoldView, error) {
+	if choice == store.AnswerConfirm {
+		return g.Confirm(ctx, stepID, holdID, who, "", Edits{}) // as the model gave it
+	}
 	h, r, err := g.answerable(ctx, stepID, holdID, who)
 	if err != nil {
 		return HoldView{}, err
 	}
 	switch {
-	case h.Kind == store.KindCard && (choice == store.AnswerConfirm || choice == store.AnswerDecline):
+	case h.Kind == store.KindCard && choice == store.AnswerDecline:
 	case h.Kind == store.KindForm && (choice == store.AnswerDecline || choice == store.AnswerLater):
 	default:
 		return HoldView{}, ErrChoice
-	}
-	if choice == store.AnswerConfirm && !r.confirm {
-		g.log.Warn("answer refused: four_eyes, the owner may not confirm their own call", zap.String("hold_id", h.ID), zap.String("action", h.Action),
-			zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
-		return HoldView{}, ErrFourEyes
 	}
 	return g.claimAndRelease(ctx, h, who, r, choice, nil)
 }
 
 // claimAndRelease claims a hold once for the person's answer and, when it
 // completes the step, releases the step.
-func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, who Person, r rights, choice string, values json.RawMessage) (HoldView, error) {
+// events are appended with the claim (an answered event made by the
+// caller stands for the one audited would make).
+func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, who Person, r rights, choice string, values json.RawMessage, events ...store.Event) (HoldView, error) {
 	person := who.Owner
-	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, By: person, Values: values})
+	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, By: person, Values: values}, events...)
 	if err != nil {
 		g.log.Info("answer refused", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", person), zap.String("answer", choice), zap.Error(err))
 		return HoldView{}, err
@@ -253,7 +267,7 @@ func Status(err error) int {
 		return 404
 	case errors.Is(err, ErrChoice):
 		return 400
-	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrFourEyes), errors.Is(err, ErrBadToken), errors.Is(err, store.ErrAnswered), errors.Is(err, store.ErrExpired):
+	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrFourEyes), errors.Is(err, ErrNotEditable), errors.Is(err, ErrBadToken), errors.Is(err, store.ErrAnswered), errors.Is(err, store.ErrExpired):
 		return 409
 	case errors.Is(err, store.ErrUnavailable):
 		return 503

@@ -48,6 +48,7 @@ type answer struct {
 	Values json.RawMessage `json:"values,omitempty"` // a form's answer, as JSON
 
 	form url.Values // a form's answer, form-encoded (without hold, answer, token)
+	edit bool       // the post is a card's edit form (gate.EditMarker)
 }
 
 // Token is the per-hold CSRF token: an HMAC of the hold id and its owner
@@ -217,9 +218,13 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 		return
 	}
 	var hv gate.HoldView
-	if a.Answer == "submit" {
-		check := r.Header.Get("Precognition") == "true"
-		hv, err = p.Gate.Submit(r.Context(), stepID, a.Hold, who, r.Header.Get("Accept-Language"), a.form, a.Values, check)
+	if a.Answer == "submit" || a.Answer == "confirm" {
+		check := r.Header.Get("Precognition") == "true" && a.Answer == "submit"
+		if a.Answer == "submit" {
+			hv, err = p.Gate.Submit(r.Context(), stepID, a.Hold, who, r.Header.Get("Accept-Language"), a.form, a.Values, check)
+		} else {
+			hv, err = p.Gate.Confirm(r.Context(), stepID, a.Hold, who, r.Header.Get("Accept-Language"), gate.Edits{Form: a.form, Posted: a.edit, JSON: a.Values})
+		}
 		var fe gate.FieldErrors
 		if errors.As(err, &fe) {
 			// Laravel Precognition's shape: {"errors": {field: [rules]}}.
@@ -249,11 +254,17 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 	} else {
 		hv, err = p.Gate.Answer(r.Context(), stepID, a.Hold, who, a.Answer)
 	}
+	if errors.Is(err, gate.ErrNotEditable) {
+		p.log().Warn("answer changing an argument that is not editable refused", zap.String("hold_id", a.Hold), zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
+	}
 	if err != nil {
 		status := gate.Status(err)
 		msg := func(w *words) string { return w.AnswerRefused }
 		if errors.Is(err, gate.ErrFourEyes) {
 			msg = func(w *words) string { return w.FourEyesRefused }
+		}
+		if errors.Is(err, gate.ErrNotEditable) {
+			msg = func(w *words) string { return w.NotEditable }
 		}
 		if status >= 500 {
 			p.log().Error("answering", zap.Error(err))
@@ -292,6 +303,8 @@ func readAnswer(r *http.Request) (answer, error) {
 	for k, v := range r.PostForm {
 		switch k {
 		case "hold", "answer", "token":
+		case gate.EditMarker:
+			a.edit = true
 		default:
 			a.form[k] = v
 		}
