@@ -186,18 +186,7 @@ func (g *Gate) action(h store.Hold) *policies.Action {
 	return nil
 }
 
-// sameCard reports whether a confirmed hold's card reads as the person saw
-// it (recheck finds nothing).
-func (g *Gate) sameCard(ctx context.Context, h store.Hold, a *policies.Action) bool {
-	return g.recheck(ctx, h, a).Kind == ""
-}
-
-// recheck is recheckWith for the call as the model gave it.
-func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) Outcome {
-	return g.recheckWith(ctx, h, a, h.Arguments, h.Fingerprint)
-}
-
-// recheck builds a confirmed hold's card again from the record, read as
+// recheckWith builds a confirmed hold's card again from the record, read as
 // the person who answered. It returns no outcome (Kind "") when it is the
 // card they confirmed, else the outcome: the record changed (a card that
 // reads differently), or could not be checked (not found, not allowed,
