@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -131,5 +134,37 @@ func TestEditRefusals(t *testing.T) {
 	}
 	if h := r.step(step)[0]; h.State != store.Waiting || len(r.app.Calls()) != 0 {
 		t.Fatalf("a refused edit changed the hold (%s) or ran (%d)", h.State, len(r.app.Calls()))
+	}
+}
+
+// TestEditOverMCP: a card confirmed on the page with a correction, for an
+// MCP client (URL mode): the client's retry goes on with exactly the
+// corrected arguments, once, and the tool's result first says which fields
+// the person changed.
+func TestEditOverMCP(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	p, err := policies.Parse("policy.yaml", []byte(strings.Replace(withNote(t, strings.ReplaceAll(testPolicy, "APP", r.app.URL)), "    effect: destructive\n", "    effect: destructive\n    mcp: {confirm: true}\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.policy = p
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	state, step := r.askMCPConfirm(ana)
+	if _, err := r.gate.Confirm(context.Background(), step, r.step(step)[0].ID, ana, "", Edits{JSON: []byte(`{"note":"typo fixed"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	v := r.retryMCPConfirm(ana, state)
+	if !v.Rewritten || string(v.Arguments) != `{"post":1,"note":"typo fixed"}` || v.Relay == nil {
+		t.Fatalf("the retry: %+v (%s)", v, v.Result)
+	}
+	out := r.mcpFront(ana).WrapMCP(context.Background(), v.Relay, []byte(`{"content":[{"type":"text","text":"Deleted."}]}`))
+	if got := gjson.GetBytes(out, "content.0.text").String(); got != "The person confirmed with changes to: note." || gjson.GetBytes(out, "content.1.text").String() != "Deleted." {
+		t.Errorf("the tool's result: %s", out)
+	}
+	if strings.Contains(string(out), "typo fixed") {
+		t.Error("the model reads the person's value")
+	}
+	if h := r.step(step)[0]; len(h.Reply) != 0 {
+		t.Error("the person's edits are kept after the retry used them")
 	}
 }
