@@ -545,7 +545,7 @@ var mutations = []mutation{
 		File:  "forms/plan.go",
 		From:  "v, ok := given[p.Key]\n\t\tif !ok || v == nil || !SafeToShow(v) {",
 		To:    "v, ok := given[p.Key]\n\t\tif !ok || v == nil {",
-		Tests: []string{"./gate:TestEditView"},
+		Tests: []string{"./forms:TestEditOpensOnSafeValuesOnly"},
 	},
 	{
 		Name:  "policies: an editable field the record or run URL names",
