@@ -53,18 +53,34 @@ type Card struct {
 // ErrRecord is returned when the record is not a JSON object.
 var ErrRecord = errors.New("record is not a JSON object")
 
+// ErrArguments is returned when a card shows arguments that are not a JSON
+// object.
+var ErrArguments = errors.New("arguments are not a JSON object")
+
 // Build makes the card of an action from its record (the JSON body the
-// record GET returned; nil when the card names no record). Values are read
-// with the row's gjson path: strings as they are, other scalars as their
-// JSON text, missing values as an empty string, objects and arrays as
-// their compact JSON. Everything is cleaned with Clean.
-func Build(card *policies.Card, record []byte) (Card, error) {
+// record GET returned; nil when the card names no record) or, for a card
+// without record, from args, the call's arguments as validated against the
+// action's schema (rows args.<field>: the seed's summary of the validated
+// input). Values are read with the row's gjson path, or the argument by its
+// name: strings as they are, other scalars as their JSON text, missing
+// values as an empty string, objects and arrays as their compact JSON.
+// Everything is cleaned with Clean, shortened to MaxValue with Cut set;
+// the fingerprint covers each value in full.
+func Build(card *policies.Card, record, args []byte) (Card, error) {
 	c := Card{Sentence: Clean(card.Reason, MaxSentence)}
-	if card.Record == nil {
+	source := record
+	switch {
+	case card.Record != nil:
+		if !gjson.ValidBytes(record) || !gjson.ParseBytes(record).IsObject() {
+			return Card{}, ErrRecord
+		}
+	case len(card.Rows) == 0:
 		return c, nil
-	}
-	if !gjson.ValidBytes(record) || !gjson.ParseBytes(record).IsObject() {
-		return Card{}, ErrRecord
+	default:
+		if !gjson.ValidBytes(args) || !gjson.ParseBytes(args).IsObject() {
+			return Card{}, ErrArguments
+		}
+		source = args
 	}
 	rows := card.Rows
 	if len(rows) > MaxRows {
@@ -73,7 +89,17 @@ func Build(card *policies.Card, record []byte) (Card, error) {
 	c.Rows = make([]Row, 0, len(rows))
 	c.full = make([]string, 0, len(rows))
 	for _, r := range rows {
-		v := gjson.GetBytes(record, r.Path)
+		// The policy loader refuses a card that mixes the two sources.
+		path := r.Path
+		switch {
+		case r.Arg != "" && card.Record != nil:
+			return Card{}, ErrArguments
+		case r.Arg == "" && card.Record == nil:
+			return Card{}, ErrRecord
+		case r.Arg != "":
+			path = gjson.Escape(r.Arg)
+		}
+		v := gjson.GetBytes(source, path)
 		var s string
 		switch v.Type {
 		case gjson.String:

@@ -49,7 +49,7 @@ func testCard(t *testing.T) *policies.Card {
 }
 
 func TestBuild(t *testing.T) {
-	c, err := Build(testCard(t), []byte(`{"title":"Spring\u202emeetup","status":"draft","stats":{"views":12}}`))
+	c, err := Build(testCard(t), []byte(`{"title":"Spring\u202emeetup","status":"draft","stats":{"views":12}}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,16 +69,16 @@ func TestBuild(t *testing.T) {
 
 func TestBuildRejectsNonObject(t *testing.T) {
 	for _, rec := range []string{``, `[1]`, `"x"`, `{"title":`} {
-		if _, err := Build(testCard(t), []byte(rec)); err != ErrRecord {
+		if _, err := Build(testCard(t), []byte(rec), nil); err != ErrRecord {
 			t.Errorf("Build(%q) error = %v, want ErrRecord", rec, err)
 		}
 	}
 }
 
 func TestFingerprintFollowsContent(t *testing.T) {
-	a, _ := Build(testCard(t), []byte(`{"title":"A","status":"draft"}`))
-	b, _ := Build(testCard(t), []byte(`{"status":"draft","title":"A","other":1}`))
-	c, _ := Build(testCard(t), []byte(`{"title":"A","status":"published"}`))
+	a, _ := Build(testCard(t), []byte(`{"title":"A","status":"draft"}`), nil)
+	b, _ := Build(testCard(t), []byte(`{"status":"draft","title":"A","other":1}`), nil)
+	c, _ := Build(testCard(t), []byte(`{"title":"A","status":"published"}`), nil)
 	if a.Fingerprint() != b.Fingerprint() {
 		t.Error("same rows gave different fingerprints")
 	}
@@ -96,11 +96,11 @@ func TestFingerprintFollowsContent(t *testing.T) {
 // had one fingerprint.
 func TestFingerprintCoversTheCutPart(t *testing.T) {
 	long := strings.Repeat("x", 250)
-	a, err := Build(testCard(t), []byte(`{"title":"`+long+`A"}`))
+	a, err := Build(testCard(t), []byte(`{"title":"`+long+`A"}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Build(testCard(t), []byte(`{"title":"`+long+`B"}`))
+	b, err := Build(testCard(t), []byte(`{"title":"`+long+`B"}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestFingerprintCoversTheCutPart(t *testing.T) {
 // TestBuildMarksCutRows: a shortened value ends with an ellipsis and says
 // it was cut; a value that fits is not marked.
 func TestBuildMarksCutRows(t *testing.T) {
-	c, err := Build(testCard(t), []byte(`{"title":"`+strings.Repeat("y", MaxValue+1)+`","status":"`+strings.Repeat("z", MaxValue)+`"}`))
+	c, err := Build(testCard(t), []byte(`{"title":"`+strings.Repeat("y", MaxValue+1)+`","status":"`+strings.Repeat("z", MaxValue)+`"}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestBuildMarksCutRows(t *testing.T) {
 // the fingerprint holds stored before full values were fingerprinted:
 // SHA-256 of the card's JSON {sentence, rows: [{label, value}]}.
 func TestFingerprintOfUncutCardIsStable(t *testing.T) {
-	c, err := Build(testCard(t), []byte(`{"title":"Spring","status":"draft"}`))
+	c, err := Build(testCard(t), []byte(`{"title":"Spring","status":"draft"}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,5 +139,46 @@ func TestFingerprintOfUncutCardIsStable(t *testing.T) {
 	sum := sha256.Sum256([]byte(old))
 	if got, want := c.Fingerprint(), hex.EncodeToString(sum[:]); got != want {
 		t.Errorf("fingerprint = %s, want %s", got, want)
+	}
+}
+
+// argsCard is a card without record that shows validated arguments.
+func argsCard() *policies.Card {
+	return &policies.Card{
+		Reason: "Send this email?",
+		Rows:   []policies.Row{{Label: "To", Path: "args.to", Arg: "to"}, {Label: "Subject", Path: "args.subject", Arg: "subject"}, {Label: "Odd.key", Path: "args.a.b", Arg: "a.b"}},
+	}
+}
+
+func TestBuildArguments(t *testing.T) {
+	long := strings.Repeat("s", MaxValue+5)
+	c, err := Build(argsCard(), nil, []byte(`{"to":"ana@example.com","subject":"`+long+`\u202e","a.b":7,"a":{"b":8}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Rows[0]; got.Value != "ana@example.com" || got.Cut {
+		t.Errorf("row 0 = %+v", got)
+	}
+	if got := c.Rows[1]; !got.Cut || !strings.HasSuffix(got.Value, "…") || len([]rune(got.Value)) != MaxValue || strings.ContainsRune(got.Value, '\u202e') {
+		t.Errorf("row 1 = %+v, want cut to %d characters with a mark and no direction character", got, MaxValue)
+	}
+	if got := c.Rows[2].Value; got != "7" {
+		t.Errorf("an argument whose name holds a dot reads %q, want 7 (the top-level key, not a path)", got)
+	}
+	// The fingerprint covers the value in full: a change past the cut is
+	// a change.
+	d, _ := Build(argsCard(), nil, []byte(`{"to":"ana@example.com","subject":"`+long+`x","a.b":7}`))
+	if c.Rows[1].Value != d.Rows[1].Value || c.Fingerprint() == d.Fingerprint() {
+		t.Error("arguments differing past the cut share a fingerprint")
+	}
+	for _, args := range []string{``, `[]`, `"x"`, `{`} {
+		if _, err := Build(argsCard(), nil, []byte(args)); err != ErrArguments {
+			t.Errorf("Build(args %q) error = %v, want ErrArguments", args, err)
+		}
+	}
+	mixed := testCard(t)
+	mixed.Rows = append(mixed.Rows, policies.Row{Label: "To", Path: "args.to", Arg: "to"})
+	if _, err := Build(mixed, []byte(`{}`), []byte(`{"to":"x"}`)); err != ErrArguments {
+		t.Errorf("a card with a record showing an argument: error = %v, want ErrArguments", err)
 	}
 }

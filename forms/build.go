@@ -238,6 +238,9 @@ func openingValue(fd Field, p policies.Property, ask *policies.Ask, d Decision, 
 	if v, ok := d.Accepted[p.Key]; ok {
 		candidates = append(candidates, v)
 	}
+	if d.Edit {
+		ask, fetched, p.HasDefault = &policies.Ask{}, Fetched{}, false // an edit opens on the model's value or empty
+	}
 	if _, from := ask.DefaultFrom[p.Key]; from {
 		if v, ok := fetched.Defaults[p.Key]; ok {
 			if list, ok := v.([]any); ok && p.Kind == policies.KindMultiselect {

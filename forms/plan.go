@@ -56,6 +56,10 @@ type Decision struct {
 	// validation accepted and that are safe to show (see SafeToShow):
 	// strings, json.Numbers, booleans and lists of them.
 	Accepted map[string]any
+	// Edit says the form corrects a complete call before its card is
+	// confirmed (Edit): a field opens on the model's accepted value only,
+	// never on a default, and otherwise empty.
+	Edit bool
 }
 
 // Plan decides what happens to one call of action a. schema is the tool's
@@ -163,6 +167,45 @@ func Plan(a *policies.Action, schema json.RawMessage, args []byte) Decision {
 			d.Accepted = map[string]any{}
 		}
 		d.Accepted[f] = v
+	}
+	return d
+}
+
+// Edit is the decision of the form that lets the person correct a card's
+// editable arguments (card.editable) before confirming: every editable
+// field, opening on the model's value where it is safe to show (SafeToShow:
+// no control, line-separator, direction or private-use character) and the
+// field takes it (the schema's rules as a form checks them); every other
+// field opens empty. args are the call's arguments as held.
+func Edit(a *policies.Action, args []byte) Decision {
+	if a == nil || a.Card == nil || len(a.Card.Editable) == 0 {
+		return Decision{}
+	}
+	d := Decision{Outcome: Ask, Fields: slices.Clone(a.Card.Editable), Edit: true}
+	props, err := a.FormProperties(nil)
+	if err != nil {
+		return d
+	}
+	given := topLevel(args)
+	for _, p := range props {
+		if !slices.Contains(d.Fields, p.Key) {
+			continue
+		}
+		v, ok := given[p.Key]
+		if !ok || v == nil || !SafeToShow(v) {
+			continue
+		}
+		var choices []policies.Choice
+		if a.Ask != nil {
+			choices = a.Ask.Choices[p.Key]
+		}
+		if policies.Fits(p, choices, v) != "" {
+			continue
+		}
+		if d.Accepted == nil {
+			d.Accepted = map[string]any{}
+		}
+		d.Accepted[p.Key] = v
 	}
 	return d
 }

@@ -46,6 +46,11 @@ type HoldView struct {
 	// note to the assistant (the action's decline_note): post it as note
 	// with the decline, at most MaxDeclineNote characters.
 	DeclineNote bool `json:"decline_note,omitempty"`
+	// Edit is the form of the card's editable arguments (card.editable),
+	// opening on the model's values where they are safe to show, while
+	// the viewer may confirm it: the confirmation may carry the person's
+	// corrections (Gate.Confirm). Nil when there is none.
+	Edit *forms.Form `json:"edit,omitempty"`
 }
 
 // Localized is what the policy says of a hold in the person's language.
@@ -168,6 +173,15 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 		}
 		loc.Sentence, loc.SentenceLang = localReason(a, hv.Card.Sentence, prefs)
 		loc.Rows = localRows(a, hv.Card.Rows, prefs)
+		if hv.State == store.Waiting && r.confirm {
+			f, ok, err := g.editForm(ctx, a, h, lang)
+			if err != nil {
+				g.log.Error("building the edit form", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
+			}
+			if ok {
+				hv.Edit = &f
+			}
+		}
 	case store.KindForm:
 		if hv.State != store.Waiting {
 			// A form is shown only while it waits; its sentence stays.
@@ -218,30 +232,29 @@ func (g *Gate) AnswerOnly(ctx context.Context, stepID, holdID string, who Person
 }
 
 func (g *Gate) answer(ctx context.Context, stepID, holdID string, who Person, choice string, view bool) (HoldView, error) {
+	if choice == store.AnswerConfirm {
+		return g.confirm(ctx, stepID, holdID, who, "", Edits{}, view) // as the model gave it
+	}
 	h, r, err := g.answerable(ctx, stepID, holdID, who)
 	if err != nil {
 		return HoldView{}, err
 	}
 	switch {
-	case h.Kind == store.KindCard && (choice == store.AnswerConfirm || choice == store.AnswerDecline):
+	case h.Kind == store.KindCard && choice == store.AnswerDecline:
 	case h.Kind == store.KindForm && (choice == store.AnswerDecline || choice == store.AnswerLater):
 	default:
 		return HoldView{}, ErrChoice
-	}
-	if choice == store.AnswerConfirm && !r.confirm {
-		g.log.Warn("answer refused: four_eyes, the owner may not confirm their own call", zap.String("hold_id", h.ID), zap.String("action", h.Action),
-			zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
-		return HoldView{}, ErrFourEyes
 	}
 	return g.claimAndRelease(ctx, h, who, r, choice, nil, view)
 }
 
 // claimAndRelease claims a hold once for the person's answer and, when it
 // completes the step, releases the step. With view, it returns the hold
-// as it is then.
-func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, who Person, r rights, choice string, values json.RawMessage, view bool) (HoldView, error) {
+// as it is then. events are appended with the claim (an answered event
+// made by the caller stands for the one audited would make).
+func (g *Gate) claimAndRelease(ctx context.Context, h store.Hold, who Person, r rights, choice string, values json.RawMessage, view bool, events ...store.Event) (HoldView, error) {
 	person := who.Owner
-	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, By: person, Values: values})
+	claimed, err := g.cfg.Store.Claim(ctx, h.ID, store.Answer{Choice: choice, By: person, Values: values}, events...)
 	if err != nil {
 		g.log.Info("answer refused", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("answered_by", person), zap.String("answer", choice), zap.Error(err))
 		return HoldView{}, err
@@ -276,7 +289,7 @@ func Status(err error) int {
 		return 404
 	case errors.Is(err, ErrChoice):
 		return 400
-	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrFourEyes), errors.Is(err, ErrBadToken), errors.Is(err, store.ErrAnswered), errors.Is(err, store.ErrExpired):
+	case errors.Is(err, ErrNotOwner), errors.Is(err, ErrFourEyes), errors.Is(err, ErrNotEditable), errors.Is(err, ErrBadToken), errors.Is(err, store.ErrAnswered), errors.Is(err, store.ErrExpired):
 		return 409
 	case errors.Is(err, store.ErrUnavailable):
 		return 503

@@ -247,6 +247,9 @@ func (g *Gate) submittedOf(h store.Hold) (submitted, error) {
 func (g *Gate) withPerson(h store.Hold, o Outcome) Outcome {
 	if h.Answer != store.AnswerSubmit {
 		o.Person = personConfirmed
+		if e, ok, _ := g.editOf(h); ok {
+			o.Changed = e.Changed
+		}
 		return o
 	}
 	s, err := g.submittedOf(h)

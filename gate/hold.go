@@ -351,7 +351,7 @@ func (f *Front) card(ctx context.Context, a *policies.Action, args []byte, rl ru
 		}
 		record = body
 	}
-	card, err := cards.Build(a.Card, record)
+	card, err := cards.Build(a.Card, record, args)
 	if err != nil {
 		return refuse("record", "the record is not JSON; nothing ran.")
 	}

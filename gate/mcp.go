@@ -99,8 +99,9 @@ type MCPVerdict struct {
 
 // MCPRelay is what WrapMCP needs to carry a server's round trip.
 type MCPRelay struct {
-	call MCPCall
-	args []byte // the arguments the server saw
+	call    MCPCall
+	args    []byte   // the arguments the server saw
+	changed []string // the fields the person corrected, said before the server's result
 }
 
 // mcpState is the signed part of a requestState of ours.
@@ -609,12 +610,31 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 	if !confirmedByRightPerson(h, a) {
 		return f.mcpRefuse(c, "other_person", "it was confirmed by someone else; nothing ran.")
 	}
-	if !g.sameCard(ctx, h, a) {
+	args, print := h.Arguments, h.Fingerprint
+	var changed []string
+	if o, _ := decodeOutcome(h.Outcome); len(o.Changed) > 0 {
+		// Confirmed with corrections: exactly those arguments go on, once.
+		// A retry that finds them gone (used by an earlier retry, or
+		// unreadable) runs nothing rather than the model's arguments.
+		e, ok, err := g.editOf(h)
+		if err != nil || !ok {
+			g.log.Warn("mcp confirmed call's edits are gone", zap.String("hold_id", h.ID), zap.String("action", c.Name), zap.Error(err))
+			return f.mcpRefuse(c, "edit_gone", "the person's corrections are no longer kept (the call went on once already, or they cannot be read); nothing ran.")
+		}
+		args, print, changed = e.Args, e.Print, e.Changed
+	}
+	if g.recheckWith(ctx, h, a, args, print).Kind != "" {
 		return MCPVerdict{Result: interceptor.MCPToolError(OutcomeChanged, c.Modern)}
 	}
-	g.log.Info("mcp confirmed call goes to the server", zap.String("hold_id", h.ID), zap.String("action", c.Name), zap.String("answered_by", h.AnsweredBy))
+	if len(changed) > 0 {
+		if err := g.cfg.Store.DropReply(ctx, h.ID); err != nil {
+			g.log.Error("dropping the used edits of an mcp confirmation; nothing ran", zap.String("hold_id", h.ID), zap.Error(err))
+			return f.mcpRefuse(c, "store", "the gate's store is unavailable; nothing ran.")
+		}
+	}
+	g.log.Info("mcp confirmed call goes to the server", zap.String("hold_id", h.ID), zap.String("action", c.Name), zap.String("answered_by", h.AnsweredBy), zap.Strings("changed", changed))
 	g.audit(store.Event{Kind: store.EventReleased, HoldID: h.ID, Endpoint: "mcp tools/call " + c.Name})
-	return MCPVerdict{Rewritten: true, Arguments: h.Arguments, State: upstream, Responses: rest, Relay: &MCPRelay{call: c, args: h.Arguments}}
+	return MCPVerdict{Rewritten: true, Arguments: args, State: upstream, Responses: rest, Relay: &MCPRelay{call: c, args: args, changed: changed}}
 }
 
 // WrapMCP carries the MCP server's own input_required through: its
@@ -623,7 +643,16 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 func (f *Front) WrapMCP(ctx context.Context, r *MCPRelay, result []byte) []byte {
 	upstream, keys, ok := interceptor.MCPUpstreamInput(result)
 	if !ok {
-		return nil
+		if len(r.changed) == 0 {
+			return nil
+		}
+		// The model reads which fields the person changed, never the
+		// values, before what the server answered (edit.go).
+		out, err := interceptor.MCPPrependText(result, Outcome{Person: personConfirmed, Changed: r.changed}.person()+".")
+		if err != nil {
+			return nil
+		}
+		return out
 	}
 	c := r.call
 	for _, k := range keys {

@@ -2,10 +2,12 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -140,13 +142,14 @@ func newModelWorker(t *testing.T, pg bool) *modelWorker {
 	for _, r := range []*rig{wk.mem, wk.disk} {
 		// Another app's route: its delete_post runs another endpoint.
 		r.routes = map[string]*policies.Policy{shopRoute: r.parsePolicy(shopRoute, func(s string) string {
-			return strings.ReplaceAll(s, r.app.URL+"/posts/", r.app.URL+"/shopitems/")
+			return strings.ReplaceAll(withNote(t, s), r.app.URL+"/posts/", r.app.URL+"/shopitems/")
 		})}
-		// The main route's delete_post takes a decline note (note.go) in
-		// both versions.
-		wk.versions[r] = [2]*policies.Policy{r.parsePolicy(mainRoute, withDeclineNote), r.parsePolicy(mainRoute, func(s string) string {
-			return withDeclineNote(strings.Replace(s, "method: DELETE", "method: POST", 1))
-		})}
+		// The main route's delete_post takes a decline note (note.go) and
+		// an edit of its note argument (edit.go) in both versions.
+		wk.versions[r] = [2]*policies.Policy{r.parsePolicy(mainRoute, func(s string) string { return withDeclineNote(withNote(t, s)) }),
+			r.parsePolicy(mainRoute, func(s string) string {
+				return withDeclineNote(strings.Replace(withNote(t, s), "method: DELETE", "method: POST", 1))
+			})}
 		r.app.Script(func(key string) (testkit.Behaviour, int) {
 			if s, ok := wk.behaves.Load(key); ok {
 				return s.(endpointScript).behave, s.(endpointScript).status
@@ -156,6 +159,20 @@ func newModelWorker(t *testing.T, pg bool) *modelWorker {
 	}
 	return wk
 }
+
+// withNote gives the policy's delete_post an optional note the person may
+// correct before confirming (card.editable): the model's confirmations
+// sometimes carry one.
+func withNote(t *testing.T, policy string) string {
+	const from = "        post: {type: integer}\n      required: [post]\n    card:\n      reason: Delete this post?\n"
+	if !strings.Contains(policy, from) {
+		t.Fatal("test broken: delete_post is not as withNote expects")
+	}
+	return strings.Replace(policy, from, "        post: {type: integer}\n        note: {type: string}\n      required: [post]\n    card:\n      reason: Delete this post?\n      editable: [note]\n", 1)
+}
+
+// editedNote is the note a corrected confirmation gives.
+const editedNote = "n"
 
 // faultStore is the store as a gate sees it, with one-shot faults that
 // stand for the process dying inside a release: a Begin that fails (the
@@ -247,6 +264,7 @@ type modelHold struct {
 	refused      bool   // refused when it was held
 	answer       string // the answer it must have ("" none yet; store.AnswerFollowed: its primary's)
 	script       endpointScript
+	edited       bool     // confirmed with a corrected note (card.editable): the release carries it
 	changed      bool     // its record changed while it waited
 	changedFirst bool     // ... before its release reached the app: it must never run
 	reloaded     bool     // the route's policy was swapped while it lived: it may read that the policy changed
@@ -640,11 +658,15 @@ func (s *sequence) answer() error {
 	}
 	s.log("%s(conv %d %s)%s", choice, h.conv.n, h.callID, map[bool]string{true: " with a note"}[note != ""])
 	var err error
+	edit := choice == store.AnswerConfirm && s.rnd.IntN(2) == 0
 	switch {
 	case choice == store.AnswerSubmit:
 		_, err = s.r.gate.Submit(context.Background(), h.conv.step, h.id, s.who, "", map[string][]string{"body": {"Text"}}, nil, false)
 	case note != "":
 		_, err = s.r.gate.Decline(context.Background(), h.conv.step, h.id, s.who, note)
+	case edit:
+		s.log("(with an edit)")
+		_, err = s.r.gate.Confirm(context.Background(), h.conv.step, h.id, s.who, "", Edits{JSON: []byte(`{"note":"` + editedNote + `"}`)})
 	default:
 		_, err = s.r.gate.Answer(context.Background(), h.conv.step, h.id, s.who, choice)
 	}
@@ -657,6 +679,7 @@ func (s *sequence) answer() error {
 		return fmt.Errorf("%s of a hold answered %q: %v (status %d), want 409", choice, h.answer, err, Status(err))
 	}
 	if want {
+		to.edited = edit
 		s.decide(to, choice)
 		to.note = note
 	}
@@ -780,6 +803,19 @@ func (s *sequence) check(stats *modelStats) error {
 			if runs > 1 {
 				return fmt.Errorf("%s reached the app %d times", h.callID, runs)
 			}
+			if runs == 1 && !h.form {
+				// The release carries exactly what the person confirmed.
+				want := map[string]any{"post": float64(h.post)}
+				if h.edited {
+					want["note"] = editedNote
+				}
+				for _, c := range s.r.app.Calls() {
+					var got map[string]any
+					if c.Header.Get("Idempotency-Key") == h.id && (json.Unmarshal(c.Body, &got) != nil || !reflect.DeepEqual(got, want)) {
+						return fmt.Errorf("%s ran with %s, want %v", h.callID, c.Body, want)
+					}
+				}
+			}
 			if st := stored[i].State; st != store.Settled {
 				return fmt.Errorf("%s ended %s, not settled (answer %q)", h.callID, st, stored[i].Answer)
 			}
@@ -879,6 +915,10 @@ func (h *modelHold) judge(text string, runs int, fault string) (string, error) {
 		return "", fmt.Errorf("ran against a record that changed after the person saw it (read %q)", text)
 	}
 	person, reply := PersonConfirmed, "Removed."
+	var changed []string
+	if h.edited {
+		person, changed = PersonConfirmedWith+"note", []string{"note"}
+	}
 	if h.form {
 		person, reply = PersonFilledIn+"body", "Drafted."
 	}
@@ -898,8 +938,8 @@ func (h *modelHold) judge(text string, runs int, fault string) (string, error) {
 		// The app answers at once, but a loaded machine can miss the
 		// action timeout: the outcome is unknown, which is honest.
 		return "slow: unknown", nil
-	case !h.form && text == outcomeUnchecked(uncheckedDown):
-		return fixed("slow: unchecked", outcomeUnchecked(uncheckedDown))
+	case !h.form && text == (Outcome{Kind: ResultUnchecked, Person: personConfirmed, Why: uncheckedDown, Changed: changed}).sentence(""):
+		return fixed("slow: unchecked", text)
 	case text == Ran{Text: clauseNotSent}.After(person):
 		// No connection within the action timeout: nothing was sent.
 		return fixed("slow: not reached", text)
@@ -920,6 +960,9 @@ func (h *modelHold) judge(text string, runs int, fault string) (string, error) {
 	}
 	switch h.script.status {
 	case 200:
+		if h.edited {
+			return ran("ran with changes", Ran{OK: true, Text: reply}.After(person))
+		}
 		return ran("ran", Ran{OK: true, Text: reply}.After(person))
 	case 500:
 		return ran("app failed", Ran{Text: "the app failed (HTTP 500); it may or may not have made changes; nothing was retried."}.After(person))
@@ -950,7 +993,7 @@ func (m *modelStats) String() string {
 	defer m.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d holds:", m.holds)
-	for _, k := range []string{"ran", "app failed", "app refused", "dropped: unknown", "no answer: unknown", "cut after the send: unknown",
+	for _, k := range []string{"ran", "ran with changes", "app failed", "app refused", "dropped: unknown", "no answer: unknown", "cut after the send: unknown",
 		"changed", "declined", "declined with a note", "later", "moved on", "timed out", "refused at hold", "followed", "policy changed", "slow: unknown", "slow: unchecked", "slow: not reached"} {
 		fmt.Fprintf(&b, " %s %d;", k, m.kinds[k])
 	}

@@ -39,7 +39,10 @@ const (
 const (
 	PersonConfirmed = "The person confirmed"
 	PersonFilledIn  = "The person filled in: "
-	PersonSubmitted = "The person submitted the form without filling in a field"
+	// PersonConfirmedWith starts the person's part of a card confirmed
+	// with corrections; the changed fields' names follow.
+	PersonConfirmedWith = "The person confirmed with changes to: "
+	PersonSubmitted     = "The person submitted the form without filling in a field"
 	// personAnsweredPart stands in for a form's part when its answer
 	// cannot be read back (personPart).
 	personAnsweredPart = "The person answered"
@@ -160,7 +163,10 @@ type Outcome struct {
 	// be read back).
 	Person string   `json:"person,omitempty"`
 	Filled []string `json:"filled,omitempty"`
-	Status int      `json:"status,omitempty"` // the app's HTTP status
+	// Changed names the arguments the person corrected before confirming
+	// (card.editable); none when they confirmed the call as it was.
+	Changed []string `json:"changed,omitempty"`
+	Status  int      `json:"status,omitempty"` // the app's HTTP status
 	// Why says more: why a card could not be checked (unchecked*), why an
 	// outcome is unknown (Unknown*), why nothing ran (notRun*).
 	Why string `json:"why,omitempty"`
@@ -261,6 +267,9 @@ func (o Outcome) person() string {
 	case personAnswered:
 		return personAnsweredPart
 	}
+	if len(o.Changed) > 0 {
+		return PersonConfirmedWith + strings.Join(o.Changed, ", ")
+	}
 	return PersonConfirmed
 }
 
@@ -292,7 +301,7 @@ func (o Outcome) sentence(reply string) string {
 		}
 		return but(clauseInvalid + fields + "; nothing ran.")
 	case ResultUnchecked:
-		return PersonConfirmed + ", but the record could not be checked (" + o.Why + "); nothing ran."
+		return o.person() + ", but the record could not be checked (" + o.Why + "); nothing ran."
 	case ResultChanged:
 		return OutcomeChanged
 	case ResultNotRun:

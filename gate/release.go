@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -100,8 +101,9 @@ func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
 	case moved.Kind != "":
 		outcome = moved
 	case h.Answer == store.AnswerConfirm && h.Protocol == ProtocolMCP:
-		// The MCP client's retry runs it (Front.MCP), not the page.
-		outcome = Outcome{Kind: ResultConfirmedMCP}
+		// The MCP client's retry runs it (Front.MCP), not the page: the
+		// person's corrections are kept sealed for it (edit.go).
+		outcome, reply = g.mcpConfirmed(h)
 	case h.Answer == store.AnswerConfirm:
 		outcome, reply, released, ok = g.runCard(ctx, h)
 	case h.Answer == store.AnswerSubmit:
@@ -115,6 +117,23 @@ func (g *Gate) releaseHold(ctx context.Context, h store.Hold) {
 	if ok {
 		g.settleWithReply(ctx, h, outcome, reply, released...)
 	}
+}
+
+// mcpConfirmed is the outcome of a card confirmed on the page for an
+// MCP client, and what it keeps for the client's retry: the person's
+// corrections, sealed as the hold's reply (settleWithReply seals it; the
+// retry reads it with editOf and drops it once used).
+func (g *Gate) mcpConfirmed(h store.Hold) (Outcome, string) {
+	e, ok, err := g.editOf(h)
+	if err != nil {
+		g.log.Error("reading the person's edits", zap.String("hold_id", h.ID), zap.Error(err))
+		return Outcome{Kind: ResultNotRun, Why: notRunAnswerLost}, ""
+	}
+	if !ok {
+		return Outcome{Kind: ResultConfirmedMCP}, ""
+	}
+	kept, _ := json.Marshal(e)
+	return Outcome{Kind: ResultConfirmedMCP, Changed: e.Changed}, string(kept)
 }
 
 // unansweredOutcome is the outcome of a hold answered without a run.
@@ -141,14 +160,24 @@ func (g *Gate) runCard(ctx context.Context, h store.Hold) (outcome Outcome, repl
 		g.cfg.Observer.Decided(h.Action, "policy_gone")
 		return Outcome{Kind: ResultNotRun, Why: notRunPolicyGone}, "", nil, true
 	}
-	if out := g.recheck(ctx, h, a); out.Kind != "" {
+	args, print := h.Arguments, h.Fingerprint
+	e, edited, err := g.editOf(h)
+	if err != nil {
+		g.log.Error("reading the person's edits", zap.String("hold_id", h.ID), zap.Error(err))
+		return Outcome{Kind: ResultNotRun, Why: notRunAnswerLost}, "", nil, true
+	}
+	if edited {
+		args, print = e.Args, e.Print // exactly what the person confirmed
+	}
+	if out := g.recheckWith(ctx, h, a, args, print); out.Kind != "" {
+		out.Changed = e.Changed
 		return out, "", nil, true
 	}
 	if a.Run.URL == nil {
 		return Outcome{Kind: ResultNotRun, Why: notRunNoEndpoint}, "", nil, true
 	}
-	outcome, reply, released, ok = g.send(ctx, h, a, h.Arguments)
-	outcome.Person = personConfirmed
+	outcome, reply, released, ok = g.send(ctx, h, a, args)
+	outcome.Person, outcome.Changed = personConfirmed, e.Changed
 	return outcome, reply, released, ok
 }
 
@@ -160,24 +189,22 @@ func (g *Gate) action(h store.Hold) *policies.Action {
 	return nil
 }
 
-// sameCard reports whether a confirmed hold's card reads as the person saw
-// it (recheck finds nothing).
-func (g *Gate) sameCard(ctx context.Context, h store.Hold, a *policies.Action) bool {
-	return g.recheck(ctx, h, a).Kind == ""
-}
-
-// recheck builds a confirmed hold's card again from the record, read as
+// recheckWith builds a confirmed hold's card again from the record, read as
 // the person who answered. It returns no outcome (Kind "") when it is the
 // card they confirmed, else the outcome: the record changed (a card that
 // reads differently), or could not be checked (not found, not allowed,
 // unavailable, unreadable), which is not a change.
-func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) Outcome {
+//
+// args are the arguments that are to run and print the fingerprint of the
+// card the person confirmed: the hold's own, or after corrections the
+// card built from them (edit.go).
+func (g *Gate) recheckWith(ctx context.Context, h store.Hold, a *policies.Action, args []byte, print string) Outcome {
 	if a == nil || a.Card == nil {
 		return uncheckedOutcome(uncheckedUnreadable)
 	}
 	var record []byte
 	if a.Card.Record != nil {
-		body, why := g.readRecord(ctx, h, a.Card.Record)
+		body, why := g.readRecord(ctx, h, a.Card.Record, args)
 		if why != "" {
 			g.cfg.Observer.Decided(h.Action, "unchecked")
 			g.log.Info("card could not be checked", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.String("why", why))
@@ -185,12 +212,12 @@ func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) Ou
 		}
 		record = body
 	}
-	card, err := cards.Build(a.Card, record)
+	card, err := cards.Build(a.Card, record, args)
 	if err != nil {
 		g.cfg.Observer.Decided(h.Action, "unchecked")
 		return uncheckedOutcome(uncheckedUnreadable)
 	}
-	if card.Fingerprint() != h.Fingerprint {
+	if card.Fingerprint() != print {
 		g.cfg.Observer.Decided(h.Action, "changed")
 		g.log.Info("card changed while waiting", zap.String("hold_id", h.ID), zap.String("action", h.Action))
 		return Outcome{Kind: ResultChanged}
@@ -202,8 +229,8 @@ func (g *Gate) recheck(ctx context.Context, h store.Hold, a *policies.Action) Ou
 
 // readRecord reads the record of a confirmed card as the person who
 // answered; why is "" or the reason it could not be read.
-func (g *Gate) readRecord(ctx context.Context, h store.Hold, record *policies.Template) (body []byte, why string) {
-	u, err := record.Expand(h.Arguments)
+func (g *Gate) readRecord(ctx context.Context, h store.Hold, record *policies.Template, args []byte) (body []byte, why string) {
+	u, err := record.Expand(args)
 	if err != nil {
 		g.log.Error("policy error: expanding record url", zap.String("action", h.Action), zap.Error(err))
 		return nil, uncheckedDown

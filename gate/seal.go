@@ -48,7 +48,10 @@ import (
 // What a sealed value is for; part of its key and of its additional data.
 const (
 	sealValues = "values" // the person's form values (submitted)
-	sealReply  = "reply"  // the app's answer to a read, for the model
+	// sealReply: the app's answer to a read, for the model; for a card
+	// confirmed over MCP with corrections, the corrections, kept until
+	// the client's retry runs them (edit.go).
+	sealReply = "reply"
 )
 
 // sealVersion starts every sealed value.

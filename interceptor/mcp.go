@@ -331,6 +331,23 @@ func MCPUpstreamInput(result []byte) (state string, keys []string, ok bool) {
 	return r.Get("requestState").String(), keys, true
 }
 
+// MCPPrependText puts a text content item before a tool result's content
+// (a result without a content list gets one holding only it).
+func MCPPrependText(result []byte, text string) ([]byte, error) {
+	item := gjson.AppendJSONString([]byte(`{"type":"text","text":`), text)
+	item = append(item, '}')
+	list := []byte{'['}
+	list = append(list, item...)
+	if c := gjson.GetBytes(result, "content"); c.IsArray() {
+		c.ForEach(func(_, v gjson.Result) bool {
+			list = append(append(list, ','), v.Raw...)
+			return true
+		})
+	}
+	list = append(list, ']')
+	return sjson.SetRawBytes(result, "content", list)
+}
+
 // SetMCPState replaces a result's requestState.
 func SetMCPState(result []byte, state string) ([]byte, error) {
 	return sjson.SetBytes(result, "requestState", state)

@@ -62,7 +62,7 @@ func TestLabelsInThePersonsLanguage(t *testing.T) {
 	}
 
 	// The card and its fingerprint are those of the untranslated policy.
-	want, err := cards.Build(plain.Action("delete_post").Card, []byte(`{"title":"Spring meetup"}`))
+	want, err := cards.Build(plain.Action("delete_post").Card, []byte(`{"title":"Spring meetup"}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

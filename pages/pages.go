@@ -51,6 +51,7 @@ type answer struct {
 	Note string `json:"note,omitempty"`
 
 	form url.Values // a form's answer, form-encoded (without hold, answer, token)
+	edit bool       // the post is a card's edit form (gate.EditMarker)
 }
 
 // Token is the per-hold CSRF token: an HMAC of the hold id and its owner
@@ -220,9 +221,19 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 		return
 	}
 	var hv gate.HoldView
-	if a.Answer == "submit" {
-		check := r.Header.Get("Precognition") == "true"
-		hv, err = p.Gate.Submit(r.Context(), stepID, a.Hold, who, r.Header.Get("Accept-Language"), a.form, a.Values, check)
+	if a.Answer == "submit" || a.Answer == "confirm" {
+		check := r.Header.Get("Precognition") == "true" && a.Answer == "submit"
+		if a.Answer == "submit" {
+			hv, err = p.Gate.Submit(r.Context(), stepID, a.Hold, who, r.Header.Get("Accept-Language"), a.form, a.Values, check)
+		} else if a.Note != "" {
+			err = gate.ErrNote // a note goes with a decline only
+		} else if edits := (gate.Edits{Form: a.form, Posted: a.edit, JSON: a.Values}); wantsJSON(r) || isJSON(r) {
+			hv, err = p.Gate.Confirm(r.Context(), stepID, a.Hold, who, r.Header.Get("Accept-Language"), edits)
+		} else {
+			// The page redirects to the step, which reads it again: no
+			// view of the answered hold is needed here.
+			err = p.Gate.ConfirmOnly(r.Context(), stepID, a.Hold, who, r.Header.Get("Accept-Language"), edits)
+		}
 		var fe gate.FieldErrors
 		if errors.As(err, &fe) {
 			// Laravel Precognition's shape: {"errors": {field: [rules]}}.
@@ -260,6 +271,9 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 		// of the answered hold is needed here.
 		err = p.Gate.AnswerOnly(r.Context(), stepID, a.Hold, who, a.Answer)
 	}
+	if errors.Is(err, gate.ErrNotEditable) {
+		p.log().Warn("answer changing an argument that is not editable refused", zap.String("hold_id", a.Hold), zap.String("answered_by", who.Owner), zap.String("tenant", who.Tenant))
+	}
 	if err != nil {
 		status := gate.Status(err)
 		msg := func(w *words) string { return w.AnswerRefused }
@@ -268,6 +282,9 @@ func (p *Pages) answer(w http.ResponseWriter, r *http.Request, stepID string, wh
 		}
 		if errors.Is(err, gate.ErrNote) {
 			msg = func(w *words) string { return w.NoteRefused }
+		}
+		if errors.Is(err, gate.ErrNotEditable) {
+			msg = func(w *words) string { return w.NotEditable }
 		}
 		if status >= 500 {
 			p.log().Error("answering", zap.Error(err))
@@ -311,6 +328,8 @@ func readAnswer(r *http.Request) (answer, error) {
 	for k, v := range r.PostForm {
 		switch k {
 		case "hold", "answer", "token":
+		case gate.EditMarker:
+			a.edit = true
 		default:
 			a.form[k] = v
 		}

@@ -46,6 +46,9 @@ type holdPage struct {
 	SentenceLang string // its language when not the page's
 	Rows         []rowPage
 	Fields       []fieldPage
+	// EditFields are a waiting card's editable arguments (card.editable),
+	// posted with its Confirm; nil when it has none.
+	EditFields []fieldPage
 }
 
 type rowPage struct {
@@ -57,6 +60,7 @@ type rowPage struct {
 // fieldPage is one form field with what the control shows.
 type fieldPage struct {
 	forms.Field
+	W        *words
 	ID       string // the control's id; ErrID and HelpID name its error list and help
 	ErrID    string
 	HelpID   string
@@ -78,12 +82,15 @@ func newPage(sp speech, v gate.StepView, tokens map[string]string, notice string
 	for i, h := range v.Holds {
 		hp := newHoldPage(sp, h, tokens[h.ID], v.Approver)
 		if pg.Current == nil && h.State == store.Waiting {
+			var r *refusedAnswer
+			if refused != nil && refused.hold == h.ID {
+				r = refused
+			}
 			if h.Form != nil {
-				var r *refusedAnswer
-				if refused != nil && refused.hold == h.ID {
-					r = refused
-				}
 				hp.Fields = fieldPages(sp, *h.Form, r)
+			}
+			if h.Edit != nil && hp.MayConfirm {
+				hp.EditFields = fieldPages(sp, *h.Edit, r)
 			}
 			pg.Current, pg.Number = &hp, i+1
 			continue
@@ -172,7 +179,7 @@ func fieldPages(sp speech, f forms.Form, refused *refusedAnswer) []fieldPage {
 		if !safeID(id) {
 			id = fmt.Sprint(i)
 		}
-		fp := fieldPage{Field: fd, ID: "f-" + id, ErrID: "err-" + id, Textarea: slices.Contains(f.Textarea, fd.Key)}
+		fp := fieldPage{Field: fd, W: sp.W, ID: "f-" + id, ErrID: "err-" + id, Textarea: slices.Contains(f.Textarea, fd.Key)}
 		if fd.Description != "" {
 			fp.HelpID = "help-" + id
 		}
@@ -297,38 +304,17 @@ var pageTemplate = template.Must(template.Must(template.Must(template.New("page"
 <h1 id="heading">{{.Heading}}</h1>
 {{with .Note}}<p class="note">{{.}}</p>{{end}}
 {{template "said" .}}
+{{template "edit" .}}
 <div class="actions">
 {{if .MayDecline}}<form method="post"{{if .DeclineNote}} class="with-note"{{end}}><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="decline">{{template "note" .}}<button type="submit" class="decline">{{$.W.Decline}}</button></form>{{end}}
-{{if .MayConfirm}}<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">{{$.W.Confirm}}</button></form>{{end}}
+{{if and .MayConfirm (not .EditFields)}}<form method="post"><input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="answer" value="confirm"><button type="submit" class="confirm">{{$.W.Confirm}}</button></form>{{end}}
 </div>
 {{else if .Form}}
 <h1 id="heading">{{$.W.WaitingForm}}</h1>
 {{template "said" .}}
 <form method="post" id="form-{{.ID}}" class="answer">
 <input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}">
-{{range .Fields}}
-<div class="field" data-field="{{.Key}}">
-{{if eq .Kind "checkbox"}}
-<label class="name"><input type="checkbox" name="{{.Key}}" value="true" id="{{.ID}}"{{if .Checked}} checked{{end}}{{template "describedby" .}}> {{.Label}}</label>
-{{else if eq .Kind "multiselect"}}{{$key := .Key}}{{$f := .}}
-<fieldset aria-describedby="{{if .HelpID}}{{.HelpID}} {{end}}{{.ErrID}}"><legend class="name">{{.Label}}{{if .Required}} <span class="req">{{$.W.Required}}</span>{{end}}</legend>
-<input type="hidden" name="{{$key}}" value="">
-{{range .Options}}<label><input type="checkbox" name="{{$key}}" value="{{.Value}}"{{if .Selected}} checked{{end}}{{if $f.Errors}} aria-invalid="true"{{end}}> {{.Label}}</label><br>{{end}}
-</fieldset>
-{{else}}
-<label class="name" for="{{.ID}}">{{.Label}}{{if .Required}} <span class="req">{{$.W.Required}}</span>{{end}}</label>
-{{end}}
-{{if .HelpID}}<p class="help" id="{{.HelpID}}">{{.Description}}</p>{{end}}
-{{if eq .Kind "select"}}
-<select name="{{.Key}}" id="{{.ID}}"{{if .Required}} required{{end}}{{template "describedby" .}}><option value="">{{$.W.Choose}}</option>{{range .Options}}<option value="{{.Value}}"{{if .Selected}} selected{{end}}>{{.Label}}</option>{{end}}</select>
-{{else if .Textarea}}
-<textarea name="{{.Key}}" id="{{.ID}}" rows="6"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{template "describedby" .}}>{{.Text}}</textarea>
-{{else if .Input}}
-<input type="{{.Input}}" name="{{.Key}}" id="{{.ID}}" value="{{.Text}}"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{with .Minimum}} min="{{.}}"{{end}}{{with .Maximum}} max="{{.}}"{{end}}{{if eq .Kind "integer"}} step="1"{{else if eq .Kind "number"}} step="any"{{end}}{{if eq .Kind "datetime"}} placeholder="2026-12-01T09:00:00Z"{{end}}{{template "describedby" .}}>
-{{end}}
-<div class="errors" id="{{.ErrID}}" data-for="{{.Key}}" aria-live="polite">{{range .Errors}}<p class="error"{{with .Lang}} lang="{{.}}"{{end}}>{{.Text}}</p>{{end}}</div>
-</div>
-{{end}}
+{{range .Fields}}{{template "field" .}}{{end}}
 <div class="errors" id="err-" data-for="" aria-live="polite"></div>
 <div class="actions">
 <button type="submit" name="answer" value="submit" class="submit">{{$.W.Submit}}</button>
@@ -393,6 +379,35 @@ document.querySelectorAll('form.answer').forEach(function (form) {
 </body>
 </html>
 {{define "status"}}<span class="head">{{.Head}}</span>{{with .Detail}} <span class="detail"{{with $.DetailLang}} lang="{{.}}"{{end}}>{{.}}</span>{{end}}{{end}}
+{{define "field"}}<div class="field" data-field="{{.Key}}">
+{{if eq .Kind "checkbox"}}
+<label class="name"><input type="checkbox" name="{{.Key}}" value="true" id="{{.ID}}"{{if .Checked}} checked{{end}}{{template "describedby" .}}> {{.Label}}</label>
+{{else if eq .Kind "multiselect"}}{{$key := .Key}}{{$f := .}}
+<fieldset aria-describedby="{{if .HelpID}}{{.HelpID}} {{end}}{{.ErrID}}"><legend class="name">{{.Label}}{{if .Required}} <span class="req">{{$.W.Required}}</span>{{end}}</legend>
+<input type="hidden" name="{{$key}}" value="">
+{{range .Options}}<label><input type="checkbox" name="{{$key}}" value="{{.Value}}"{{if .Selected}} checked{{end}}{{if $f.Errors}} aria-invalid="true"{{end}}> {{.Label}}</label><br>{{end}}
+</fieldset>
+{{else}}
+<label class="name" for="{{.ID}}">{{.Label}}{{if .Required}} <span class="req">{{$.W.Required}}</span>{{end}}</label>
+{{end}}
+{{if .HelpID}}<p class="help" id="{{.HelpID}}">{{.Description}}</p>{{end}}
+{{if eq .Kind "select"}}
+<select name="{{.Key}}" id="{{.ID}}"{{if .Required}} required{{end}}{{template "describedby" .}}><option value="">{{$.W.Choose}}</option>{{range .Options}}<option value="{{.Value}}"{{if .Selected}} selected{{end}}>{{.Label}}</option>{{end}}</select>
+{{else if .Textarea}}
+<textarea name="{{.Key}}" id="{{.ID}}" rows="6"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{template "describedby" .}}>{{.Text}}</textarea>
+{{else if .Input}}
+<input type="{{.Input}}" name="{{.Key}}" id="{{.ID}}" value="{{.Text}}"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{with .Minimum}} min="{{.}}"{{end}}{{with .Maximum}} max="{{.}}"{{end}}{{if eq .Kind "integer"}} step="1"{{else if eq .Kind "number"}} step="any"{{end}}{{if eq .Kind "datetime"}} placeholder="2026-12-01T09:00:00Z"{{end}}{{template "describedby" .}}>
+{{end}}
+<div class="errors" id="{{.ErrID}}" data-for="{{.Key}}" aria-live="polite">{{range .Errors}}<p class="error"{{with .Lang}} lang="{{.}}"{{end}}>{{.Text}}</p>{{end}}</div>
+</div>{{end}}
+{{define "edit"}}{{if .EditFields}}<form method="post" id="edit-{{.ID}}" class="edit">
+<input type="hidden" name="hold" value="{{.ID}}"><input type="hidden" name="token" value="{{.Token}}"><input type="hidden" name="_edit" value="1">
+<fieldset><legend class="name">{{.W.EditLegend}}</legend>
+{{range .EditFields}}{{template "field" .}}{{end}}
+<div class="errors" id="err-" data-for="" aria-live="polite"></div>
+</fieldset>
+<div class="actions"><button type="submit" name="answer" value="confirm" class="confirm">{{.W.Confirm}}</button></div>
+</form>{{end}}{{end}}
 {{define "describedby"}}{{if .HelpID}} aria-describedby="{{.HelpID}} {{.ErrID}}"{{else}} aria-describedby="{{.ErrID}}"{{end}}{{if .Errors}} aria-invalid="true"{{end}}{{end}}
 {{define "said"}}{{with .Sentence}}<p class="asker">{{$.Asker}}</p>
 <p class="sentence"{{with $.SentenceLang}} lang="{{.}}"{{end}}>{{.}}</p>{{end}}

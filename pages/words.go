@@ -33,6 +33,11 @@ type words struct {
 	FixFields         string // the notice above a form sent back with errors
 	Resumes           string // the app's answer waits: the assistant goes on once the person answers
 
+	// EditLegend heads a card's editable fields (card.editable);
+	// NotEditable refuses a confirmation that changes any other argument.
+	EditLegend  string
+	NotEditable string
+
 	// Buttons
 	Confirm string
 	Decline string
@@ -146,6 +151,8 @@ var english = words{
 	CannotShow:                 "This question cannot be shown right now.",
 	FixFields:                  "Please fix the fields marked below. Nothing ran.",
 	Resumes:                    "Your assistant is waiting for your answer and continues as soon as you have answered.",
+	EditLegend:                 "You may correct these before you confirm.",
+	NotEditable:                "This answer changes something that cannot be changed here. Nothing ran.",
 	Confirm:                    "Confirm",
 	Decline:                    "Decline",
 	NoteLabel:                  "Note to your assistant (optional)",
@@ -246,6 +253,8 @@ var german = words{
 	CannotShow:                 "Diese Frage kann gerade nicht angezeigt werden.",
 	FixFields:                  "Bitte korrigieren Sie die markierten Felder. Es wurde nichts ausgeführt.",
 	Resumes:                    "Ihr Assistent wartet auf Ihre Antwort und macht weiter, sobald Sie geantwortet haben.",
+	EditLegend:                 "Sie können dies vor dem Bestätigen korrigieren.",
+	NotEditable:                "Diese Antwort ändert etwas, das hier nicht geändert werden kann. Es wurde nichts ausgeführt.",
 	Confirm:                    "Bestätigen",
 	Decline:                    "Ablehnen",
 	NoteLabel:                  "Notiz an Ihren Assistenten (freiwillig)",
@@ -346,6 +355,8 @@ var french = words{
 	CannotShow:                 "Cette question ne peut pas être affichée pour le moment.",
 	FixFields:                  "Veuillez corriger les champs signalés ci-dessous. Rien n'a été exécuté.",
 	Resumes:                    "Votre assistant attend votre réponse et continuera dès que vous aurez répondu.",
+	EditLegend:                 "Vous pouvez corriger ceci avant de confirmer.",
+	NotEditable:                "Cette réponse modifie quelque chose qui ne peut pas être modifié ici. Rien n'a été exécuté.",
 	Confirm:                    "Confirmer",
 	Decline:                    "Refuser",
 	NoteLabel:                  "Note pour votre assistant (facultative)",
@@ -446,6 +457,8 @@ var spanish = words{
 	CannotShow:                 "Esta pregunta no se puede mostrar ahora.",
 	FixFields:                  "Corrige los campos marcados abajo. No se ejecutó nada.",
 	Resumes:                    "Tu asistente espera tu respuesta y continuará en cuanto hayas respondido.",
+	EditLegend:                 "Puede corregir esto antes de confirmar.",
+	NotEditable:                "Esta respuesta cambia algo que no se puede cambiar aquí. No se ejecutó nada.",
 	Confirm:                    "Confirmar",
 	Decline:                    "Rechazar",
 	NoteLabel:                  "Nota para tu asistente (opcional)",

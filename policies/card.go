@@ -33,14 +33,26 @@ func (l *loader) card(n *yaml.Node, fields *fieldSet) (*Card, error) {
 		}
 	}
 	if rn := f["rows"]; !isNull(rn) {
-		if c.Rows, err = l.rows(rn); err != nil {
+		if c.Rows, err = l.rows(rn, c.Record != nil, fields); err != nil {
 			return nil, err
 		}
-		if len(c.Rows) > 0 && c.Record == nil {
-			return nil, l.errf(rn, "card.rows", "a row needs card.record")
-		}
+	}
+	if c.Editable, err = l.strList(f["editable"], "card.editable"); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// argsPrefix begins a row path that names a validated argument rather than
+// a value of the record.
+const argsPrefix = "args."
+
+// argsRow reads a row path args.<field>: the field, and whether the path
+// is one. The field is a top-level argument, named as URL templates name
+// them.
+func argsRow(path string) (field string, ok bool) {
+	field, ok = strings.CutPrefix(path, argsPrefix)
+	return field, ok
 }
 
 // record reads card.record: a URL template, or a mapping of url and method
@@ -71,7 +83,14 @@ func (l *loader) record(n *yaml.Node, fields *fieldSet) (*Template, error) {
 // as the operator wrote them. A row is label: path, or label: {path: ...,
 // label: ...} where the label is given per language ({en: Post, de:
 // Beitrag}); the en text is then the row's label, the key only names it.
-func (l *loader) rows(n *yaml.Node) ([]Row, error) {
+//
+// A card reads its rows from one source: the record when it has one, else
+// the validated arguments (args.<field>, plain text like the seed's summary
+// of the validated input). A card with a record may not show arguments
+// (what the person confirms is the record as it reads; a record that holds
+// an args object is read with the path args|field), and one without may
+// show only arguments, each a property of the action's schema.
+func (l *loader) rows(n *yaml.Node, record bool, fields *fieldSet) ([]Row, error) {
 	pairs, err := l.pairs(n, "card.rows")
 	if err != nil {
 		return nil, err
@@ -107,6 +126,22 @@ func (l *loader) rows(n *yaml.Node) ([]Row, error) {
 			return nil, l.errf(kv.value, key, "needs the gjson path of its value in the record")
 		}
 		row.Path = path
+		if field, ok := argsRow(path); ok {
+			switch {
+			case record:
+				return nil, l.errf(kv.value, key, "a card with card.record shows the record's values only; args.%s names an argument (a record's own args object is read with the path args|%s)", field, field)
+			case fields == nil:
+				return nil, l.errf(kv.value, key, "an args row needs the action's schema: it shows a validated argument")
+			case checkFieldName(field) != nil:
+				return nil, l.errf(kv.value, key, "args. names one top-level argument: letters, digits, _ and -")
+			}
+			if _, known := fields.props[field]; !known {
+				return nil, l.errf(kv.value, key, "names unknown field %q", field)
+			}
+			row.Arg = field
+		} else if !record {
+			return nil, l.errf(kv.value, key, "a row needs card.record, or a path args.<field> naming a validated argument")
+		}
 		rows = append(rows, row)
 	}
 	return rows, nil

@@ -77,14 +77,15 @@ type approversFile struct {
 
 // cardFile is an action's card.
 type cardFile struct {
-	Reason localizedFile      `yaml:"reason" required:"true" doc:"The sentence the person answers: a string, or one per language with an en entry (the en text is what the card is built and fingerprinted from, and what the model reads)."`
-	Record recordFile         `yaml:"record" doc:"The URL of the record the call acts on, read with GET as the person to fill the rows, and read again before the run to see it has not changed. May name top-level arguments in braces: {post}."`
-	Rows   map[string]rowFile `yaml:"rows" doc:"Label: gjson path of its value in the record, shown under the reason in the file's order; or label: {path, label} to give the label per language. Needs record."`
+	Reason   localizedFile      `yaml:"reason" required:"true" doc:"The sentence the person answers: a string, or one per language with an en entry (the en text is what the card is built and fingerprinted from, and what the model reads)."`
+	Record   recordFile         `yaml:"record" doc:"The URL of the record the call acts on, read with GET as the person to fill the rows, and read again before the run to see it has not changed. May name top-level arguments in braces: {post}."`
+	Rows     map[string]rowFile `yaml:"rows" doc:"Label: gjson path of its value in the record, shown under the reason in the file's order; or label: {path, label} to give the label per language. A path args.<field> shows a validated argument instead, as plain text, on a card without record only; every other path needs record."`
+	Editable fieldNames         `yaml:"editable" doc:"Arguments the person may correct before confirming, shown as inputs opening on the model's values. Each must be a property of the action's schema that a form can hold, and may not be named by card.record or run.url."`
 }
 
 // rowMappingFile is a card row given as a mapping.
 type rowMappingFile struct {
-	Path  string        `yaml:"path" required:"true" doc:"The gjson path of the row's value in the record."`
+	Path  string        `yaml:"path" required:"true" doc:"The gjson path of the row's value in the record, or args.<field> for a validated argument (a card without record only)."`
 	Label localizedFile `yaml:"label" doc:"The row's label: a string, or one per language with an en entry (the en text is what the card is built and fingerprinted from). Absent, the row's key is its label."`
 }
 

@@ -164,6 +164,9 @@ func (l *loader) readAction(key, n *yaml.Node, forbidden []string, file *Policy)
 	if err != nil {
 		return nil, err
 	}
+	if err := l.checkEditable(a, f["card"]); err != nil {
+		return nil, err
+	}
 	if a.Schema != nil {
 		// Mistakes that need the schema; without one the gate runs CheckAsk
 		// on the schema the request's tools give.

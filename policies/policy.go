@@ -260,15 +260,24 @@ type Card struct {
 	Record *Template
 	// Rows are shown under the reason, in the order of the file.
 	Rows []Row
+	// Editable are the arguments the person may correct before
+	// confirming, in the file's order: top-level properties of the
+	// action's schema that a form can hold, none of them named by the
+	// record or run URL (Action.PinnedFields). Nil: the call runs as the
+	// model gave it.
+	Editable []string
 }
 
 // Row is one line of a card: a label and the gjson path of its value in the
-// record's JSON.
+// record's JSON, or the validated argument it shows.
 type Row struct {
 	// Label is the plain label, or the en entry of one given per
 	// language: what the card is built and fingerprinted from.
 	Label string
-	Path  string
+	Path  string // as the file writes it (args.<field> for an argument)
+	// Arg is the top-level argument the row shows, when its path is
+	// args.<field> (a card without record only); "" for a record's value.
+	Arg string
 	// Labels is the label per language when the file gives one ({en:
 	// Post, de: Beitrag}): the person's page shows the one matching their
 	// Accept-Language. Nil for a plain label.

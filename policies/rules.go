@@ -301,7 +301,7 @@ func celJSON(v any) any {
 // from its schema's properties.
 const (
 	personType = "toolgate.Person"
-	argsPrefix = "toolgate.Args."
+	argsTypePrefix = "toolgate.Args."
 )
 
 // ruleTypes is the provider of an action's rules: the registry of CEL's
@@ -461,7 +461,7 @@ func ruleEnv(action string, fields *fieldSet, record bool) (*cel.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &ruleTypes{Registry: reg, argsName: argsPrefix + action}
+	p := &ruleTypes{Registry: reg, argsName: argsTypePrefix + action}
 	argsType := types.NewMapType(types.StringType, types.DynType)
 	if fields != nil && fields.props != nil {
 		p.args = make(map[string]*types.Type, len(fields.props))

@@ -52,9 +52,10 @@ func actionVersion(a *Action) string {
 		Label string
 	}
 	type card struct {
-		Reason string
-		Record string
-		Rows   []row
+		Reason   string
+		Record   string
+		Rows     []row
+		Editable []string `json:",omitempty"` // omitted when none: versions made before it stay
 	}
 	type ask struct {
 		Message               string
@@ -100,7 +101,7 @@ func actionVersion(a *Action) string {
 		v.Rules = append(v.Rules, rule{r.When, string(r.Then), r.Because, r.Approvers, r.FourEyes, r.TTL})
 	}
 	if a.Card != nil {
-		v.Card = &card{Reason: a.Card.Reason, Record: tmpl(a.Card.Record)}
+		v.Card = &card{Reason: a.Card.Reason, Record: tmpl(a.Card.Record), Editable: a.Card.Editable}
 		for _, r := range a.Card.Rows {
 			v.Card.Rows = append(v.Card.Rows, row{r.Label, r.Path})
 		}

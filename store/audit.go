@@ -105,6 +105,9 @@ type Event struct {
 
 	By     string `json:"by,omitempty"`     // who answered (or opened the page)
 	Answer string `json:"answer,omitempty"` // the answer (store.Answer* values)
+	// Changed names the arguments the person corrected before confirming
+	// a card (card.editable), never their values.
+	Changed []string `json:"changed,omitempty"`
 
 	// Endpoint is the action's method and URL as the policy writes it
 	// (the template, without the call's arguments); Status what it

@@ -1,0 +1,85 @@
+package policies
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// emailPolicy is an external action whose card shows validated arguments
+// and lets the person correct two of them.
+const emailPolicy = `actions:
+  send_email:
+    effect: external
+    schema:
+      type: object
+      properties:
+        to: {type: string, format: email}
+        subject: {type: string, maxLength: 200}
+        body: {type: string}
+        account: {type: string}
+        attachments: {type: array, items: {type: object}}
+        api_token: {type: string}
+      required: [to, subject, body, account]
+    card:
+      reason: Send this email?
+      rows: {To: args.to, Subject: args.subject}
+      editable: [subject, body]
+    run:
+      url: http://mail.internal/accounts/{account}/send
+`
+
+func TestEditableLoads(t *testing.T) {
+	p := mustLoad(t, "mail.yaml", emailPolicy)
+	c := p.Action("send_email").Card
+	if !reflect.DeepEqual(c.Editable, []string{"subject", "body"}) {
+		t.Errorf("Editable = %v", c.Editable)
+	}
+	want := []Row{{Label: "To", Path: "args.to", Arg: "to"}, {Label: "Subject", Path: "args.subject", Arg: "subject"}}
+	if !reflect.DeepEqual(c.Rows, want) {
+		t.Errorf("Rows = %+v, want %+v", c.Rows, want)
+	}
+	if got := p.Action("send_email").PinnedFields(); !reflect.DeepEqual(got, map[string]string{"account": "run.url"}) {
+		t.Errorf("PinnedFields = %v", got)
+	}
+	// The action's version covers what may be edited.
+	other := mustLoad(t, "mail.yaml", strings.Replace(emailPolicy, "editable: [subject, body]", "editable: [subject]", 1))
+	if p.Action("send_email").Version() == other.Action("send_email").Version() {
+		t.Error("changing card.editable keeps the action's version")
+	}
+}
+
+func TestEditableMistakes(t *testing.T) {
+	const act = `action "send_email": `
+	sw := func(old, new string) string {
+		if !strings.Contains(emailPolicy, old) {
+			t.Fatalf("emailPolicy lacks %q", old)
+		}
+		return strings.Replace(emailPolicy, old, new, 1)
+	}
+	tests := []struct{ name, body, want string }{
+		{"unknown field", sw("editable: [subject, body]", "editable: [subject, bcc]"), act + `card.editable: names unknown field "bcc"`},
+		{"field in the run url", sw("editable: [subject, body]", "editable: [subject, account]"), act + `card.editable: field "account" is used in run.url`},
+		{"field in the record url", sw("      rows: {To: args.to, Subject: args.subject}\n", "      record: http://mail.internal/drafts/{subject}\n"), act + `card.editable: field "subject" is used in card.record`},
+		{"object field", sw("editable: [subject, body]", "editable: [attachments]"), act + `card.editable: field "attachments" cannot be edited`},
+		{"secret field", sw("editable: [subject, body]", "editable: [api_token]"), act + `card.editable: field "api_token" cannot be edited`},
+		{"given twice", sw("editable: [subject, body]", "editable: [subject, subject]"), act + `card.editable: field "subject" given twice`},
+		{"no schema", "actions:\n  x:\n    effect: external\n    card: {reason: Go, editable: [a]}\n    run: {url: 'http://x/'}\n", `action "x": card.editable: needs the action's schema`},
+		{"args row with a record", sw("      rows: {To: args.to", "      record: http://mail.internal/me\n      rows: {To: args.to"), act + "card.rows.To: a card with card.record shows the record's values only"},
+		{"args row of an unknown field", sw("To: args.to", "To: args.cc"), act + `card.rows.To: names unknown field "cc"`},
+		{"args row of a nested path", sw("To: args.to", "To: args.to.x"), act + "card.rows.To: args. names one top-level argument"},
+		{"args row without schema", "actions:\n  x:\n    effect: external\n    card: {reason: Go, rows: {A: args.a}}\n    run: {url: 'http://x/'}\n", `action "x": card.rows.A: an args row needs the action's schema`},
+		{"record row without record", sw("To: args.to", "To: to"), act + "card.rows.To: a row needs card.record, or a path args.<field>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("mail.yaml", []byte(tt.body))
+			if err == nil {
+				t.Fatalf("loaded; want %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "mail.yaml") {
+				t.Errorf("error = %q; want the file and %q", err, tt.want)
+			}
+		})
+	}
+}
