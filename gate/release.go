@@ -224,7 +224,7 @@ func (g *Gate) recheckWith(ctx context.Context, h store.Hold, a *policies.Action
 	}
 	// The rules again, on the record as read now: a decision that differs
 	// from the one the card was held under runs nothing (rules.go).
-	return g.recheckRules(h, a, record)
+	return g.recheckRules(h, a, args, record)
 }
 
 // readRecord reads the record of a confirmed card as the person who

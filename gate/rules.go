@@ -239,7 +239,7 @@ func ruleAsked(a *policies.Action, r *policies.Rule) (*policies.Approvers, bool)
 // time, made another rule decide: nothing runs, and the person and the
 // model read that the record changed), or, for an evaluation error, a
 // refusal of its own.
-func (g *Gate) recheckRules(h store.Hold, a *policies.Action, record []byte) Outcome {
+func (g *Gate) recheckRules(h store.Hold, a *policies.Action, args, record []byte) Outcome {
 	if !a.HasRules() {
 		return Outcome{}
 	}
@@ -249,7 +249,7 @@ func (g *Gate) recheckRules(h store.Hold, a *policies.Action, record []byte) Out
 		return uncheckedOutcome(uncheckedUnreadable)
 	}
 	r, err := a.Decide(policies.RuleInput{
-		Args: h.Arguments, Record: record,
+		Args: args, Record: record,
 		Person: policies.RulePerson{ID: h.Owner, Tenant: h.Tenant, Roles: hr.Roles},
 		Tool:   h.Action, Protocol: h.Protocol, Now: g.cfg.Now(),
 	})

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"fmt"
 	"slices"
 
 	"go.yaml.in/yaml/v3"
@@ -8,31 +9,47 @@ import (
 
 // PinnedFields returns the arguments that decide what an action's call is
 // about, each with the key that uses it: the fields named by the card's
-// record URL ("card.record") and the run URL ("run.url"). Run headers are
-// static (they name no field) and so pin none. The person may not edit a
-// pinned field (card.editable): an edit could make the confirmed call
-// about another record, or send it elsewhere. A check that pins more
-// fields (those a policy rule that chose the outcome reads) adds them to
-// this map; the load-time check of card.editable reads only the map.
+// record URL ("card.record"), the run URL ("run.url") and the rules
+// ("rules[i].when": the fields a rule reads; all the card's editable ones
+// when a rule reads args as a whole). Run headers are static (they name
+// no field) and so pin none. The person may not edit a pinned field
+// (card.editable): an edit could make the confirmed call about another
+// record, send it elsewhere, or dodge the rule that chose its outcome.
+// Any rule may be the one that decides a call, so each rule's fields are
+// pinned, not only those of the rule that held it.
 //
 // A field used in several places is reported at the first of them, in the
 // order above.
 func (a *Action) PinnedFields() map[string]string {
 	pinned := map[string]string{}
+	pinField := func(f, key string) {
+		if _, ok := pinned[f]; !ok {
+			pinned[f] = key
+		}
+	}
 	pin := func(t *Template, key string) {
 		if t == nil {
 			return
 		}
 		for _, f := range t.Fields() {
-			if _, ok := pinned[f]; !ok {
-				pinned[f] = key
-			}
+			pinField(f, key)
 		}
 	}
 	if a.Card != nil {
 		pin(a.Card.Record, "card.record")
 	}
 	pin(a.Run.URL, "run.url")
+	for _, r := range a.Rules {
+		key := fmt.Sprintf("rules[%d].when", r.Index)
+		for _, f := range r.ArgsRead {
+			pinField(f, key)
+		}
+		if r.ArgsAll && a.Card != nil {
+			for _, f := range a.Card.Editable {
+				pinField(f, key)
+			}
+		}
+	}
 	return pinned
 }
 
@@ -62,7 +79,7 @@ func (l *loader) checkEditable(a *Action, n *yaml.Node) error {
 			return l.errf(at, "card.editable", "names unknown field %q", field)
 		}
 		if where, ok := pinned[field]; ok {
-			return l.errf(at, "card.editable", "field %q is used in %s, so an edit could make the call about another record or send it elsewhere; it cannot be editable", field, where)
+			return l.errf(at, "card.editable", "field %q is used in %s, so an edit could make the call about another record, send it elsewhere or dodge a rule; it cannot be editable", field, where)
 		}
 		if props[i].Kind == "" {
 			return l.errf(at, "card.editable", "field %q cannot be edited: %s", field, props[i].Unaskable)

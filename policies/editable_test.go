@@ -42,6 +42,12 @@ func TestEditableLoads(t *testing.T) {
 	if got := p.Action("send_email").PinnedFields(); !reflect.DeepEqual(got, map[string]string{"account": "run.url"}) {
 		t.Errorf("PinnedFields = %v", got)
 	}
+	// A rule that reads no editable field leaves them editable, and pins
+	// what it reads.
+	ruled := mustLoad(t, "mail.yaml", strings.Replace(emailPolicy, "    run:\n", "    rules:\n      - {when: 'args.to.endsWith(\"@example.com\") && has(args.attachments)', then: allow}\n    run:\n", 1))
+	if got := ruled.Action("send_email").PinnedFields(); !reflect.DeepEqual(got, map[string]string{"account": "run.url", "to": "rules[0].when", "attachments": "rules[0].when"}) {
+		t.Errorf("PinnedFields with a rule = %v", got)
+	}
 	// The action's version covers what may be edited.
 	other := mustLoad(t, "mail.yaml", strings.Replace(emailPolicy, "editable: [subject, body]", "editable: [subject]", 1))
 	if p.Action("send_email").Version() == other.Action("send_email").Version() {
@@ -70,6 +76,8 @@ func TestEditableMistakes(t *testing.T) {
 		{"args row of a nested path", sw("To: args.to", "To: args.to.x"), act + "card.rows.To: args. names one top-level argument"},
 		{"args row without schema", "actions:\n  x:\n    effect: external\n    card: {reason: Go, rows: {A: args.a}}\n    run: {url: 'http://x/'}\n", `action "x": card.rows.A: an args row needs the action's schema`},
 		{"record row without record", sw("To: args.to", "To: to"), act + "card.rows.To: a row needs card.record, or a path args.<field>"},
+		{"field a rule reads", sw("    run:\n", "    rules:\n      - {when: 'args.to.endsWith(\"@example.com\")', then: allow}\n      - {when: 'args.body.size() > 10000', then: deny, because: Too long.}\n    run:\n"), act + `card.editable: field "body" is used in rules[1].when`},
+		{"args read whole", sw("    run:\n", "    rules:\n      - {when: '[args][0].to == \"x@example.com\"', then: allow}\n    run:\n"), act + `card.editable: field "subject" is used in rules[0].when`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,10 +2,12 @@ package policies
 
 import (
 	"bytes"
+	celast "cel.dev/cel-go/common/ast"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -83,6 +85,12 @@ type Rule struct {
 	TTL time.Duration
 	// UsesRecord says the expression reads record.
 	UsesRecord bool
+	// ArgsRead are the argument fields the expression reads by name
+	// (args.f, args["f"]); ArgsAll says it reads args as a whole, so any
+	// field may decide it. Both keep an edit of the card (card.editable)
+	// from changing what a rule decided on.
+	ArgsRead []string
+	ArgsAll  bool
 
 	prg cel.Program
 }
@@ -300,7 +308,7 @@ func celJSON(v any) any {
 // The object types of args and person. args has one type per action,
 // from its schema's properties.
 const (
-	personType = "toolgate.Person"
+	personType     = "toolgate.Person"
 	argsTypePrefix = "toolgate.Args."
 )
 
@@ -510,7 +518,7 @@ func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checke
 
 // compileRule checks and plans one expression in env. The error is one
 // line, naming the expression's column where cel-go gives one.
-func compileRule(env *cel.Env, expr string) (cel.Program, bool, error) {
+func compileRule(env *cel.Env, expr string) (cel.Program, ruleReads, error) {
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		errs := iss.Errors()
@@ -524,29 +532,76 @@ func compileRule(env *cel.Env, expr string) (cel.Program, bool, error) {
 			}
 			b.WriteString(strings.ReplaceAll(e.Message, " (in container '')", ""))
 		}
-		return nil, false, errors.New(b.String())
+		return nil, ruleReads{}, errors.New(b.String())
 	}
 	if !ast.OutputType().IsExactType(types.BoolType) {
-		return nil, false, fmt.Errorf("the expression gives %s, not a bool", ast.OutputType())
+		return nil, ruleReads{}, fmt.Errorf("the expression gives %s, not a bool", ast.OutputType())
 	}
 	est, err := env.EstimateCost(ast, sizeEstimator{})
 	if err != nil {
-		return nil, false, fmt.Errorf("estimating its cost: %w", err)
+		return nil, ruleReads{}, fmt.Errorf("estimating its cost: %w", err)
 	}
 	if est.Max > MaxRuleCost {
-		return nil, false, fmt.Errorf("it may cost up to %d, more than the limit of %d (with inputs of up to %d entries); make it simpler", est.Max, MaxRuleCost, maxRuleInputSize)
+		return nil, ruleReads{}, fmt.Errorf("it may cost up to %d, more than the limit of %d (with inputs of up to %d entries); make it simpler", est.Max, MaxRuleCost, maxRuleInputSize)
 	}
 	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
-		return nil, false, err
+		return nil, ruleReads{}, err
 	}
-	usesRecord := false
+	var reads ruleReads
 	for _, id := range referencedIdents(ast) {
 		if id == "record" {
-			usesRecord = true
+			reads.record = true
 		}
 	}
-	return prg, usesRecord, nil
+	reads.args, reads.allArgs = argsRead(ast)
+	return prg, reads, nil
+}
+
+// ruleReads is what a checked expression reads of its input.
+type ruleReads struct {
+	record  bool     // it reads record
+	args    []string // the argument fields it reads by name
+	allArgs bool     // it reads args otherwise (as a whole, or shadowed)
+}
+
+// argsRead lists the fields of args an expression reads by name: args.f,
+// has(args.f) and args["f"]. Any other use of the name args (passing it
+// whole, a key that is not a literal, a comprehension variable of that
+// name) gives all: then any field may decide it.
+func argsRead(a *cel.Ast) (fields []string, all bool) {
+	isArgs := func(e celast.Expr) bool { return e.Kind() == celast.IdentKind && e.AsIdent() == "args" }
+	named := map[int64]bool{}
+	var idents []int64
+	celast.PostOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.IdentKind:
+			if isArgs(e) {
+				idents = append(idents, e.ID())
+			}
+		case celast.SelectKind:
+			if sel := e.AsSelect(); isArgs(sel.Operand()) {
+				named[sel.Operand().ID()] = true
+				fields = append(fields, sel.FieldName())
+			}
+		case celast.CallKind:
+			c := e.AsCall()
+			if c.FunctionName() != "_[_]" || len(c.Args()) != 2 || !isArgs(c.Args()[0]) || c.Args()[1].Kind() != celast.LiteralKind {
+				return
+			}
+			if key, ok := c.Args()[1].AsLiteral().Value().(string); ok {
+				named[c.Args()[0].ID()] = true
+				fields = append(fields, key)
+			}
+		}
+	}))
+	for _, id := range idents {
+		if !named[id] {
+			all = true
+		}
+	}
+	slices.Sort(fields)
+	return slices.Compact(fields), all
 }
 
 // referencedIdents lists the variables a checked expression reads.
@@ -638,13 +693,15 @@ func (l *loader) rules(a *Action, rn, on *yaml.Node, fields *fieldSet) error {
 		} else if err := l.askRule(a, r, f, key); err != nil {
 			return err
 		}
-		if r.prg, r.UsesRecord, err = compileRule(env, r.When); err != nil {
+		var reads ruleReads
+		if r.prg, reads, err = compileRule(env, r.When); err != nil {
 			hint := ""
 			if !record && strings.Contains(r.When, "record") {
 				hint = " (record is there only for an action whose card has a record)"
 			}
 			return l.errf(f["when"], key+".when", "%w%s", err, hint)
 		}
+		r.UsesRecord, r.ArgsRead, r.ArgsAll = reads.record, reads.args, reads.allArgs
 		a.rulesUseRecord = a.rulesUseRecord || r.UsesRecord
 		a.Rules = append(a.Rules, r)
 	}

@@ -586,7 +586,7 @@ var mutations = []mutation{
 	{
 		Name:  "rules: the re-check at confirm time",
 		File:  "gate/release.go",
-		From:  "return g.recheckRules(h, a, record)",
+		From:  "return g.recheckRules(h, a, args, record)",
 		To:    "return Outcome{}",
 		Tests: []string{"./gate:TestRulesRecheckAtConfirm"},
 	},
@@ -652,6 +652,13 @@ var mutations = []mutation{
 		File:  "policies/editable.go",
 		From:  "if where, ok := pinned[field]; ok {",
 		To:    "if where, ok := pinned[field]; false && ok {",
+		Tests: []string{"./policies:TestEditableMistakes"},
+	},
+	{
+		Name:  "edit: a field a rule reads cannot be editable",
+		File:  "policies/editable.go",
+		From:  "for _, f := range r.ArgsRead {",
+		To:    "for _, f := range r.ArgsRead[:0] {",
 		Tests: []string{"./policies:TestEditableMistakes"},
 	},
 }
