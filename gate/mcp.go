@@ -623,8 +623,12 @@ func (f *Front) mcpCardRetry(ctx context.Context, c MCPCall, a *policies.Action,
 		}
 		args, print, changed = e.Args, e.Print, e.Changed
 	}
-	if g.recheckWith(ctx, h, a, args, print).Kind != "" {
-		return MCPVerdict{Result: interceptor.MCPToolError(OutcomeChanged, c.Modern)}
+	if out := g.recheckWith(ctx, h, a, args, print); out.Kind != "" {
+		text := OutcomeChanged
+		if out.Kind == ResultNotRun && out.Why == notRunRuleError {
+			text = outcomeRuleError // as the model routes read it (rules.go)
+		}
+		return MCPVerdict{Result: interceptor.MCPToolError(text, c.Modern)}
 	}
 	if len(changed) > 0 {
 		if err := g.cfg.Store.DropReply(ctx, h.ID); err != nil {

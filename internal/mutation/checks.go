@@ -253,8 +253,8 @@ var mutations = []mutation{
 	{
 		Name:  "mcp: the confirmed card is checked again",
 		File:  "gate/mcp.go",
-		From:  "if g.recheckWith(ctx, h, a, args, print).Kind != \"\" {",
-		To:    "if false && g.recheckWith(ctx, h, a, args, print).Kind != \"\" {",
+		From:  "if out := g.recheckWith(ctx, h, a, args, print); out.Kind != \"\" {",
+		To:    "if out := g.recheckWith(ctx, h, a, args, print); false && out.Kind != \"\" {",
 		Tests: []string{"./gate:TestMCPConfirmedCardIsCheckedAgain"},
 	},
 
