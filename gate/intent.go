@@ -40,12 +40,15 @@ import (
 //     runs once, for the primary, and every attached call reads what came
 //     of it under its own call id, in its own conversation;
 //   - when the primary ends without a decision — its conversation moved
-//     on, an operator withdrew it — nothing happens to its attachments:
-//     each is then a card of its own, answered on its own link (the
-//     primary ran nothing, so the action still runs at most once). That
-//     is why an attachment keeps a whole copy of what the person is shown
-//     and its own arguments, rather than a pointer only: it can stand
-//     alone.
+//     on, an operator withdrew it — its attachments still wait, and answer
+//     as one: an answer on any of their links goes to one of them (the
+//     stand-in: the first with the person's decision, else the oldest
+//     still waiting; answerShared, standIn), and the others follow it as
+//     they would the primary (follow). The primary ran nothing and the
+//     stand-in runs at most once, so the action still runs at most once.
+//     That is why an attachment keeps a whole copy of what the person is
+//     shown and its own arguments, rather than a pointer only: it can
+//     stand alone.
 //
 // An attachment expires with its primary. This design costs one Put per
 // attachment (the step it is in, as any held call) and no extra write per
@@ -227,23 +230,40 @@ func decides(answer string) bool {
 
 // follow settles the attachments of a primary that was just settled with
 // outcome after the person's decision: each reads that outcome.
+//
+// An attachment answered on its own, after its primary ended without a
+// decision (answerShared sent the answer to it), stands for the primary:
+// the other attachments of that primary take its outcome the same way.
 func (g *Gate) follow(ctx context.Context, p store.Hold) {
-	if primaryOf(p) != "" || p.Kind == store.KindTicket || !decides(p.Answer) {
+	if p.Kind == store.KindTicket || !decides(p.Answer) {
 		return
 	}
-	key := holdIntent(p)
+	group := p.ID
+	if id := primaryOf(p); id != "" {
+		group = id
+	}
+	for _, h := range g.attached(ctx, p, group) {
+		if h.ID != p.ID {
+			g.followPrimary(ctx, h, p)
+		}
+	}
+}
+
+// attached lists the holds attached to the primary with id group, found
+// through the intent index of h (a hold of that intent), in the order
+// they were filed.
+func (g *Gate) attached(ctx context.Context, h store.Hold, group string) []store.Hold {
+	key := holdIntent(h)
 	if key == "" {
-		return
+		return nil
 	}
 	steps, err := g.cfg.Store.Indexed(ctx, key)
 	if err != nil {
-		g.log.Error("finding the calls attached to a hold; they settle when read", zap.String("hold_id", p.ID), zap.Error(err))
-		return
+		g.log.Error("finding the calls attached to a hold; they settle when read", zap.String("hold_id", h.ID), zap.Error(err))
+		return nil
 	}
+	var out []store.Hold
 	for _, s := range steps {
-		if s == p.StepID {
-			continue
-		}
 		holds, err := g.cfg.Store.Step(ctx, s)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
@@ -251,12 +271,40 @@ func (g *Gate) follow(ctx context.Context, p store.Hold) {
 			}
 			continue
 		}
-		for _, h := range holds {
-			if primaryOf(h) == p.ID {
-				g.followPrimary(ctx, h, p)
+		for _, a := range holds {
+			if primaryOf(a) == group {
+				out = append(out, a)
 			}
 		}
 	}
+	return out
+}
+
+// standIn is the attachment that takes the answers for the attachments of
+// primary p, which ended without the person's decision (moved on,
+// withdrawn): the first of them that has the person's decision, else the
+// oldest still waiting. One hold takes the group's answer, so racing
+// answers on two of their links are one claim, and the action runs at
+// most once for the whole group. ok is false when there is none.
+func (g *Gate) standIn(ctx context.Context, h, p store.Hold) (store.Hold, bool) {
+	now := g.cfg.Now()
+	var oldest store.Hold
+	found := false
+	for _, a := range g.attached(ctx, h, p.ID) {
+		if a.Owner != h.Owner || a.Tenant != h.Tenant {
+			continue
+		}
+		if decides(a.Answer) {
+			return a, true
+		}
+		if a.StateAt(now) != store.Waiting {
+			continue
+		}
+		if !found || a.Created.Before(oldest.Created) || a.Created.Equal(oldest.Created) && a.ID < oldest.ID {
+			oldest, found = a, true
+		}
+	}
+	return oldest, found
 }
 
 // followPrimary gives an attachment its primary's decision: a waiting one
@@ -317,6 +365,16 @@ func (g *Gate) followedOutcome(ctx context.Context, h store.Hold) (outcome Outco
 		return Outcome{Kind: outcomeSharedLost}, true
 	case err != nil || p.State != store.Settled:
 		return Outcome{}, false
+	case !decides(p.Answer):
+		// It followed the stand-in that took the group's answer.
+		in, found := g.standIn(ctx, h, p)
+		if !found || !decides(in.Answer) {
+			return Outcome{Kind: outcomeSharedLost}, true
+		}
+		if in.State != store.Settled {
+			return Outcome{}, false
+		}
+		p = in
 	}
 	return followedFrom(p), true
 }
@@ -389,5 +447,13 @@ func (g *Gate) answerShared(ctx context.Context, h store.Hold) (store.Hold, erro
 	case decides(p.Answer):
 		return store.Hold{}, store.ErrAnswered
 	}
-	return h, nil
+	// The primary ended without a decision: its attachments answer as one.
+	in, found := g.standIn(ctx, h, p)
+	switch {
+	case !found:
+		return h, nil
+	case in.State != store.Waiting:
+		return store.Hold{}, store.ErrAnswered
+	}
+	return in, nil
 }

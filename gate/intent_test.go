@@ -270,3 +270,40 @@ func TestAnsweredCardIsNotAnsweredAgainOnARepeatsLink(t *testing.T) {
 		t.Errorf("the app ran %d times", n)
 	}
 }
+
+// Two repeats attached to one card, whose conversation then moves on:
+// the person confirms on both repeats' links. The attachments answer as
+// one (the first answer takes the group, the second is 409), the action
+// runs once, and the other repeat reads what came of it. Found by
+// TestReleaseModel (seed 419647816991994602): each used to run.
+func TestAttachmentsOfAnEndedCardAnswerAsOne(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.app.SetRecord("/posts/1", `{"title":"One"}`)
+	one := []byte(`{"role":"assistant","content":"conversation one","tool_calls":[]}`)
+	two := []byte(`{"role":"assistant","content":"conversation two","tool_calls":[]}`)
+	three := []byte(`{"role":"assistant","content":"conversation three","tool_calls":[]}`)
+	step1 := r.holdIn(r.front(ana), one, call(0, 1))
+	step2 := r.holdIn(r.front(ana), two, call(7, 1))
+	step3 := r.holdIn(r.front(ana), three, call(8, 1))
+	if got := r.restore(ana, step1, true); len(got) != 1 || got[0] != OutcomeMovedOn {
+		t.Fatalf("conversation 1 read %q", got)
+	}
+	h2, h3 := r.step(step2)[0], r.step(step3)[0]
+	if primaryOf(h2) == "" || primaryOf(h2) != primaryOf(h3) {
+		t.Fatalf("the repeats are not attached to one card: %q %q", primaryOf(h2), primaryOf(h3))
+	}
+	r.confirm(step3, h3.ID)
+	if _, err := r.gate.Answer(context.Background(), step2, h2.ID, ana, store.AnswerConfirm); Status(err) != 409 {
+		t.Fatalf("the second confirmation, on the other repeat's link: %v (status %d), want 409", err, Status(err))
+	}
+	r.settled(h2.ID)
+	r.settled(h3.ID)
+	if n := r.app.Calls(); len(n) != 1 {
+		t.Fatalf("the app ran %d times, want once", len(n))
+	}
+	for _, step := range []string{step2, step3} {
+		if got := r.restore(ana, step, false); len(got) != 1 || got[0] != "The person confirmed. Removed." {
+			t.Errorf("conversation of %s read %q", step, got)
+		}
+	}
+}

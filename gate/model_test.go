@@ -647,8 +647,21 @@ func (s *sequence) answer() error {
 	choice := choices[s.rnd.IntN(len(choices))]
 	want := h.answer == "" && !s.expired(h)
 	to := h
-	if want && h.primary != nil && s.waits(h.primary) {
+	var group []*modelHold // the attachments that answer as one (intent.go's standIn)
+	switch {
+	case want && h.primary != nil && s.waits(h.primary):
 		to = h.primary
+	case want && h.primary != nil && !decides(h.primary.answer):
+		// Its card ended without a decision: its attachments answer as
+		// one, and once one of them has the answer the others take it.
+		for _, o := range s.all() {
+			if o.primary == h.primary {
+				group = append(group, o)
+				if decides(o.answer) {
+					want = false
+				}
+			}
+		}
 	}
 	// Half the declines of the main route's cards come with a note, with
 	// a quotation mark in it.
@@ -677,6 +690,25 @@ func (s *sequence) answer() error {
 		return fmt.Errorf("%s of a hold answered %q (or expired) was taken", choice, h.answer)
 	case !want && Status(err) != 409:
 		return fmt.Errorf("%s of a hold answered %q: %v (status %d), want 409", choice, h.answer, err, Status(err))
+	}
+	if want && group != nil {
+		// Which of them took it is the gate's choice (the oldest still
+		// waiting; equal times fall to the ids): the store says.
+		to = nil
+		for _, o := range group {
+			if sh, err := s.r.gate.cfg.Store.Get(context.Background(), o.id); err == nil && decides(sh.Answer) {
+				to = o
+			}
+		}
+		if to == nil {
+			return fmt.Errorf("%s of %s, attached to an ended card: no hold of its group took it", choice, h.callID)
+		}
+		for _, o := range group {
+			if o != to && o.answer == "" {
+				o.primary = to // it follows the one that took the answer
+			}
+		}
+		to.primary = nil
 	}
 	if want {
 		to.edited = edit

@@ -456,8 +456,8 @@ var mutations = []mutation{
 	{
 		Name:  "intent: only the person's decision reaches another conversation",
 		File:  "gate/intent.go",
-		From:  "if primaryOf(p) != \"\" || p.Kind == store.KindTicket || !decides(p.Answer) {",
-		To:    "if primaryOf(p) != \"\" || p.Kind == store.KindTicket {",
+		From:  "if p.Kind == store.KindTicket || !decides(p.Answer) {",
+		To:    "if p.Kind == store.KindTicket {",
 		Tests: []string{"./gate:TestRepeatInAnotherConversationKeepsToItsOwn"},
 	},
 	{
@@ -660,5 +660,12 @@ var mutations = []mutation{
 		From:  "for _, f := range r.ArgsRead {",
 		To:    "for _, f := range r.ArgsRead[:0] {",
 		Tests: []string{"./policies:TestEditableMistakes"},
+	},
+	{
+		Name:  "intent: the attachments of an ended card answer as one",
+		File:  "gate/intent.go",
+		From:  "group := p.ID\n\tif id := primaryOf(p); id != \"\" {\n\t\tgroup = id\n\t}",
+		To:    "group := p.ID\n\tif id := primaryOf(p); id != \"\" {\n\t\treturn\n\t}",
+		Tests: []string{"./gate:TestAttachmentsOfAnEndedCardAnswerAsOne"},
 	},
 }
