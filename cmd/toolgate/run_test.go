@@ -36,7 +36,7 @@ func TestRunSaysMistakesFirst(t *testing.T) {
 		{"no pages", "0123456789abcdef0123", goodPolicy, false,
 			"toolgate: pages is not set: give the toolgate global option `pages <absolute URL>`, the base URL the toolgate_pages handler answers under (e.g. pages https://gate.example.com/toolgate)"},
 		{"a policy key typo", "0123456789abcdef0123", strings.Replace(goodPolicy, "reason:", "reasn:", 1), true,
-			"policy " + filepath.Join(dir, "a-policy-key-typo.yaml") + `: action "delete_post": card.reasn: unknown key (did you mean reason?); known keys are reason, record, rows`},
+			"policy " + filepath.Join(dir, "a-policy-key-typo.yaml") + `: action "delete_post": card.reasn: unknown key (did you mean reason?); known keys are reason, record, rows, editable`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pf := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
