@@ -136,32 +136,9 @@ func (g *Gate) confirm(ctx context.Context, stepID, holdID string, who Person, l
 		g.log.Error("building the edit form", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
 		return HoldView{}, FieldErrors{"": {"the form cannot be built now"}}
 	}
-	var values map[string]any
-	var errs map[string][]string
-	if jsonValues != nil {
-		values, errs = forms.CheckJSON(f, jsonValues)
-	} else {
-		values, errs = forms.Check(f, form)
-	}
-	if len(errs) > 0 {
-		return HoldView{}, FieldErrors(errs)
-	}
-	args, err := forms.Merge(f, h.Arguments, values)
+	_, args, err := answerArgs(f, h.Arguments, form, jsonValues, a.CheckArguments)
 	if err != nil {
-		return HoldView{}, FieldErrors{"": {"the answer cannot be merged with the call"}}
-	}
-	// The form checks what a form can express; the tool's schema is
-	// checked on the final arguments, before anything is claimed.
-	if err := a.CheckArguments(args); err != nil {
-		var ae *policies.ArgumentError
-		if !errors.As(err, &ae) {
-			return HoldView{}, FieldErrors{"": {"the answer does not fit the tool's schema"}}
-		}
-		fe := FieldErrors{}
-		for _, x := range ae.Fields {
-			fe[x.Field] = append(fe[x.Field], x.Rule)
-		}
-		return HoldView{}, fe
+		return HoldView{}, err
 	}
 	changed := changedFields(editable, h.Arguments, args)
 	if len(changed) == 0 {

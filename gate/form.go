@@ -162,34 +162,10 @@ func (g *Gate) Submit(ctx context.Context, stepID, holdID string, who Person, la
 		g.log.Error("rebuilding form", zap.String("hold_id", h.ID), zap.String("action", h.Action), zap.Error(err))
 		return HoldView{}, FieldErrors{"": {"the form cannot be built now"}}
 	}
-	var values map[string]any
-	var errs map[string][]string
-	if jsonBody != nil {
-		values, errs = forms.CheckJSON(f, jsonBody)
-	} else {
-		values, errs = forms.Check(f, answer)
-	}
-	if len(errs) > 0 {
-		return HoldView{}, FieldErrors(errs)
-	}
-	args, err := forms.Merge(f, h.Arguments, values)
-	if err != nil {
-		return HoldView{}, FieldErrors{"": {"the answer cannot be merged with the call"}}
-	}
-	// The form checks what a form can express; the tool's full schema
-	// (patterns, other formats, exclusive bounds) is checked on the final
-	// arguments, before anything is claimed.
 	s, _ := readShown(h.Shown)
-	if err := a.CheckArgumentsWith(s.Schema, args); err != nil {
-		var ae *policies.ArgumentError
-		if !errors.As(err, &ae) {
-			return HoldView{}, FieldErrors{"": {"the answer does not fit the tool's schema"}}
-		}
-		fe := FieldErrors{}
-		for _, x := range ae.Fields {
-			fe[x.Field] = append(fe[x.Field], x.Rule)
-		}
-		return HoldView{}, fe
+	values, args, err := answerArgs(f, h.Arguments, answer, jsonBody, func(args []byte) error { return a.CheckArgumentsWith(s.Schema, args) })
+	if err != nil {
+		return HoldView{}, err
 	}
 	if check {
 		return HoldView{ID: h.ID}, nil
@@ -271,4 +247,39 @@ func formDeclined(h store.Hold) Outcome {
 		o.Kind = ResultClosed
 	}
 	return o
+}
+
+// answerArgs checks a person's answer to form f (form-encoded, or JSON when
+// jsonBody is not nil), merges it into the call's args, and checks the
+// result with schema: the form checks what a form can express, the tool's
+// full schema (patterns, other formats, exclusive bounds) is checked on the
+// final arguments, before anything is claimed. What either refuses is
+// FieldErrors, by field.
+func answerArgs(f forms.Form, args []byte, answer map[string][]string, jsonBody []byte, schema func([]byte) error) (map[string]any, []byte, error) {
+	var values map[string]any
+	var errs map[string][]string
+	if jsonBody != nil {
+		values, errs = forms.CheckJSON(f, jsonBody)
+	} else {
+		values, errs = forms.Check(f, answer)
+	}
+	if len(errs) > 0 {
+		return nil, nil, FieldErrors(errs)
+	}
+	merged, err := forms.Merge(f, args, values)
+	if err != nil {
+		return nil, nil, FieldErrors{"": {"the answer cannot be merged with the call"}}
+	}
+	if err := schema(merged); err != nil {
+		var ae *policies.ArgumentError
+		if !errors.As(err, &ae) {
+			return nil, nil, FieldErrors{"": {"the answer does not fit the tool's schema"}}
+		}
+		fe := FieldErrors{}
+		for _, x := range ae.Fields {
+			fe[x.Field] = append(fe[x.Field], x.Rule)
+		}
+		return nil, nil, fe
+	}
+	return values, merged, nil
 }

@@ -629,8 +629,8 @@ var mutations = []mutation{
 	{
 		Name:  "edit: the tool's schema on the edited arguments",
 		File:  "gate/edit.go",
-		From:  "if err := a.CheckArguments(args); err != nil {",
-		To:    "if err := a.CheckArguments(args); false && err != nil {",
+		From:  "_, args, err := answerArgs(f, h.Arguments, form, jsonValues, a.CheckArguments)",
+		To:    "_, args, err := answerArgs(f, h.Arguments, form, jsonValues, func([]byte) error { return nil })",
 		Tests: []string{"./gate:TestEditRefusals"},
 	},
 	{
