@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/freeport"
 )
 
 // TestRunSaysMistakesFirst starts `toolgate run` on configs with the
@@ -158,12 +159,4 @@ func writeCaddyfile(t *testing.T, dir, pf string, withPages bool, model, pages i
 }
 
 // freePort returns a TCP port free now on localhost.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return freeport.Get(t) }

@@ -2,13 +2,14 @@ package pgtest
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/freeport"
 )
 
 // Cluster is a PostgreSQL cluster of one test's own, in a temporary
@@ -110,12 +111,4 @@ func binDir() (string, error) {
 }
 
 // freePort returns a loopback port that was free a moment ago.
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(tb testing.TB) int { return freeport.Get(tb) }

@@ -5,25 +5,19 @@ package testkit
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/freeport"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the Caddyfile adapter
 )
 
-// FreePort returns a loopback port nobody listens on right now.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// FreePort returns a loopback port that is free and that no other caller
+// in this process was given.
+func FreePort(t testing.TB) int { return freeport.Get(t) }
 
 // Adapt turns a Caddyfile into Caddy's JSON config.
 func Adapt(t testing.TB, caddyfile string) []byte {
