@@ -1,28 +1,20 @@
 package caddymodule
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // What a request on a model route is, by its path and, for a few request
 // parameters, its body: the gated endpoints, which the adapters check, and
 // the endpoints that carry tool calls around the gate, which are refused
-// unless the operator allows them (Handler.Allow).
-
-// Allow names, the Caddyfile's and JSON's spelling.
-const (
-	allowLegacyFunctions = "legacy_functions"
-	allowBatches         = "batches"
-	allowStoredResponses = "stored_responses"
-	allowRealtime        = "realtime"
-)
-
-var allowNames = []string{allowLegacyFunctions, allowBatches, allowStoredResponses, allowRealtime}
+// unless the operator allows them (Handler.Allow). Each provider names its
+// own (provider.Provider); this file asks them all and keeps what is no
+// provider's: the canonical path, the paths of providers the gate has no
+// adapter for, the operator's allow_paths.
 
 // canonicalPath is a request path as a tolerant upstream routes it: lower
 // case, each segment without its path parameters (";x=1"), empty and "."
@@ -80,22 +72,13 @@ func isCanonical(p string) bool {
 // Provider: vLLM serves /v1/chat/completions, /v1/responses and
 // /v1/messages side by side), else the one the route fixes.
 func (h *Handler) providerFor(path string) string {
-	for _, p := range pathProviders {
-		if strings.HasSuffix(path, p.suffix) && adapters[p.provider] != nil {
-			return p.provider
-		}
+	if p := provider.ForPath(path); p != nil {
+		return p.Name()
 	}
 	if h.Provider != "" && h.Provider != "auto" {
 		return h.Provider
 	}
 	return ""
-}
-
-// pathProviders map a path's end to its provider.
-var pathProviders = []struct{ suffix, provider string }{
-	{"/chat/completions", "openai-chat"},
-	{"/responses", "openai-responses"},
-	{"/messages", "anthropic"},
 }
 
 // unknownPost returns the refusal of a POST to a canonical path that is
@@ -122,25 +105,17 @@ func (h *Handler) unknownPost(method, path, sent, protocol string) *refusal {
 	return &refusal{http.StatusForbidden, fmt.Sprintf("POST %s is not an endpoint the gate reads: its answer could carry tool calls in a shape the gate does not check. The operator can allow the path with `allow_paths %s`; an answer naming a gated tool is refused even then.", sent, sent)}
 }
 
-// knownPaths end the paths of endpoints known to answer without tool
-// calls, any provider: embeddings, moderations, legacy completions, audio,
+// knownPath reports a canonical path that ends as one of the paths a
+// provider knows to answer without tool calls (provider.Provider.KnownPaths,
+// any provider's: embeddings, moderations, legacy completions, audio,
 // images, files and uploads, token counting and tokenizing, response
-// compaction, conversations and their items.
-var knownPaths = []string{
-	"/embeddings", "/moderations", "/completions",
-	"/audio/speech", "/audio/transcriptions", "/audio/translations",
-	"/images/generations", "/images/edits", "/images/variations",
-	"/files", "/uploads", "/parts", "/complete",
-	"/messages/count_tokens", "/responses/input_tokens", "/responses/compact",
-	"/tokenize", "/detokenize", "/conversations", "/items",
-}
-
-// knownPath reports a canonical path that ends in one of knownPaths: its
-// answer carries no tool call.
+// compaction, conversations and their items).
 func knownPath(path string) bool {
-	for _, k := range knownPaths {
-		if strings.HasSuffix(path, k) {
-			return true
+	for _, p := range provider.All() {
+		for _, k := range p.KnownPaths() {
+			if strings.HasSuffix(path, k) {
+				return true
+			}
 		}
 	}
 	return false
@@ -203,77 +178,27 @@ func (h *Handler) checkAllowPaths() error {
 	return nil
 }
 
-// around is a kind of request that carries tool calls around the gate.
-type around struct {
-	allow  string // the name that lets it through
-	status int    // the refusal's status
-	what   string // what it is, for the refusal
-	why    string // why it is refused
-}
-
-var (
-	aroundBatches = &around{allowBatches, http.StatusForbidden,
-		"the batch API", "a batch's results hold tool calls the gate never sees"}
-	aroundStored = &around{allowStoredResponses, http.StatusForbidden,
-		"reading stored model output back", "stored output holds tool calls the gate never checked"}
-	aroundRealtime = &around{allowRealtime, http.StatusForbidden,
-		"the Realtime API", "its tool calls travel over a WebSocket or WebRTC connection the gate cannot check"}
-	aroundFunctions = &around{allowLegacyFunctions, http.StatusBadRequest,
-		"the legacy functions and function_call parameters", "the gate checks tool calls only (use tools and tool_choice)"}
-	aroundBackground = &around{allowStoredResponses, http.StatusBadRequest,
-		"a background response (background: true)", "its output is read back later, around the gate"}
-)
-
-// refusal is the answer to a request of this kind to method and path.
-func (a *around) refusal(method, path string) *refusal {
-	return &refusal{a.status, fmt.Sprintf("%s (%s %s) is refused on this gated route: %s. The operator can allow it with `allow %s`.", a.what, method, path, a.why, a.allow)}
+// aroundRefusal is the answer to a request of kind a to method and path.
+func aroundRefusal(a *provider.Around, method, path string) *refusal {
+	return &refusal{a.Status, a.Message(method, path)}
 }
 
 // endpointFor returns the kind of a request whose path (canonical) is an
-// endpoint that returns tool calls the gate never rewrites, or nil:
-//
-//   - batches: anything under /batches (OpenAI) or /messages/batches
-//     (Anthropic), and /files/{id}/content, where batch output is read;
-//   - stored responses: anything under /responses/{id} but DELETE (the
-//     stored response, its input items, cancel), except POST
-//     /responses/input_tokens and /responses/compact; GET
-//     /conversations/{id}/items[/{id}]; GET /chat/completions (the stored
-//     list) and anything under /chat/completions/{id} but DELETE;
-//   - realtime: anything under /realtime (the WebSocket, calls, sessions,
-//     client secrets).
+// endpoint that returns tool calls the gate never rewrites, or nil: each
+// provider is asked at each segment in turn (provider.Provider.Around),
+// and the first answer stands.
 //
 // method is compared in any case: Caddy forwards "get" as it came, and a
 // tolerant upstream routes it as GET.
-func endpointFor(method, path string) *around {
+func endpointFor(method, path string) *provider.Around {
 	method = upperMethod(method)
 	var buf [16]string
 	segs := splitPath(path, buf[:0])
-	n := len(segs)
-	for i, s := range segs {
-		rest := n - i - 1 // segments after s
-		switch s {
-		case "realtime":
-			return aroundRealtime
-		case "batches":
-			return aroundBatches
-		case "files":
-			if rest == 2 && segs[i+2] == "content" {
-				return aroundBatches
-			}
-		case "responses":
-			if rest >= 1 && method != http.MethodDelete && !(rest == 1 && method == http.MethodPost && (segs[i+1] == "input_tokens" || segs[i+1] == "compact")) {
-				return aroundStored
-			}
-		case "conversations":
-			if rest >= 2 && segs[i+2] == "items" && method == http.MethodGet {
-				return aroundStored
-			}
-		case "completions":
-			if i == 0 || segs[i-1] != "chat" {
-				continue
-			}
-			if (rest == 0 && method == http.MethodGet) || (rest >= 1 && method != http.MethodDelete) {
-				return aroundStored
+	providers := provider.All()
+	for i := range segs {
+		for _, p := range providers {
+			if a := p.Around(method, segs, i); a != nil {
+				return a
 			}
 		}
 	}
@@ -306,97 +231,12 @@ func splitPath(p string, segs []string) []string {
 }
 
 // paramFor returns the kind of a gated request whose body asks for what
-// carries calls around the gate, or nil: legacy Chat functions (a
-// non-empty functions, a function_call other than "none"), a background
-// Responses request. Every top-level key counts, in any case: a key given
-// twice or as "Functions" is what some server reads.
-func paramFor(provider string, body []byte) *around {
-	words := paramWords[provider]
-	if words == nil || !mayName(body, words...) {
-		return nil
+// carries calls around the gate (provider.Provider.AroundParam), or nil.
+func paramFor(protocol string, body []byte) *provider.Around {
+	if p := provider.Lookup(protocol); p != nil {
+		return p.AroundParam(body)
 	}
-	return scanParams(provider, body)
-}
-
-// paramWords are the keys paramFor looks for, by provider.
-var paramWords = map[string][]string{
-	"openai-chat":      {"functions", "function_call"},
-	"openai-responses": {"background"},
-}
-
-// scanParams is paramFor without the byte filter: it reads every
-// top-level key.
-func scanParams(provider string, body []byte) *around {
-	var found *around
-	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
-		key := k.String()
-		switch {
-		case provider == "openai-chat" && strings.EqualFold(key, "functions"):
-			if v.Type != gjson.Null && !(v.IsArray() && len(v.Array()) == 0) {
-				found = aroundFunctions
-			}
-		case provider == "openai-chat" && strings.EqualFold(key, "function_call"):
-			if v.Type != gjson.Null && v.String() != "none" {
-				found = aroundFunctions
-			}
-		case provider == "openai-responses" && strings.EqualFold(key, "background"):
-			if truthy(v) {
-				found = aroundBackground
-			}
-		}
-		return found == nil
-	})
-	return found
-}
-
-// mayName reports whether a JSON body may name one of the lower-case
-// words as a key: its bytes hold one, in any case, between quotes, or a
-// \u escape, which could spell one. It reads the bytes without
-// allocating, so that the common request is not parsed for a key it cannot
-// hold.
-func mayName(body []byte, words ...string) bool {
-	if bytes.Contains(body, []byte(`\u`)) {
-		return true
-	}
-	for i := 0; ; {
-		j := bytes.IndexByte(body[i:], '"')
-		if j < 0 {
-			return false
-		}
-		i += j + 1
-		for _, w := range words {
-			if len(body)-i > len(w) && foldEq(body[i:i+len(w)], w) && body[i+len(w)] == '"' {
-				return true
-			}
-		}
-	}
-}
-
-// foldEq reports whether b equals the lower-case ASCII word w in any case.
-func foldEq(b []byte, w string) bool {
-	for j := 0; j < len(w); j++ {
-		if c := b[j]; c != w[j] && c+('a'-'A') != w[j] {
-			return false
-		}
-	}
-	return true
-}
-
-// truthy reports a value a lenient server (pydantic's lax mode) reads as
-// true: true, a number other than 0, or "1", "on", "t", "true", "y", "yes".
-func truthy(v gjson.Result) bool {
-	switch v.Type {
-	case gjson.True:
-		return true
-	case gjson.Number:
-		return v.Num != 0
-	case gjson.String:
-		switch strings.ToLower(strings.TrimSpace(v.Str)) {
-		case "1", "on", "t", "true", "y", "yes":
-			return true
-		}
-	}
-	return false
+	return nil
 }
 
 // allows reports whether the operator lets a kind through.
@@ -413,11 +253,11 @@ func (h *Handler) allows(name string) bool {
 func (h *Handler) checkAllow() error {
 	for _, a := range h.Allow {
 		known := false
-		for _, n := range allowNames {
+		for _, n := range provider.AllowNames {
 			known = known || a == n
 		}
 		if !known {
-			return fmt.Errorf("allow: unknown %q; want %s", a, strings.Join(allowNames, ", "))
+			return fmt.Errorf("allow: unknown %q; want %s", a, strings.Join(provider.AllowNames, ", "))
 		}
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/internal/reqbody"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 )
 
 func init() {
@@ -248,8 +248,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.app, h.file, err = joinApp(ctx, h.Policy); err != nil {
 		return err
 	}
-	if h.Provider != "" && h.Provider != "auto" && adapters[h.Provider] == nil {
-		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(providerNames(), ", "))
+	if h.Provider != "" && h.Provider != "auto" && provider.Lookup(h.Provider) == nil {
+		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(provider.Names(), ", "))
 	}
 	if err := h.checkAllow(); err != nil {
 		return err
@@ -318,12 +318,12 @@ func joinApp(ctx caddy.Context, policy string) (*App, *policyFile, error) {
 // ServeHTTP gates one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	pol := h.file.current() // one version for the whole request, whatever a swap does meanwhile
-	adapter, front, body, buf, err := h.prepare(w, r, next, pol)
+	prov, front, body, buf, err := h.prepare(w, r, next, pol)
 	if buf == nil {
 		return err // refused, passed on, or not a model request
 	}
 	defer putBody(buf)
-	return h.answer(w, r, next, adapter, front, body, pol.names)
+	return h.answer(w, r, next, prov, front, body, pol.names)
 }
 
 // prepare reads and rewrites a model request: the history restored, the
@@ -332,11 +332,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // outcome. Otherwise buf holds the body until the answer is written. It
 // is a function of its own so that its frame is not on the stack of a
 // stream that waits for the person (see answer).
-func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, pol *loadedPolicy) (interceptor.Adapter, *gate.Front, []byte, *bytes.Buffer, error) {
+func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, pol *loadedPolicy) (provider.Provider, *gate.Front, []byte, *bytes.Buffer, error) {
 	path := canonicalPath(r.URL.Path)
 	method := upperMethod(r.Method) // Caddy forwards "post" as it came; upstreams route it as POST
 	around := endpointFor(method, path)
-	if around != nil && h.allows(around.allow) {
+	if around != nil && h.allows(around.Allow) {
 		return nil, nil, nil, nil, next.ServeHTTP(w, r)
 	}
 	protocol := h.providerFor(path)
@@ -346,7 +346,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return nil, nil, nil, nil, h.refuse(w, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
 	}
 	if around != nil {
-		return nil, nil, nil, nil, h.refuse(w, around.refusal(r.Method, r.URL.Path))
+		return nil, nil, nil, nil, h.refuse(w, aroundRefusal(around, r.Method, r.URL.Path))
 	}
 	if ref := h.unknownPost(method, path, r.URL.Path, protocol); ref != nil {
 		return nil, nil, nil, nil, h.refuse(w, ref)
@@ -356,9 +356,9 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 		// tool (a Gemini or Assistants answer, say).
 		return nil, nil, nil, nil, h.guarded(w, r, next, pol.names)
 	}
-	adapter := adapters[protocol]
+	prov := provider.Lookup(protocol)
 	buf := bodyPool.Get().(*bytes.Buffer)
-	fail := func(err error) (interceptor.Adapter, *gate.Front, []byte, *bytes.Buffer, error) {
+	fail := func(err error) (provider.Provider, *gate.Front, []byte, *bytes.Buffer, error) {
 		putBody(buf)
 		return nil, nil, nil, nil, err
 	}
@@ -366,59 +366,60 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if ref != nil {
 		return fail(h.refuse(w, ref))
 	}
-	if a := paramFor(protocol, body); a != nil && !h.allows(a.allow) {
-		return fail(h.refuse(w, a.refusal(r.Method, r.URL.Path)))
+	if a := prov.AroundParam(body); a != nil && !h.allows(a.Allow) {
+		return fail(h.refuse(w, aroundRefusal(a, r.Method, r.URL.Path)))
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
-	front := h.app.gate.Front(pol.policy, pol.key, func() gate.Person { return h.person(repl, original, protocol) }, protocol).
-		WithToolSchemas(func(name string) []byte { return toolParameters(original, name, protocol) })
+	front := h.app.gate.Front(pol.policy, pol.key, func() gate.Person { return h.person(repl, original, prov) }, protocol).
+		WithToolSchemas(func(name string) []byte { return prov.ToolParameters(original, name) })
 
-	body, err := adapter.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
+	body, err := prov.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
 	rewrite := func(name string, parameters []byte) ([]byte, string, bool) {
 		return rewriteTool(pol.policy, name, parameters)
 	}
-	if body, err = adapter.RewriteTools(body, rewrite); err != nil {
+	if body, err = prov.RewriteTools(body, rewrite); err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
 	if pol.policy.HasOfferWhen() {
 		// offer_when: the tools not offered to this person are taken out
 		// (their calls are refused anyway, gate/rules.go).
 		person := gate.RulePerson(front.Person())
-		if body, err = interceptor.DropTools(body, protocol, func(name string) bool { return pol.policy.NotOffered(name, person) }); err != nil {
+		if body, err = prov.DropTools(body, func(name string) bool { return pol.policy.NotOffered(name, person) }); err != nil {
 			return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 		}
 	}
 	setBody(r, body)
 	r.Header.Set("Accept-Encoding", "identity") // the response must be readable
-	return adapter, front, body, buf, nil
+	return prov, front, body, buf, nil
 }
 
 // answer sends the model request upstream and writes the answer through
 // the adapter, with its follow-ups. A stream waiting for the person (see
 // ResumeWait) waits in it: its frame, and those it calls while waiting,
 // are kept small, as they stay on the stack of every waiting stream.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, adapter interceptor.Adapter, front *gate.Front, body []byte, names *interceptor.Names) error {
-	rw := interceptor.Wrap(w, adapter, r.Context(), front, h.MaxResponseBody)
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, prov provider.Provider, front *gate.Front, body []byte, names *interceptor.Names) error {
+	rw := interceptor.Wrap(w, prov, r.Context(), front, h.MaxResponseBody)
 	rw.SetRequest(body)
+	rw.SetStreams(prov.Streams(r.Method, r.URL, body))
 	rw.GuardNames(names)
 	if h.ResumeWait > 0 {
 		rw.AllowResume()
 	}
-	out, watched := teeShadow(rw, r.Context(), adapter, front.Watcher(), h.MaxResponseBody, h.logger)
+	out, watched := teeShadow(rw, r.Context(), prov, front.Watcher(), h.MaxResponseBody, h.logger)
 	nextErr := next.ServeHTTP(out, r)
 	watched()
 	// A refused call goes back to the provider at once, with a tool result
 	// naming the fields, and the model's answer continues the same message;
 	// with ResumeWait, so does the model's reply once the person answered
-	// held calls (bounded by interceptor.MaxContinuations together).
+	// held calls (bounded by provider.MaxContinuations together).
 	for round := 1; nextErr == nil; round++ {
 		follow, ok := rw.Continuation()
 		if !ok {
-			follow, ok = h.resume(r, rw, adapter, front)
+			follow, ok = h.resume(r, rw, prov, front)
 		}
 		if !ok || !h.followUp(r, rw, next, follow, round) {
 			break
@@ -503,7 +504,7 @@ func (h *Handler) closed(w http.ResponseWriter, r *http.Request, rw *interceptor
 // the follow-up request with the history restored as the app's next
 // request would have it. ok is false when the answer does not wait or the
 // wait ended unanswered; the stream then ends as without waiting.
-func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapter interceptor.Adapter, front *gate.Front) ([]byte, bool) {
+func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, prov provider.Provider, front *gate.Front) ([]byte, bool) {
 	if h.ResumeWait <= 0 {
 		return nil, false
 	}
@@ -519,7 +520,7 @@ func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, adapte
 		return nil, false
 	}
 	return rw.Resume(func(b []byte) ([]byte, error) {
-		return adapter.RewriteRequest(r.Context(), b, h.app.gate.LinkPrefix(), front)
+		return prov.RewriteRequest(r.Context(), b, h.app.gate.LinkPrefix(), front)
 	})
 }
 
@@ -624,30 +625,6 @@ func setBody(r *http.Request, body []byte) {
 	r.Header.Del("Content-Length")
 }
 
-// toolParameters returns the JSON Schema a request offers for a tool, or
-// nil: Chat nests it under function.parameters, Responses has it flat as
-// parameters, Anthropic as input_schema.
-func toolParameters(body []byte, name, protocol string) []byte {
-	if protocol == "anthropic" {
-		return interceptor.AnthropicToolSchema(body, name)
-	}
-	if protocol == "openai-responses" {
-		return interceptor.Responses{}.ToolParameters(body, name)
-	}
-	namePath, schemaPath := "function.name", "function.parameters"
-	var out []byte
-	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
-		if t.Get(namePath).String() == name {
-			if p := t.Get(schemaPath); p.IsObject() {
-				out = []byte(p.Raw)
-			}
-			return false
-		}
-		return true
-	})
-	return out
-}
-
 // askHint tells the model an ask-for-missing action may be called with
 // what it knows.
 const askHint = " If you do not know every field, call it with what you know: the person is asked for the rest."
@@ -680,27 +657,10 @@ func putBody(b *bytes.Buffer) {
 	bodyPool.Put(b)
 }
 
-// adapters are the wire adapters by provider name: a new provider is a new
-// adapter and one line here.
-var adapters = map[string]interceptor.Adapter{
-	"openai-chat":      interceptor.Chat{},
-	"openai-responses": interceptor.Responses{},
-	"anthropic":        interceptor.Anthropic{},
-}
-
-func providerNames() []string {
-	names := make([]string, 0, len(adapters))
-	for n := range adapters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // person resolves the conversation's owner and tenant: the configured
 // placeholders, then the body's owner fields where configured (see
 // OwnerFields): never a silent fallback from a configured Owner.
-func (h *Handler) person(repl *caddy.Replacer, body []byte, protocol string) gate.Person {
+func (h *Handler) person(repl *caddy.Replacer, body []byte, prov provider.Provider) gate.Person {
 	var p gate.Person
 	if repl != nil {
 		if h.Owner != "" {
@@ -717,8 +677,8 @@ func (h *Handler) person(repl *caddy.Replacer, body []byte, protocol string) gat
 		return p
 	}
 	fields := h.OwnerFields
-	if fields == nil && h.Owner == "" && protocol != "anthropic" {
-		fields = openAIOwnerFields
+	if fields == nil && h.Owner == "" && prov != nil {
+		fields = prov.OwnerFields()
 	}
 	for _, f := range fields {
 		v, ok := bodyField(body, f)
@@ -763,10 +723,6 @@ func bodyField(body []byte, path string) (string, bool) {
 	}
 	return v.Str, true
 }
-
-// openAIOwnerFields name the end user in OpenAI requests: safety_identifier,
-// and user, which it replaces.
-var openAIOwnerFields = []string{"safety_identifier", "user"}
 
 // Interface guards
 var (

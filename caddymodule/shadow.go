@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // Shadow mode on the model route: the gate's own writer does not inspect
@@ -32,7 +33,7 @@ type shadowTee struct {
 
 // teeShadow returns w, or, when watcher is not nil, a writer that also
 // lets watcher see what is written; done closes the watching side.
-func teeShadow(w http.ResponseWriter, ctx context.Context, adapter interceptor.Adapter, watcher interceptor.Holder, max int64, log *zap.Logger) (http.ResponseWriter, func()) {
+func teeShadow(w http.ResponseWriter, ctx context.Context, adapter provider.Adapter, watcher provider.Holder, max int64, log *zap.Logger) (http.ResponseWriter, func()) {
 	if watcher == nil {
 		return w, func() {}
 	}

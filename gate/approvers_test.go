@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -62,7 +62,7 @@ func newApproverRig(t *testing.T) *rig {
 	return r
 }
 
-func noteCall(i int) interceptor.Call {
+func noteCall(i int) provider.Call {
 	c := call(i, 7)
 	c.Name = "send_note"
 	c.Arguments = []byte(`{}`)

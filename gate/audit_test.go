@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 
 	"github.com/toolgate/toolgate/store"
 )
@@ -151,7 +152,7 @@ func TestAuditKeepsNoValues(t *testing.T) {
 
 // interceptorCallTitled is a draft_post call that gives a title and
 // leaves out the body.
-func interceptorCallTitled(i int, title string) interceptor.Call {
+func interceptorCallTitled(i int, title string) provider.Call {
 	c := call(i, 0)
 	args := `{"title":` + jsonString(title) + `}`
 	c.Arguments = []byte(args)

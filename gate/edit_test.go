@@ -11,8 +11,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -43,8 +43,8 @@ func newEditRig(t *testing.T) *rig {
 	return r
 }
 
-func mailCall(args string) interceptor.Call {
-	return interceptor.Call{ID: "call_mail", Type: "function", Name: "send_mail", Arguments: []byte(args),
+func mailCall(args string) provider.Call {
+	return provider.Call{ID: "call_mail", Type: "function", Name: "send_mail", Arguments: []byte(args),
 		Raw: []byte(`{"id":"call_mail","type":"function","function":{"name":"send_mail","arguments":` + jsonString(args) + `}}`)}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/forms"
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // decision is what the policy and the call's own arguments make of one
@@ -27,7 +28,7 @@ type decision struct {
 
 // decide checks one call against the policy. toolSchema gives a tool's
 // schema from the request (nil: none); protocol is the route's.
-func decide(p *policies.Policy, c interceptor.Call, toolSchema func(string) []byte, protocol string) decision {
+func decide(p *policies.Policy, c provider.Call, toolSchema func(string) []byte, protocol string) decision {
 	refuse := func(reason, format string, args ...any) *refusal {
 		return &refusal{reason, fmt.Sprintf("Toolgate refused %s: "+format, append([]any{c.Name}, args...)...)}
 	}
@@ -129,7 +130,7 @@ func ExplainWith(p *policies.Policy, tool string, args []byte, in ExplainInput) 
 		// Front.Gated: calls of undeclared tools are not the gate's business.
 		return Explanation{Outcome: "pass"}
 	}
-	d := decide(p, interceptor.Call{Name: tool, Arguments: args}, nil, in.Protocol)
+	d := decide(p, provider.Call{Name: tool, Arguments: args}, nil, in.Protocol)
 	if a := d.action; a.HasOfferWhen() {
 		if ok, _ := a.Offers(in.Person); !ok {
 			return Explanation{Outcome: "refuse", Gated: true, Refusal: fmt.Sprintf("Toolgate refused %s: it is not offered to this person; nothing ran.", tool)}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/cards"
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -18,15 +18,15 @@ import (
 func TestExplainSaysWhatHoldDoes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		c    interceptor.Call
+		c    provider.Call
 		want string
 	}{
 		{"a card", call(0, 7), "card"},
 		{"a form", call(0, 0), "form"},
-		{"a complete write", interceptor.Call{ID: "c", Name: "draft_post", Arguments: []byte(`{"title":"T","body":"B"}`)}, "pass"},
-		{"an incomplete destructive call", interceptor.Call{ID: "c", Name: "delete_post", Arguments: []byte(`{}`)}, "refuse"},
-		{"a key twice", interceptor.Call{ID: "c", Name: "delete_post", Arguments: []byte(`{"post":7,"post":8}`)}, "refuse"},
-		{"not an object", interceptor.Call{ID: "c", Name: "delete_post", Arguments: []byte(`[7]`)}, "refuse"},
+		{"a complete write", provider.Call{ID: "c", Name: "draft_post", Arguments: []byte(`{"title":"T","body":"B"}`)}, "pass"},
+		{"an incomplete destructive call", provider.Call{ID: "c", Name: "delete_post", Arguments: []byte(`{}`)}, "refuse"},
+		{"a key twice", provider.Call{ID: "c", Name: "delete_post", Arguments: []byte(`{"post":7,"post":8}`)}, "refuse"},
+		{"not an object", provider.Call{ID: "c", Name: "delete_post", Arguments: []byte(`[7]`)}, "refuse"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, rigOptions{})

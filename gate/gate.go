@@ -2,7 +2,7 @@
 // card, stores the hold, takes the person's answer, releases the call, and
 // tells the model what happened. It joins the parts (policies, cards,
 // store, actions) and knows no wire format: the interceptor adapters call
-// it through interceptor.Holder and interceptor.Restorer.
+// it through provider.Holder and provider.Restorer.
 package gate
 
 import (

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/actions"
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -225,15 +225,15 @@ func (r *rig) front(who Person) *Front {
 
 // call is a delete_post call for a post, or a draft_post call missing
 // body when post is 0.
-func call(i, post int) interceptor.Call {
+func call(i, post int) provider.Call {
 	id := fmt.Sprintf("call_%d", i)
 	if post == 0 {
 		args := `{"title":"Hi"}`
-		return interceptor.Call{Position: i, ID: id, Type: "function", Name: "draft_post", Arguments: []byte(args),
+		return provider.Call{Position: i, ID: id, Type: "function", Name: "draft_post", Arguments: []byte(args),
 			Raw: []byte(`{"id":"` + id + `","type":"function","function":{"name":"draft_post","arguments":` + jsonString(args) + `}}`)}
 	}
 	args := fmt.Sprintf(`{"post":%d}`, post)
-	return interceptor.Call{Position: i, ID: id, Type: "function", Name: "delete_post", Arguments: []byte(args),
+	return provider.Call{Position: i, ID: id, Type: "function", Name: "delete_post", Arguments: []byte(args),
 		Raw: []byte(`{"id":"` + id + `","type":"function","function":{"name":"delete_post","arguments":` + jsonString(args) + `}}`)}
 }
 
@@ -244,7 +244,7 @@ func jsonString(s string) string {
 
 // hold makes the model call calls in who's conversation and returns the
 // step id, or the verdict when nothing was held.
-func (r *rig) hold(who Person, calls ...interceptor.Call) (string, interceptor.Verdict) {
+func (r *rig) hold(who Person, calls ...provider.Call) (string, provider.Verdict) {
 	r.t.Helper()
 	v := r.front(who).Hold(context.Background(), calls, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`))
 	i := strings.Index(v.Text, "/h/")

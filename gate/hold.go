@@ -17,12 +17,13 @@ import (
 	"github.com/toolgate/toolgate/forms"
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
 // Front is the gate as one model request sees it: the policy of the route,
 // the person the conversation belongs to, and the wire protocol. It
-// implements interceptor.Holder and interceptor.Restorer. Make one per
+// implements provider.Holder and provider.Restorer. Make one per
 // request with Gate.Front.
 type Front struct {
 	g         *Gate
@@ -63,8 +64,8 @@ func (f *Front) Person() Person {
 }
 
 var (
-	_ interceptor.Holder        = (*Front)(nil)
-	_ interceptor.Restorer      = (*Front)(nil)
+	_ provider.Holder           = (*Front)(nil)
+	_ provider.Restorer         = (*Front)(nil)
 	_ interceptor.StateRestorer = (*Front)(nil)
 )
 
@@ -101,14 +102,14 @@ type plan struct {
 // built from its record. A call that cannot be held properly is refused
 // (fail closed): the model reads why at once, in a continuation. Holds of
 // one response share a step and one link, stored before the app sees it.
-func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []byte) interceptor.Verdict {
+func (f *Front) Hold(ctx context.Context, calls []provider.Call, message []byte) provider.Verdict {
 	g := f.g
 	now := g.cfg.Now()
 	f.Person()
 	if v, ok := f.holdShadowed(ctx, calls, message); ok {
 		return v
 	}
-	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
+	v := provider.Verdict{Pass: make([]bool, len(calls))}
 	stepID, err := store.NewID()
 	if err != nil {
 		return f.refuseAll(calls, "store", "the gate could not make a link")
@@ -173,7 +174,7 @@ func (f *Front) Hold(ctx context.Context, calls []interceptor.Call, message []by
 			g.cfg.Observer.Refused(c.Name, p.refusal.reason)
 			g.log.Warn("call refused", zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("reason", p.refusal.reason),
 				zap.String("rule", p.rule.Label()), zap.String("why", p.refusal.text))
-			v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: p.refusal.text})
+			v.Refusals = append(v.Refusals, provider.Refusal{CallID: c.ID, Content: p.refusal.text})
 			refused = append(refused, f.ruleRefusedEvent(c.Name, p))
 		} else {
 			h.Kind, h.Shown, h.Fingerprint, h.Arguments = p.kind, p.shown, p.print, p.args
@@ -267,14 +268,14 @@ func conversationKey(p Person, id string) string { return indexKey("conv", p, id
 
 // plan checks one call and builds its card or form. waiting is how many
 // calls of the response already wait.
-func (f *Front) plan(ctx context.Context, c interceptor.Call, waiting int) plan {
+func (f *Front) plan(ctx context.Context, c provider.Call, waiting int) plan {
 	return f.planRuled(ctx, c, waiting, nil)
 }
 
 // planRuled is plan with the call's rules already run (pre; nil: plan
 // runs them when they apply), so the MCP front can decide on them before
 // it asks anything of the client.
-func (f *Front) planRuled(ctx context.Context, c interceptor.Call, waiting int, pre *ruling) plan {
+func (f *Front) planRuled(ctx context.Context, c provider.Call, waiting int, pre *ruling) plan {
 	refuse := func(reason, format string, args ...any) plan {
 		return plan{refusal: &refusal{reason, fmt.Sprintf("Toolgate refused %s: "+format, append([]any{c.Name}, args...)...)}}
 	}
@@ -358,12 +359,12 @@ func (f *Front) card(ctx context.Context, a *policies.Action, args []byte, rl ru
 	return card, nil
 }
 
-func (f *Front) refuseAll(calls []interceptor.Call, reason, why string) interceptor.Verdict {
-	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
+func (f *Front) refuseAll(calls []provider.Call, reason, why string) provider.Verdict {
+	v := provider.Verdict{Pass: make([]bool, len(calls))}
 	var refused []store.Event
 	for _, c := range calls {
 		f.g.cfg.Observer.Refused(c.Name, reason)
-		v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: fmt.Sprintf("Toolgate refused %s: %s; nothing ran.", c.Name, why)})
+		v.Refusals = append(v.Refusals, provider.Refusal{CallID: c.ID, Content: fmt.Sprintf("Toolgate refused %s: %s; nothing ran.", c.Name, why)})
 		refused = append(refused, f.refusedEvent(c.Name, reason, v.Refusals[len(v.Refusals)-1].Content))
 	}
 	f.g.audit(refused...)

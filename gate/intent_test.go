@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -38,7 +38,7 @@ func TestSameCallAttachesToTheWaitingHold(t *testing.T) {
 	// cards.
 	for _, tc := range []struct {
 		who  Person
-		call interceptor.Call
+		call provider.Call
 	}{
 		{ana, call(0, 2)},
 		{Person{Owner: "bo", Tenant: "acme"}, call(0, 1)},
@@ -70,7 +70,7 @@ func TestRepeatBesideANewCall(t *testing.T) {
 	// The repeat and a new call in one response: one step and one link,
 	// the repeat sharing the first card, the new call with a card of its
 	// own.
-	v := r.front(ana).Hold(context.Background(), []interceptor.Call{call(0, 1), call(1, 2)}, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`))
+	v := r.front(ana).Hold(context.Background(), []provider.Call{call(0, 1), call(1, 2)}, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`))
 	if v.Step == "" || v.Step == step || strings.Count(v.Text, "/h/") != 1 || !strings.Contains(v.Text, "/h/"+v.Step) {
 		t.Fatalf("verdict %+v", v)
 	}
@@ -232,7 +232,7 @@ func TestRepeatAttachesOnlyWhereTheSameRequestWouldRun(t *testing.T) {
 // holdIn makes the model call calls through front, in the conversation
 // whose assistant message is message (a default one when nil), and
 // returns the step id its waiting text links to.
-func (r *rig) holdIn(front *Front, message []byte, calls ...interceptor.Call) string {
+func (r *rig) holdIn(front *Front, message []byte, calls ...provider.Call) string {
 	r.t.Helper()
 	if message == nil {
 		message = []byte(`{"role":"assistant","content":null,"tool_calls":[]}`)

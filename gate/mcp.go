@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/forms"
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -128,7 +129,7 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 		return MCPVerdict{} // not gated
 	case a.Shadow():
 		f.toolSchema = func(string) []byte { return c.Schema }
-		f.watch([]interceptor.Call{{Name: c.Name, Arguments: c.Arguments}})
+		f.watch([]provider.Call{{Name: c.Name, Arguments: c.Arguments}})
 		return MCPVerdict{} // passes; watched on the side (shadow.go)
 	}
 	p := f.Person()
@@ -138,7 +139,7 @@ func (f *Front) MCP(ctx context.Context, c MCPCall) MCPVerdict {
 	if retry {
 		return f.mcpRetry(ctx, c, a)
 	}
-	call := interceptor.Call{Name: c.Name, Arguments: c.Arguments}
+	call := provider.Call{Name: c.Name, Arguments: c.Arguments}
 	if ref := f.offered(a); ref != nil {
 		f.g.cfg.Observer.Refused(c.Name, ref.reason)
 		f.g.audit(f.refusedEvent(c.Name, ref.reason, ref.text))

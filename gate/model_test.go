@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -422,7 +422,7 @@ func (s *sequence) reload() {
 // holdConv makes the model response of c; the reference says which of its
 // calls attach to a waiting hold of the same intent.
 func (s *sequence) holdConv(c *conv) error {
-	var calls []interceptor.Call
+	var calls []provider.Call
 	for i, h := range c.holds {
 		h.conv = c
 		if !h.form && c.route == mainRoute {
@@ -524,13 +524,13 @@ func (s *sequence) waits(h *modelHold) bool {
 
 // modelCall is the call of h at index i: a delete_post of its post, or a
 // draft_post missing body, titled with its number.
-func modelCall(i int, h *modelHold) interceptor.Call {
+func modelCall(i int, h *modelHold) provider.Call {
 	args := fmt.Sprintf(`{"post":%d}`, h.post)
 	name := "delete_post"
 	if h.form {
 		args, name = fmt.Sprintf(`{"title":"Hi %d"}`, h.post), "draft_post"
 	}
-	return interceptor.Call{Position: i, ID: h.callID, Type: "function", Name: name, Arguments: []byte(args),
+	return provider.Call{Position: i, ID: h.callID, Type: "function", Name: name, Arguments: []byte(args),
 		Raw: []byte(`{"id":"` + h.callID + `","type":"function","function":{"name":"` + name + `","arguments":` + jsonString(args) + `}}`)}
 }
 

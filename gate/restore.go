@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -15,7 +15,7 @@ import (
 // step of another person (another owner, or the same owner id in another
 // tenant), or held on another protocol, restores nothing: a link copied
 // into someone else's conversation is inert.
-func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (interceptor.Restored, bool) {
+func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (provider.Restored, bool) {
 	g := f.g
 	f.Person()
 	holds, err := g.cfg.Store.Step(ctx, stepID)
@@ -23,20 +23,20 @@ func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (i
 		if !errors.Is(err, store.ErrNotFound) {
 			g.log.Error("reading step for history", zap.String("step_id", stepID), zap.Error(err))
 		}
-		return interceptor.Restored{}, false
+		return provider.Restored{}, false
 	}
 	if !f.person.owns(holds[0]) || holds[0].Protocol != f.protocol {
 		g.log.Warn("link from another conversation ignored", zap.String("step_id", stepID), zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant))
-		return interceptor.Restored{}, false
+		return provider.Restored{}, false
 	}
 	if g.settleOpen(ctx, holds, userFollows) {
 		if now, err := g.cfg.Store.Step(ctx, stepID); err == nil {
 			holds = now
 		}
 	}
-	r := interceptor.Restored{Message: holds[0].Message}
+	r := provider.Restored{Message: holds[0].Message}
 	for _, h := range holds {
-		r.Results = append(r.Results, interceptor.Result{CallID: h.CallID, Content: g.outcomeFor(h, holds)})
+		r.Results = append(r.Results, provider.Result{CallID: h.CallID, Content: g.outcomeFor(h, holds)})
 	}
 	g.replyRead(ctx, holds) // outcometext.go: a read's reply is given once
 	return r, true
@@ -46,7 +46,7 @@ func (f *Front) Restore(ctx context.Context, stepID string, userFollows bool) (i
 // response responseID, or (when responseID is "") in the conversation
 // conversationID and whose results were not yet given back: a Responses
 // API request that continues from them carries no link.
-func (f *Front) RestoreState(ctx context.Context, responseID, conversationID string, userFollows bool) []interceptor.Restored {
+func (f *Front) RestoreState(ctx context.Context, responseID, conversationID string, userFollows bool) []provider.Restored {
 	f.Person()
 	key := responseKey(f.person, responseID)
 	conv := false
@@ -61,7 +61,7 @@ func (f *Front) RestoreState(ctx context.Context, responseID, conversationID str
 		f.g.log.Error("reading steps of a stored response", zap.Error(err))
 		return nil
 	}
-	var out []interceptor.Restored
+	var out []provider.Restored
 	for _, step := range steps {
 		r, ok := f.Restore(ctx, step, userFollows)
 		if !ok {

@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/forms"
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -72,7 +72,7 @@ func rulePerson(p Person) policies.RulePerson {
 // rules runs the action's rules on a complete, valid call (d has no
 // refusal and its form passes). The record is read, as the person, when
 // the first rule that reads it is reached, and kept for the card.
-func (f *Front) rules(ctx context.Context, c interceptor.Call, d decision) ruling {
+func (f *Front) rules(ctx context.Context, c provider.Call, d decision) ruling {
 	a := d.action
 	var out ruling
 	var readFailed *refusal

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -67,9 +67,9 @@ func newRulesRig(t *testing.T) *rig {
 	return r
 }
 
-func refundCall(order int, amount string) interceptor.Call {
+func refundCall(order int, amount string) provider.Call {
 	args := fmt.Sprintf(`{"order":%d,"amount":%s}`, order, amount)
-	return interceptor.Call{ID: "call_r", Type: "function", Name: "refund_order", Arguments: []byte(args),
+	return provider.Call{ID: "call_r", Type: "function", Name: "refund_order", Arguments: []byte(args),
 		Raw: []byte(`{"id":"call_r","type":"function","function":{"name":"refund_order","arguments":` + jsonString(args) + `}}`)}
 }
 
@@ -91,7 +91,7 @@ func (r *rig) auditEvents(kind store.EventKind) []store.AuditRecord {
 func TestRulesDecideAtHoldTime(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		call      interceptor.Call
+		call      provider.Call
 		pass      bool
 		refusal   string
 		waiting   string
@@ -283,8 +283,8 @@ func newFormRulesRig(t *testing.T) *rig {
 	return r
 }
 
-func draftCall(args string) interceptor.Call {
-	return interceptor.Call{ID: "call_d", Type: "function", Name: "draft_post", Arguments: []byte(args),
+func draftCall(args string) provider.Call {
+	return provider.Call{ID: "call_d", Type: "function", Name: "draft_post", Arguments: []byte(args),
 		Raw: []byte(`{"id":"call_d","type":"function","function":{"name":"draft_post","arguments":` + jsonString(args) + `}}`)}
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -38,8 +38,8 @@ const (
 // holdShadowed passes the calls of shadow actions, watching them, and
 // hands the others to Hold; ok is false when no call is in shadow (the
 // caller goes on as usual).
-func (f *Front) holdShadowed(ctx context.Context, calls []interceptor.Call, message []byte) (interceptor.Verdict, bool) {
-	var enforced, watched []interceptor.Call
+func (f *Front) holdShadowed(ctx context.Context, calls []provider.Call, message []byte) (provider.Verdict, bool) {
+	var enforced, watched []provider.Call
 	var at []int // where each enforced call sits among calls
 	for i, c := range calls {
 		if f.policy.Action(c.Name).Shadow() {
@@ -50,10 +50,10 @@ func (f *Front) holdShadowed(ctx context.Context, calls []interceptor.Call, mess
 		}
 	}
 	if len(watched) == 0 {
-		return interceptor.Verdict{}, false
+		return provider.Verdict{}, false
 	}
 	f.watch(watched)
-	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
+	v := provider.Verdict{Pass: make([]bool, len(calls))}
 	for i := range v.Pass {
 		v.Pass[i] = true
 	}
@@ -71,11 +71,11 @@ func (f *Front) holdShadowed(ctx context.Context, calls []interceptor.Call, mess
 // with calls of shadow actions. What it reads of the request (the tools'
 // schemas, the calls' bytes) is copied first: the request may be gone
 // when it runs.
-func (f *Front) watch(calls []interceptor.Call) {
+func (f *Front) watch(calls []provider.Call) {
 	g := f.g
 	person := f.Person()
 	schemas := map[string][]byte{}
-	copied := make([]interceptor.Call, len(calls))
+	copied := make([]provider.Call, len(calls))
 	for i, c := range calls {
 		c.Arguments, c.Raw = bytes.Clone(c.Arguments), nil
 		copied[i] = c
@@ -107,7 +107,7 @@ func (f *Front) watch(calls []interceptor.Call) {
 // watchOne logs and counts what enforce mode would have done with one
 // call; it reports whether the call would have waited for the person.
 // This is where an audit trail records a shadow decision.
-func (f *Front) watchOne(ctx context.Context, c interceptor.Call, waiting int) bool {
+func (f *Front) watchOne(ctx context.Context, c provider.Call, waiting int) bool {
 	g := f.g
 	p := f.plan(ctx, c, waiting)
 	fields := []zap.Field{zap.String("action", c.Name), zap.String("owner", f.person.Owner), zap.String("tenant", f.person.Tenant), zap.String("policy", f.policyKey)}
@@ -144,7 +144,7 @@ func (f *Front) watchOne(ctx context.Context, c interceptor.Call, waiting int) b
 // which does not inspect them); nil when the policy puts no action in
 // shadow mode. Its verdicts pass every call: whatever it is given is
 // written nowhere.
-func (f *Front) Watcher() interceptor.Holder {
+func (f *Front) Watcher() provider.Holder {
 	if !f.policy.HasShadow() {
 		return nil
 	}
@@ -156,8 +156,8 @@ type watcher struct{ f *Front }
 
 func (w watcher) Gated(name string) bool { return w.f.policy.Action(name).Shadow() }
 
-func (w watcher) Hold(_ context.Context, calls []interceptor.Call, _ []byte) interceptor.Verdict {
-	var watched []interceptor.Call
+func (w watcher) Hold(_ context.Context, calls []provider.Call, _ []byte) provider.Verdict {
+	var watched []provider.Call
 	for _, c := range calls {
 		if w.Gated(c.Name) {
 			watched = append(watched, c)
@@ -166,7 +166,7 @@ func (w watcher) Hold(_ context.Context, calls []interceptor.Call, _ []byte) int
 	if len(watched) > 0 {
 		w.f.watch(watched)
 	}
-	v := interceptor.Verdict{Pass: make([]bool, len(calls))}
+	v := provider.Verdict{Pass: make([]bool, len(calls))}
 	for i := range v.Pass {
 		v.Pass[i] = true
 	}

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -73,11 +73,11 @@ func TestShadowPassesAndLogsTheCard(t *testing.T) {
 	if (&Front{policy: r.policy}).Watcher() == nil || newRig(t, rigOptions{}).front(ana).Watcher() != nil {
 		t.Fatal("a watcher for a policy without shadow actions, or none with one")
 	}
-	v := w.Hold(context.Background(), []interceptor.Call{call(0, 7), call(1, 0)}, []byte(`{}`))
+	v := w.Hold(context.Background(), []provider.Call{call(0, 7), call(1, 0)}, []byte(`{}`))
 	if len(v.Pass) != 2 || !v.Pass[1] {
 		t.Fatalf("watcher verdict %+v, want every call passed", v)
 	}
-	v = f.Hold(context.Background(), []interceptor.Call{call(0, 7)}, []byte(`{}`))
+	v = f.Hold(context.Background(), []provider.Call{call(0, 7)}, []byte(`{}`))
 	if len(v.Pass) != 1 || !v.Pass[0] || v.Text != "" || v.Step != "" || len(v.Refusals) != 0 {
 		t.Fatalf("verdict %+v, want the call passed", v)
 	}
@@ -113,12 +113,12 @@ func TestShadowPassesAndLogsTheCard(t *testing.T) {
 // shadow calls pass even without an owner.
 func TestShadowWouldRefuseOrAsk(t *testing.T) {
 	r, logs, counts := newShadowRig(t, true)
-	calls := []interceptor.Call{call(0, 8), call(1, 0)} // no record for post 8; draft_post misses its body
+	calls := []provider.Call{call(0, 8), call(1, 0)} // no record for post 8; draft_post misses its body
 	v := r.front(ana).Hold(context.Background(), calls, []byte(`{}`))
 	if !v.Pass[0] || !v.Pass[1] || v.Text != "" || len(v.Refusals) != 0 {
 		t.Fatalf("verdict %+v", v)
 	}
-	v = r.front(Person{}).Hold(context.Background(), []interceptor.Call{call(0, 7)}, []byte(`{}`))
+	v = r.front(Person{}).Hold(context.Background(), []provider.Call{call(0, 7)}, []byte(`{}`))
 	if !v.Pass[0] || v.Text != "" || len(v.Refusals) != 0 {
 		t.Fatalf("verdict without an owner %+v", v)
 	}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -205,7 +205,7 @@ func TestLegacyOutcomesReadAsBefore(t *testing.T) {
 }
 
 // searchCall is a search_posts call without its query.
-func searchCall(i int) interceptor.Call {
+func searchCall(i int) provider.Call {
 	c := call(i, 0)
 	c.Name, c.Arguments = "search_posts", []byte(`{}`)
 	c.Raw = []byte(`{"id":"` + c.ID + `","type":"function","function":{"name":"search_posts","arguments":"{}"}}`)

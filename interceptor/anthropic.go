@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -61,7 +63,7 @@ var anthShape = func() *shape {
 // SDKs hand it to the app as a call object with that name, and an app
 // must never be handed one naming a gated action. The provider's own
 // tools (web_search, code_execution, ...) are no gated names and pass.
-func anthStrayCall(h Holder, cb gjson.Result) (string, bool) {
+func anthStrayCall(h provider.Holder, cb gjson.Result) (string, bool) {
 	if cb.Get("type").Str == "tool_use" {
 		return "", false
 	}
@@ -80,9 +82,9 @@ func hasToolUse(b []byte) bool { return anthKeys.mayHold(b) }
 
 // anthStep is the refused calls of one response, to send back to the model.
 type anthStep struct {
-	blocks   []string  // the assistant content sent back: the response's blocks through the last refused tool_use, without the tool_use blocks that were not refused
-	results  []Refusal // the refused calls' tool results, in message order
-	fallback string    // the text shown in their place if no follow-up is sent
+	blocks   []string           // the assistant content sent back: the response's blocks through the last refused tool_use, without the tool_use blocks that were not refused
+	results  []provider.Refusal // the refused calls' tool results, in message order
+	fallback string             // the text shown in their place if no follow-up is sent
 }
 
 // RewriteJSON judges the inspected calls of a Messages response body
@@ -100,7 +102,7 @@ type anthStep struct {
 // when the model wrote text before it) takes the place of the first of
 // them. stop_reason "tool_use" becomes "end_turn" when no tool_use block is
 // left. Every other byte is kept; the result is a new slice.
-func (Anthropic) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, error) {
+func (Anthropic) RewriteJSON(ctx context.Context, body []byte, h provider.Holder) ([]byte, error) {
 	out, _, err := rewriteAnthJSON(ctx, body, h, nil)
 	return out, err
 }
@@ -108,7 +110,7 @@ func (Anthropic) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte
 // rewriteAnthJSON is RewriteJSON. When allowed is given and says yes, the
 // refused calls (all with ids) are taken out without text and returned as
 // a step, to be sent back to the model.
-func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() bool) ([]byte, *anthStep, error) {
+func rewriteAnthJSON(ctx context.Context, body []byte, h provider.Holder, allowed func() bool) ([]byte, *anthStep, error) {
 	if !hasToolUse(body) {
 		return body, nil, nil
 	}
@@ -123,7 +125,7 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 	if !content.IsArray() {
 		return body, nil, nil
 	}
-	var calls []Call
+	var calls []provider.Call
 	var at []int // per call, its block's position
 	var stray error
 	pos, n := 0, 0
@@ -134,7 +136,7 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 		}
 		if b.IsObject() && b.Get("type").Str == "tool_use" {
 			if name := b.Get("name").Str; h.Gated(name) {
-				calls = append(calls, Call{
+				calls = append(calls, provider.Call{
 					Position:  pos,
 					ID:        b.Get("id").Str,
 					Type:      "function",
@@ -165,29 +167,29 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 	msg = append(msg, content.Raw...)
 	msg = append(msg, '}')
 	v := h.Hold(ctx, calls, msg)
-	fates, contents, anyRefused, ids := v.fates(calls)
+	fates, contents, anyRefused, ids := v.Fates(calls)
 	cont := anyRefused && ids && allowed != nil && allowed()
 	text := v.Text
 	if !cont {
-		text = inPlace(text, fates, contents)
+		text = provider.InPlace(text, fates, contents)
 	}
 
-	fateAt := make(map[int]fate, len(calls))
+	fateAt := make(map[int]provider.Fate, len(calls))
 	for i, p := range at {
 		fateAt[p] = fates[i]
 	}
 	var step *anthStep
 	if cont {
-		step = &anthStep{fallback: inPlace("", fates, contents)}
+		step = &anthStep{fallback: provider.InPlace("", fates, contents)}
 		last := 0
 		for i, p := range at {
-			if fates[i] == refused {
+			if fates[i] == provider.Refused {
 				last = p
-				step.results = append(step.results, Refusal{CallID: calls[i].ID, Content: contents[i]})
+				step.results = append(step.results, provider.Refusal{CallID: calls[i].ID, Content: contents[i]})
 			}
 		}
 		for p, b := range blocks[:last+1] {
-			if f, gated := fateAt[p]; b.Get("type").Str != "tool_use" || gated && f == refused {
+			if f, gated := fateAt[p]; b.Get("type").Str != "tool_use" || gated && f == provider.Refused {
 				step.blocks = append(step.blocks, b.Raw)
 			}
 		}
@@ -204,9 +206,9 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h Holder, allowed func() 
 		out = append(out, raw...)
 	}
 	for p, b := range blocks {
-		if f, gated := fateAt[p]; gated && f != passed {
+		if f, gated := fateAt[p]; gated && f != provider.Passed {
 			removed = true
-			if text != "" && textAt < 0 && (f == held || !cont) {
+			if text != "" && textAt < 0 && (f == provider.Held || !cont) {
 				textAt = p
 				add(anthTextBlock(text, texted))
 			}
@@ -429,7 +431,7 @@ func appendAnthStep(req []byte, step *anthStep) ([]byte, error) {
 
 // Interface guards
 var (
-	_ Adapter = Anthropic{}
-	_ Turn    = (*anthTurn)(nil)
-	_ Stream  = (*anthStream)(nil)
+	_ provider.Adapter = Anthropic{}
+	_ provider.Turn    = (*anthTurn)(nil)
+	_ provider.Stream  = (*anthStream)(nil)
 )

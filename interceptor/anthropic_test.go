@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/tidwall/gjson"
@@ -40,7 +42,7 @@ var anthFixtureCalls = map[string]struct{ id, name, input string }{
 
 // anthRewrite runs in through an Anthropic stream, written in pieces of
 // the given sizes (cycled; all at once if none), and returns what came out.
-func anthRewrite(in []byte, h Holder, sizes ...int) (out []byte, flushes int, err error) {
+func anthRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
 	var buf bytes.Buffer
 	s := Anthropic{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
 	for i := 0; len(in) > 0; i++ {
@@ -617,7 +619,7 @@ type holdSpy struct {
 	at func()
 }
 
-func (h holdSpy) Hold(ctx context.Context, calls []Call, message []byte) Verdict {
+func (h holdSpy) Hold(ctx context.Context, calls []provider.Call, message []byte) provider.Verdict {
 	h.at()
 	return h.fakeHolder.Hold(ctx, calls, message)
 }
@@ -807,7 +809,7 @@ func anthTextStream(n int) []byte {
 	return []byte(b.String())
 }
 
-func benchAnthStream(b *testing.B, in []byte, h Holder) {
+func benchAnthStream(b *testing.B, in []byte, h provider.Holder) {
 	evs := events(in)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -56,7 +58,7 @@ import (
 // Nothing else in the body changes: it is spliced, not re-encoded. The
 // result is a new slice when anything was restored, else body. A stored
 // message without a content array is an error.
-func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r Restorer) ([]byte, error) {
+func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
 	if !hasLink(body, linkPrefix) {
 		return body, nil
 	}
@@ -85,7 +87,7 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 			continue
 		}
 		content := m.Get("content")
-		var steps []Restored
+		var steps []provider.Restored
 		var ids []string
 		for _, step := range allSteps(content, linkPrefix) {
 			if done[step] {
@@ -119,7 +121,7 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 // message m, and their results in the user message next (when it
 // exists) and in user messages inserted between them (see
 // RewriteRequest).
-func anthRestoreSteps(body []byte, steps []Restored, ids []string, m, next gjson.Result, prefix string) ([]edit, error) {
+func anthRestoreSteps(body []byte, steps []provider.Restored, ids []string, m, next gjson.Result, prefix string) ([]edit, error) {
 	contents := make([][]string, len(steps))
 	held := make(map[string]bool)  // tool_use ids the steps hold
 	texts := make(map[string]bool) // the text of the steps' text blocks

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/tidwall/gjson"
 )
@@ -141,8 +143,8 @@ func anthAppRequest(t *testing.T, first string, m anthropic.Message, more ...ant
 	return b
 }
 
-func anthRestorer(stored []byte, results ...Result) *fakeRestorer {
-	return &fakeRestorer{steps: map[string]Restored{testStep: {Message: stored, Results: results}}}
+func anthRestorer(stored []byte, results ...provider.Result) *fakeRestorer {
+	return &fakeRestorer{steps: map[string]provider.Restored{testStep: {Message: stored, Results: results}}}
 }
 
 func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
@@ -163,7 +165,7 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 			if err := anthHistoryError(body); err != nil {
 				t.Fatalf("the app's own request: %v", err)
 			}
-			r := anthRestorer(held.message, Result{CallID: id, Content: "The person confirmed. 68 degrees."})
+			r := anthRestorer(held.message, provider.Result{CallID: id, Content: "The person confirmed. 68 degrees."})
 			out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 			if err != nil {
 				t.Fatal(err)
@@ -210,7 +212,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 	if err := anthHistoryError(body); err != nil {
 		t.Fatalf("the app's own request: %v", err)
 	}
-	r := anthRestorer(held.message, Result{CallID: "toolu_del", Content: "Still waiting for the person's answer; nothing has run yet."})
+	r := anthRestorer(held.message, provider.Result{CallID: "toolu_del", Content: "Still waiting for the person's answer; nothing has run yet."})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +234,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 	// The person writes, after the app's tool result: ours go with the
 	// app's, before the text.
 	body = anthAppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false), anthropic.NewTextBlock("And?")))
-	r = anthRestorer(held.message, Result{CallID: "toolu_del", Content: "The person moved on without answering; nothing ran."})
+	r = anthRestorer(held.message, provider.Result{CallID: "toolu_del", Content: "The person moved on without answering; nothing ran."})
 	out, err = Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +250,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 func TestAnthropicRequestRestoresThinkingVerbatim(t *testing.T) {
 	m, held := anthHeldTurn(t, anthThinkingStream(), newHolder("delete_post"))
 	body := anthAppRequest(t, "Delete post 7", m, anthropic.NewUserMessage(anthropic.NewTextBlock("Done?")))
-	r := anthRestorer(held.message, Result{CallID: "toolu_del", Content: "The person confirmed. Removed."})
+	r := anthRestorer(held.message, provider.Result{CallID: "toolu_del", Content: "The person confirmed. Removed."})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +265,7 @@ func TestAnthropicRequestRestoresThinkingVerbatim(t *testing.T) {
 
 func TestAnthropicRequestShapes(t *testing.T) {
 	stored := `{"role":"assistant","content":[{"type":"text","text":"I'll delete it."},{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{"post":7}}]}`
-	res := Result{CallID: "toolu_del", Content: "The person declined; nothing ran."}
+	res := provider.Result{CallID: "toolu_del", Content: "The person declined; nothing ran."}
 	link := `I'll delete it.\n\n` + waitText
 	for _, tc := range []struct{ name, in, want string }{
 		{"string contents",
@@ -286,7 +288,7 @@ func TestAnthropicRequestShapes(t *testing.T) {
 			`{"messages":[{"role":"assistant","content":[{"type":"text","text":"I'll delete it."},{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{"post":7}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_del","content":"The person declined; nothing ran."}]}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := anthRestorer([]byte(stored), res, Result{CallID: "toolu_unknown", Content: "not in the message"})
+			r := anthRestorer([]byte(stored), res, provider.Result{CallID: "toolu_unknown", Content: "not in the message"})
 			out, err := Anthropic{}.RewriteRequest(context.Background(), []byte(tc.in), testLink, r)
 			if err != nil {
 				t.Fatal(err)
@@ -324,7 +326,7 @@ func TestAnthropicRequestUntouched(t *testing.T) {
 func TestAnthropicRequestRestoresEachStepOnce(t *testing.T) {
 	stored := `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{}}]}`
 	body := `{"messages":[{"role":"assistant","content":"` + waitText + `"},{"role":"user","content":"a"},{"role":"assistant","content":"again: ` + waitText + `"},{"role":"user","content":"b"}]}`
-	r := anthRestorer([]byte(stored), Result{CallID: "toolu_del", Content: "x"})
+	r := anthRestorer([]byte(stored), provider.Result{CallID: "toolu_del", Content: "x"})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), []byte(body), testLink, r)
 	if err != nil || len(r.asked) != 1 || anthHistoryError(out) != nil {
 		t.Errorf("err %v, asked %v, %s", err, r.asked, out)
@@ -352,7 +354,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":"` + waitText + `\n\nDone."},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_get","content":"r"}]}]}`))
 	stored := []byte(`{"role":"assistant","content":[{"type":"text","text":"I'll delete it."},{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{"post":7}},{"type":"tool_use","id":"toolu_get","name":"get_post","input":{}}]}`)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r := anthRestorer(stored, Result{CallID: "toolu_del", Content: "The person declined; nothing ran."})
+		r := anthRestorer(stored, provider.Result{CallID: "toolu_del", Content: "The person declined; nothing ran."})
 		out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 		if err != nil {
 			return

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -54,7 +56,7 @@ import (
 // event over 8 MiB, or dst and flush. Close reports a body that ends
 // mid-line; an inspected call whose message never reached message_delta is
 // simply never written or held.
-func (Anthropic) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
+func (Anthropic) NewStream(ctx context.Context, dst io.Writer, flush func() error, h provider.Holder) provider.Stream {
 	s := &anthStream{ctx: ctx, h: h, hold: -1}
 	s.attach(dst, flush, "anthropic stream")
 	s.stop = s
@@ -63,7 +65,7 @@ func (Anthropic) NewStream(ctx context.Context, dst io.Writer, flush func() erro
 
 type anthStream struct {
 	ctx context.Context
-	h   Holder
+	h   provider.Holder
 	t   *anthTurn // the turn it belongs to; nil: no continuation
 
 	sseFrame               // the event begun in an earlier Write, not yet complete
@@ -599,7 +601,7 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 // waited, in the provider's order: blocks that started after the first
 // call, renumbered; passed calls whole; the text at the first held call.
 func (s *anthStream) settle() {
-	var calls []Call
+	var calls []provider.Call
 	var judged []*anthBlock
 	msg := []byte(`{"role":"assistant","content":[`)
 	pos := 0
@@ -613,7 +615,7 @@ func (s *anthStream) settle() {
 			continue
 		}
 		if b.gated && i >= s.hold {
-			calls = append(calls, Call{
+			calls = append(calls, provider.Call{
 				Position:  pos,
 				ID:        b.id,
 				Type:      "function",
@@ -632,30 +634,30 @@ func (s *anthStream) settle() {
 		return
 	}
 	v := s.h.Hold(s.ctx, calls, msg)
-	fates, contents, anyRefused, ids := v.fates(calls)
+	fates, contents, anyRefused, ids := v.Fates(calls)
 	cont := anyRefused && ids && s.t != nil && s.t.allowed()
 	text := v.Text
 	if !cont {
-		text = inPlace(text, fates, contents)
+		text = provider.InPlace(text, fates, contents)
 	}
-	fateOf := make(map[*anthBlock]fate, len(judged))
+	fateOf := make(map[*anthBlock]provider.Fate, len(judged))
 	for i, b := range judged {
 		fateOf[b] = fates[i]
 	}
 	if cont {
-		step := &anthStep{fallback: inPlace("", fates, contents)}
+		step := &anthStep{fallback: provider.InPlace("", fates, contents)}
 		last := 0
 		for i, b := range s.blocks {
-			if f, ok := fateOf[b]; ok && f == refused {
+			if f, ok := fateOf[b]; ok && f == provider.Refused {
 				last = i
 			}
 		}
 		for i, b := range s.blocks[:last+1] {
 			f, ok := fateOf[b]
 			switch {
-			case ok && f == refused:
+			case ok && f == provider.Refused:
 				step.blocks = append(step.blocks, string(calls[slices.Index(judged, b)].Raw))
-				step.results = append(step.results, Refusal{CallID: b.id, Content: contents[slices.Index(judged, b)]})
+				step.results = append(step.results, provider.Refusal{CallID: b.id, Content: contents[slices.Index(judged, b)]})
 			case b.typ != "tool_use":
 				step.blocks = append(step.blocks, string(s.blocks[i].appendJSON(nil)))
 			}
@@ -677,11 +679,11 @@ func (s *anthStream) settle() {
 				}
 				b.evs = nil
 			}
-		case f == passed:
+		case f == provider.Passed:
 			b.out = s.next
 			s.next++
 			s.writeToolUse(b)
-		case !textDone && (f == held || !cont):
+		case !textDone && (f == provider.Held || !cont):
 			s.writeTextBlock(text)
 			textDone = true
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -31,7 +33,7 @@ func anthClientTool(tool gjson.Result) bool {
 // Otherwise the result is a new slice: only the rewritten tool objects
 // change (spliced, not re-encoded), every other byte is kept. Invalid JSON
 // is an error, as is a new schema that is not valid JSON.
-func (Anthropic) RewriteTools(body []byte, rewrite ToolRewrite) ([]byte, error) {
+func (Anthropic) RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 	if !bytes.Contains(body, toolsKey) {
 		return body, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -45,7 +47,7 @@ import (
 // first text after a blank line when the answer has text), usage summed
 // member by member, stop_reason and stop_sequence from the follow-up
 // (stop_reason as for streams); every other byte of the answer stays.
-func (Anthropic) NewTurn(ctx context.Context, h Holder, request []byte, continuations int) Turn {
+func (Anthropic) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
 	t := &anthTurn{ctx: ctx, h: h, turnCore: turnCore[anthStep]{request: request, max: continuations}}
 	t.s.ctx, t.s.h, t.s.t, t.s.hold = ctx, h, t, -1
 	return t
@@ -55,7 +57,7 @@ func (Anthropic) NewTurn(ctx context.Context, h Holder, request []byte, continua
 // allocation.
 type anthTurn struct {
 	ctx context.Context
-	h   Holder
+	h   provider.Holder
 
 	turnCore[anthStep]
 	check int8       // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
@@ -81,7 +83,7 @@ func (t *anthTurn) allowed() bool {
 }
 
 // Stream implements Turn.
-func (t *anthTurn) Stream(dst io.Writer, flush func() error) Stream {
+func (t *anthTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
 	t.streaming = true
 	t.s.attach(dst, flush, "anthropic stream")
 	t.s.stop = &t.s
@@ -140,7 +142,7 @@ func (t *anthTurn) Finish() ([]byte, error) {
 		s.writeEnd(t.fail)
 	case s.inCont && !s.finished:
 		t.carry = sumUsage(t.carry, s.startUsage)
-		s.writeEnd(couldNotContinue("the provider's answer ended early."))
+		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
 	}
 	return nil, s.err
 }

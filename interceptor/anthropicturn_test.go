@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/tidwall/gjson"
 )
@@ -19,7 +21,7 @@ const anthRefusal = "Toolgate refused get_weather: the field units (celsius or f
 // the Caddy handler does: the first response, then while Continuation
 // reports one, Continue and the next response. It returns the follow-up
 // request bodies it was given.
-func anthRunTurn(t *testing.T, h Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
+func anthRunTurn(t *testing.T, h provider.Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
 	t.Helper()
 	rec = newRecorder()
 	rw := Wrap(rec, Anthropic{}, context.Background(), h, 0)
@@ -214,8 +216,8 @@ func TestAnthropicTurnStreamRefusedUpToTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reqs) != MaxContinuations {
-		t.Fatalf("%d follow-ups, want %d", len(reqs), MaxContinuations)
+	if len(reqs) != provider.MaxContinuations {
+		t.Fatalf("%d follow-ups, want %d", len(reqs), provider.MaxContinuations)
 	}
 	out := rec.Body.Bytes()
 	anthCheckOneMessage(t, out, "msg_first")

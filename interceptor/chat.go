@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -64,7 +66,7 @@ func hasToolCalls(b []byte) bool { return chatKeys.mayHold(b) }
 // model's own text and a blank line, if there was any), and finish_reason
 // "tool_calls" becomes "stop" when no call is left. Every other byte is kept.
 // The result is a new slice; body is never modified.
-func (Chat) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, error) {
+func (Chat) RewriteJSON(ctx context.Context, body []byte, h provider.Holder) ([]byte, error) {
 	out, _, err := rewriteChatJSON(ctx, body, h, false)
 	return out, err
 }
@@ -72,7 +74,7 @@ func (Chat) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, err
 // rewriteChatJSON is RewriteJSON. With cont, the refused calls of a body
 // with one choice are taken out without text and returned as a step, to
 // be sent back to the model.
-func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]byte, *chatStep, error) {
+func rewriteChatJSON(ctx context.Context, body []byte, h provider.Holder, cont bool) ([]byte, *chatStep, error) {
 	if !hasToolCalls(body) {
 		return body, nil, nil
 	}
@@ -89,7 +91,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 	}
 	type heldChoice struct {
 		choice gjson.Result
-		calls  []Call
+		calls  []provider.Call
 	}
 	var held []heldChoice
 	var err error
@@ -105,7 +107,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 		if !tcs.IsArray() {
 			return true
 		}
-		var calls []Call
+		var calls []provider.Call
 		n := 0
 		tcs.ForEach(func(_, tc gjson.Result) bool {
 			if tc.IsObject() {
@@ -116,7 +118,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 				}
 				name := fn.Get("name").Str
 				if h.Gated(name) {
-					calls = append(calls, Call{
+					calls = append(calls, provider.Call{
 						Choice:    ci,
 						Position:  n,
 						ID:        tc.Get("id").Str,
@@ -173,7 +175,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h Holder, cont bool) ([]b
 // rewritten ("" when it stays as it is). calls are in message order
 // (Position ascending). With cont, refused calls (all with ids) are taken
 // out without text and returned as a step.
-func holdChoice(ctx context.Context, choice gjson.Result, calls []Call, h Holder, cont bool) (string, *chatStep, error) {
+func holdChoice(ctx context.Context, choice gjson.Result, calls []provider.Call, h provider.Holder, cont bool) (string, *chatStep, error) {
 	msg := choice.Get("message")
 	content := msg.Get("content")
 	tcs := msg.Get("tool_calls")
@@ -189,17 +191,17 @@ func holdChoice(ctx context.Context, choice gjson.Result, calls []Call, h Holder
 	m = append(m, tcs.Raw...)
 	m = append(m, '}')
 	v := h.Hold(ctx, calls, m)
-	fates, contents, anyRefused, ids := v.fates(calls)
+	fates, contents, anyRefused, ids := v.Fates(calls)
 	cont = cont && anyRefused && ids
 	text := v.Text
 	if !cont {
-		text = inPlace(text, fates, contents)
+		text = provider.InPlace(text, fates, contents)
 	}
 
 	var kept []byte
 	var step *chatStep
 	if cont {
-		step = &chatStep{fallback: inPlace("", fates, contents)}
+		step = &chatStep{fallback: provider.InPlace("", fates, contents)}
 		if content.Type == gjson.String {
 			step.content = content.Str
 		}
@@ -209,10 +211,10 @@ func holdChoice(ctx context.Context, choice gjson.Result, calls []Call, h Holder
 	tcs.ForEach(func(_, tc gjson.Result) bool {
 		keep := true
 		if j < len(calls) && calls[j].Position == n {
-			keep = fates[j] == passed
-			if fates[j] == refused && step != nil {
+			keep = fates[j] == provider.Passed
+			if fates[j] == provider.Refused && step != nil {
 				step.calls = append(step.calls, []byte(tc.Raw))
-				step.results = append(step.results, Refusal{CallID: calls[j].ID, Content: contents[j]})
+				step.results = append(step.results, provider.Refusal{CallID: calls[j].ID, Content: contents[j]})
 			}
 			j++
 		}
@@ -293,7 +295,7 @@ func choiceIndex(choice gjson.Result, pos int) int {
 // stream accumulator copies type and function.name whatever they say
 // (streamaccumulator.go), as plain JSON does in the Node SDK: an app
 // reading function.name would run such a call.
-func callBody(tc gjson.Result, typ string, h Holder) (string, gjson.Result, error) {
+func callBody(tc gjson.Result, typ string, h provider.Holder) (string, gjson.Result, error) {
 	if typ == "" {
 		typ = tc.Get("type").Str
 	}
@@ -334,7 +336,7 @@ func callBody(tc gjson.Result, typ string, h Holder) (string, gjson.Result, erro
 // hold legacy calls: it refuses them (openai-go still decodes
 // ChatCompletionMessage.FunctionCall and a chunk's Delta.FunctionCall,
 // and the request side refuses the functions parameter).
-func legacyCall(fc gjson.Result, so string, h Holder) error {
+func legacyCall(fc gjson.Result, so string, h provider.Holder) error {
 	n := fc.Get("name")
 	if n.Type != gjson.String || !h.Gated(n.Str) && !h.Gated(so+n.Str) {
 		return nil
@@ -397,7 +399,7 @@ const foldAt = 256 << 10
 // cannot be judged) or that grows a name after it was let through, an event
 // over 8 MiB, or dst and flush. Close reports a body that ends mid-line; a
 // held call whose choice never finished is simply never written or held.
-func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
+func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h provider.Holder) provider.Stream {
 	s := &chatStream{ctx: ctx, h: h}
 	s.attach(dst, flush, "chat stream")
 	s.stop = s
@@ -406,7 +408,7 @@ func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h 
 
 type chatStream struct {
 	ctx context.Context
-	h   Holder
+	h   provider.Holder
 	t   *chatTurn // the turn it belongs to; nil: no continuation
 
 	sseFrame               // the event begun in an earlier Write, not yet complete
@@ -905,7 +907,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		msg = append(msg, "null"...)
 	}
 	msg = append(msg, `,"tool_calls":[`...)
-	var held []Call
+	var held []provider.Call
 	var judged []*chatCall
 	for i, c := range calls {
 		if i > 0 {
@@ -915,7 +917,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		msg = c.appendJSON(msg)
 		if c.held && !c.done {
 			c.done = true
-			held = append(held, Call{
+			held = append(held, provider.Call{
 				Choice:    st.index,
 				Position:  c.index,
 				ID:        c.id,
@@ -936,18 +938,18 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		return
 	}
 	v := s.h.Hold(s.ctx, held, msg)
-	fates, contents, anyRefused, ids := v.fates(held)
+	fates, contents, anyRefused, ids := v.Fates(held)
 	cont := anyRefused && ids && s.t != nil && len(s.choices) == 1 && st.index == 0 && s.t.allowed()
 	text := v.Text
 	if !cont {
-		text = inPlace(text, fates, contents)
+		text = provider.InPlace(text, fates, contents)
 	}
 	if cont {
-		step := &chatStep{content: string(st.content), fallback: inPlace("", fates, contents)}
+		step := &chatStep{content: string(st.content), fallback: provider.InPlace("", fates, contents)}
 		for i, c := range judged {
-			if fates[i] == refused {
+			if fates[i] == provider.Refused {
 				step.calls = append(step.calls, held[i].Raw)
-				step.results = append(step.results, Refusal{CallID: c.id, Content: contents[i]})
+				step.results = append(step.results, provider.Refusal{CallID: c.id, Content: contents[i]})
 			}
 		}
 		s.t.pending = step
@@ -964,7 +966,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		st.shown = true
 	}
 	for i, c := range judged {
-		if fates[i] != passed {
+		if fates[i] != provider.Passed {
 			continue
 		}
 		c.dense = st.passed

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
@@ -43,7 +45,7 @@ type fakeHolder struct {
 }
 
 type holdRecord struct {
-	calls   []Call
+	calls   []provider.Call
 	message []byte
 }
 
@@ -71,18 +73,18 @@ func (h *fakeHolder) refusing(name, content string) *fakeHolder {
 
 func (h *fakeHolder) Gated(name string) bool { return h.gated[name] }
 
-func (h *fakeHolder) Hold(_ context.Context, calls []Call, message []byte) Verdict {
+func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte) provider.Verdict {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.holds = append(h.holds, holdRecord{slices.Clone(calls), slices.Clone(message)})
-	v := Verdict{Pass: make([]bool, len(calls))}
+	v := provider.Verdict{Pass: make([]bool, len(calls))}
 	held := false
 	for i, c := range calls {
 		switch {
 		case h.pass[c.Name]:
 			v.Pass[i] = true
 		case h.refuse[c.Name] != "":
-			v.Refusals = append(v.Refusals, Refusal{CallID: c.ID, Content: h.refuse[c.Name]})
+			v.Refusals = append(v.Refusals, provider.Refusal{CallID: c.ID, Content: h.refuse[c.Name]})
 		default:
 			held = true
 		}
@@ -109,7 +111,7 @@ var sseFixtures = []string{"stream-text.sse", "stream-one-tool-1.sse", "stream-o
 
 // rewriteStream runs in through a Chat stream, written in pieces of the
 // given sizes (cycled; all at once if none), and returns what came out.
-func rewriteStream(in []byte, h Holder, sizes ...int) (out []byte, flushes int, err error) {
+func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
 	var buf bytes.Buffer
 	s := Chat{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
 	for i := 0; len(in) > 0; i++ {
@@ -240,7 +242,7 @@ func TestChatStreamHoldsOnlyCall(t *testing.T) {
 				t.Fatalf("holds = %+v, want one with one call", h.holds)
 			}
 			call := h.holds[0].calls[0]
-			want := Call{Choice: 0, Position: 0, ID: tc.id, Type: "function", Name: tc.name, Arguments: []byte(tc.args)}
+			want := provider.Call{Choice: 0, Position: 0, ID: tc.id, Type: "function", Name: tc.name, Arguments: []byte(tc.args)}
 			call.Raw = nil
 			if fmt.Sprint(call) != fmt.Sprint(want) {
 				t.Errorf("call = %+v\nwant %+v", call, want)
@@ -1154,7 +1156,7 @@ func events(b []byte) [][]byte {
 	return evs
 }
 
-func benchStream(b *testing.B, in []byte, h Holder) {
+func benchStream(b *testing.B, in []byte, h provider.Holder) {
 	evs := events(in)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()

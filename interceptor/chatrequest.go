@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -45,7 +47,7 @@ const stepIDLen = 26
 // stay after the last. Nothing else in the body changes: it is spliced,
 // not re-encoded.
 // The result is a new slice when anything was restored, else body.
-func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r Restorer) ([]byte, error) {
+func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
 	if !hasLink(body, linkPrefix) {
 		return body, nil
 	}
@@ -72,7 +74,7 @@ func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, 
 		if m.Get("role").Str != "assistant" {
 			continue
 		}
-		var steps []Restored
+		var steps []provider.Restored
 		var ids []string
 		for _, step := range allSteps(m.Get("content"), linkPrefix) {
 			if done[step] {
@@ -108,7 +110,7 @@ func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, 
 // message app and its tool messages tools: each step's stored message and
 // the tool messages answering its calls, then the model's words after the
 // last link, if any (see RewriteRequest).
-func restoreChatSteps(steps []Restored, ids []string, app gjson.Result, tools []gjson.Result, prefix string) (string, error) {
+func restoreChatSteps(steps []provider.Restored, ids []string, app gjson.Result, tools []gjson.Result, prefix string) (string, error) {
 	stored := make([]gjson.Result, len(steps))
 	held := make(map[string]bool) // call ids the stored messages hold
 	for k, st := range steps {

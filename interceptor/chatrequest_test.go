@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
 // fakeRestorer knows the steps in steps and records what it was asked.
 type fakeRestorer struct {
-	steps map[string]Restored
+	steps map[string]provider.Restored
 	asked []restoreCall
 }
 
@@ -20,7 +22,7 @@ type restoreCall struct {
 	userFollows bool
 }
 
-func (r *fakeRestorer) Restore(_ context.Context, step string, userFollows bool) (Restored, bool) {
+func (r *fakeRestorer) Restore(_ context.Context, step string, userFollows bool) (provider.Restored, bool) {
 	r.asked = append(r.asked, restoreCall{step, userFollows})
 	res, ok := r.steps[step]
 	return res, ok
@@ -34,9 +36,9 @@ var storedParallel = `{"role":"assistant","content":null,"tool_calls":[` +
 var storedOne = `{"role":"assistant","content":"I'll delete it.","tool_calls":[{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}]}`
 
 func restorer() *fakeRestorer {
-	return &fakeRestorer{steps: map[string]Restored{
-		testStep:                     {Message: []byte(storedOne), Results: []Result{{CallID: "call_del", Content: "The person confirmed. Removed."}}},
-		"twoaaaaaaaaaaaaaaaaaaaaaaa": {Message: []byte(storedParallel), Results: []Result{{CallID: weatherID, Content: "The person declined; nothing ran."}}},
+	return &fakeRestorer{steps: map[string]provider.Restored{
+		testStep:                     {Message: []byte(storedOne), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}}},
+		"twoaaaaaaaaaaaaaaaaaaaaaaa": {Message: []byte(storedParallel), Results: []provider.Result{{CallID: weatherID, Content: "The person declined; nothing ran."}}},
 	}}
 }
 
@@ -213,9 +215,9 @@ func TestChatRequestRestoresEveryStep(t *testing.T) {
 		`{"id":"call_wipe","type":"function","function":{"name":"wipe_all","arguments":"{}"}},` +
 		`{"id":"call_get","type":"function","function":{"name":"get_post","arguments":"{\"post\":7}"}}]}`
 	second := `{"role":"assistant","content":"Archiving instead.","tool_calls":[{"id":"call_arch","type":"function","function":{"name":"archive_post","arguments":"{\"post\":7}"}}]}`
-	r := &fakeRestorer{steps: map[string]Restored{
-		step1: {Message: []byte(first), Results: []Result{{CallID: "call_del", Content: "The person confirmed. Removed."}, {CallID: "call_wipe", Content: "Toolgate refused wipe_all."}}},
-		step2: {Message: []byte(second), Results: []Result{{CallID: "call_arch", Content: "The person declined; nothing ran."}}},
+	r := &fakeRestorer{steps: map[string]provider.Restored{
+		step1: {Message: []byte(first), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}, {CallID: "call_wipe", Content: "Toolgate refused wipe_all."}}},
+		step2: {Message: []byte(second), Results: []provider.Result{{CallID: "call_arch", Content: "The person declined; nothing ran."}}},
 	}}
 	content := `Deleting.\n\nWaiting: ` + testLink + step1 + `\n\nArchiving instead.\n\nWaiting: ` + testLink + step2
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"Clean up post 7."},` +
@@ -257,7 +259,7 @@ func TestChatRequestErrors(t *testing.T) {
 	if _, err := (Chat{}).RewriteRequest(context.Background(), []byte(`{"messages":[{"content":"`+waitText+`"`), testLink, restorer()); err == nil {
 		t.Error("no error for invalid JSON")
 	}
-	r := &fakeRestorer{steps: map[string]Restored{testStep: {Message: []byte(`{"role":`)}}}
+	r := &fakeRestorer{steps: map[string]provider.Restored{testStep: {Message: []byte(`{"role":`)}}}
 	body := []byte(`{"messages":[{"role":"assistant","content":"` + waitText + `"}]}`)
 	if _, err := (Chat{}).RewriteRequest(context.Background(), body, testLink, r); err == nil {
 		t.Error("no error for a stored message that is not JSON")

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -46,7 +48,7 @@ import (
 // verdicts), finish_reason from the follow-up ("tool_calls" if the merged
 // message has calls, "stop" instead of "tool_calls" if it has none), usage
 // summed; every other byte of the answer stays.
-func (Chat) NewTurn(ctx context.Context, h Holder, request []byte, continuations int) Turn {
+func (Chat) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
 	t := &chatTurn{ctx: ctx, h: h, turnCore: turnCore[chatStep]{request: request, max: continuations}}
 	t.s.ctx, t.s.h, t.s.t = ctx, h, t
 	return t
@@ -56,7 +58,7 @@ func (Chat) NewTurn(ctx context.Context, h Holder, request []byte, continuations
 // allocation.
 type chatTurn struct {
 	ctx context.Context
-	h   Holder
+	h   provider.Holder
 
 	turnCore[chatStep]
 	check int8       // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
@@ -72,10 +74,10 @@ type chatTurn struct {
 
 // chatStep is the refused calls of one response, to send back to the model.
 type chatStep struct {
-	content  string    // the model's own text in that message ("": null)
-	calls    [][]byte  // the refused calls, raw, in message order
-	results  []Refusal // their tool results, in the same order
-	fallback string    // the text shown in their place if no follow-up is sent
+	content  string             // the model's own text in that message ("": null)
+	calls    [][]byte           // the refused calls, raw, in message order
+	results  []provider.Refusal // their tool results, in the same order
+	fallback string             // the text shown in their place if no follow-up is sent
 }
 
 // allowed reports whether a response's refusals may go back to the model.
@@ -97,7 +99,7 @@ func (t *chatTurn) allowed() bool {
 }
 
 // Stream implements Turn.
-func (t *chatTurn) Stream(dst io.Writer, flush func() error) Stream {
+func (t *chatTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
 	t.streaming = true
 	t.s.attach(dst, flush, "chat stream")
 	t.s.stop = &t.s
@@ -154,7 +156,7 @@ func (t *chatTurn) Finish() ([]byte, error) {
 	case t.fail != "":
 		s.writeEnd(t.fail)
 	case s.inCont && !s.finished:
-		s.writeEnd(couldNotContinue("the provider's answer ended early."))
+		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
 	}
 	return nil, s.err
 }
@@ -376,4 +378,4 @@ func isInt(raw string) bool {
 }
 
 // Interface guard
-var _ Turn = (*chatTurn)(nil)
+var _ provider.Turn = (*chatTurn)(nil)

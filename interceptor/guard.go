@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
 )
@@ -285,7 +287,7 @@ var callKeys = []string{"choices", "output", "content", "candidates", "message",
 // of that other shape would read calls the adapter never saw. It is asked
 // only of a body that names a gated tool (Names), so it is off the fast
 // path.
-func readsShape(a Adapter, body []byte) bool {
+func readsShape(a provider.Adapter, body []byte) bool {
 	k, ok := a.(interface{ answerKey() string })
 	if !ok {
 		return false
@@ -320,7 +322,7 @@ func isCallKey(name string) bool {
 
 // checkShape refuses a body an adapter would pass as not its answer while
 // it names a gated tool (ErrNamesGated); see readsShape.
-func checkShape(a Adapter, names *Names, body []byte) error {
+func checkShape(a provider.Adapter, names *Names, body []byte) error {
 	if names.Named(body) == "" || readsShape(a, body) {
 		return nil
 	}
@@ -395,7 +397,7 @@ var anthropicEvents = map[string]bool{
 
 // eventShape is the adapter's ownsEvent; nil for an adapter without one
 // (its streams are not guarded).
-func eventShape(a Adapter) func([]byte) bool {
+func eventShape(a provider.Adapter) func([]byte) bool {
 	if o, ok := a.(interface{ ownsEvent([]byte) bool }); ok {
 		return o.ownsEvent
 	}
@@ -404,7 +406,7 @@ func eventShape(a Adapter) func([]byte) bool {
 
 // guardStream makes s refuse events in another protocol's shape naming
 // one of names (see sseFrame.guardWith).
-func guardStream(s Stream, a Adapter, names *Names) {
+func guardStream(s provider.Stream, a provider.Adapter, names *Names) {
 	own := eventShape(a)
 	if g, ok := s.(interface {
 		guardWith(*Names, func([]byte) bool)

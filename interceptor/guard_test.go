@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 // A name counts as a whole word only, wherever it stands, and a \u escape
@@ -133,7 +135,7 @@ var shapeBodies = map[string]string{
 func TestEveryShapeThroughEveryAdapter(t *testing.T) {
 	names := NewNames([]string{"delete_post"})
 	own := map[string]string{"chat": "chat", "responses": "responses", "anthropic": "anthropic"}
-	for adapterName, a := range map[string]Adapter{"chat": Chat{}, "responses": Responses{}, "anthropic": Anthropic{}} {
+	for adapterName, a := range map[string]provider.Adapter{"chat": Chat{}, "responses": Responses{}, "anthropic": Anthropic{}} {
 		for shape, body := range shapeBodies {
 			err := checkShape(a, names, []byte(body))
 			if want := own[shape] == adapterName; (err == nil) != want {
@@ -196,7 +198,7 @@ func TestStreamRefusesForeignEvents(t *testing.T) {
 		"event: content_block_start\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"delete_post","input":{}},"choices":[]}` + "\n\n",
 		`data: {"message":{"role":"assistant","tool_calls":[{"function":{"name":"delete_post"}}]},"type":"response.output_text.delta"}` + "\n\n",
 	}
-	for name, a := range map[string]Adapter{"chat": Chat{}, "responses": Responses{}, "anthropic": Anthropic{}} {
+	for name, a := range map[string]provider.Adapter{"chat": Chat{}, "responses": Responses{}, "anthropic": Anthropic{}} {
 		for i, ev := range foreign {
 			rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
 			rw := Wrap(rec, a, context.Background(), newHolder("delete_post"), 0)

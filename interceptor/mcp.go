@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -358,7 +360,7 @@ func SetMCPState(result []byte, state string) ([]byte, error) {
 // inputSchema; when it says ok, the schema is replaced (unless nil) and the
 // suffix appended to the description. Tools it leaves alone keep their
 // bytes; a result it changes nothing in comes back as the same slice.
-func RewriteMCPTools(result []byte, rewrite ToolRewrite) ([]byte, error) {
+func RewriteMCPTools(result []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 	tools := gjson.GetBytes(result, "tools")
 	if !tools.IsArray() {
 		return result, nil

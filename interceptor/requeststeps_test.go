@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -24,9 +26,9 @@ func TestAnthropicRequestRestoresEveryStep(t *testing.T) {
 		`{"type":"tool_use","id":"toolu_wipe","name":"wipe_all","input":{}},` +
 		`{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":7}}]}`
 	second := `{"role":"assistant","content":[{"type":"text","text":"Archiving instead."},{"type":"tool_use","id":"toolu_arch","name":"archive_post","input":{"post":7}}]}`
-	r := &fakeRestorer{steps: map[string]Restored{
-		stepOne: {Message: []byte(first), Results: []Result{{CallID: "toolu_del", Content: "The person confirmed. Removed."}, {CallID: "toolu_wipe", Content: "Toolgate refused wipe_all."}}},
-		stepTwo: {Message: []byte(second), Results: []Result{{CallID: "toolu_arch", Content: "The person declined; nothing ran."}}},
+	r := &fakeRestorer{steps: map[string]provider.Restored{
+		stepOne: {Message: []byte(first), Results: []provider.Result{{CallID: "toolu_del", Content: "The person confirmed. Removed."}, {CallID: "toolu_wipe", Content: "Toolgate refused wipe_all."}}},
+		stepTwo: {Message: []byte(second), Results: []provider.Result{{CallID: "toolu_arch", Content: "The person declined; nothing ran."}}},
 	}}
 	body := []byte(`{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"Clean up post 7."},` +
 		`{"role":"assistant","content":[{"type":"text","text":"` + twoLinks + `"},{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":7}}]},` +
@@ -70,9 +72,9 @@ func TestResponsesRequestRestoresEveryStep(t *testing.T) {
 		`{"id":"fc_wipe","type":"function_call","status":"completed","arguments":"{}","call_id":"call_wipe","name":"wipe_all"}]`
 	second := `[{"id":"msg_2","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"Archiving instead."}],"role":"assistant"},` +
 		`{"id":"fc_arch","type":"function_call","status":"completed","arguments":"{\"post\":7}","call_id":"call_arch","name":"archive_post"}]`
-	r := &fakeRestorer{steps: map[string]Restored{
-		stepOne: {Message: []byte(first), Results: []Result{{CallID: "call_del", Content: "The person confirmed. Removed."}, {CallID: "call_wipe", Content: "Toolgate refused wipe_all."}}},
-		stepTwo: {Message: []byte(second), Results: []Result{{CallID: "call_arch", Content: "The person declined; nothing ran."}}},
+	r := &fakeRestorer{steps: map[string]provider.Restored{
+		stepOne: {Message: []byte(first), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}, {CallID: "call_wipe", Content: "Toolgate refused wipe_all."}}},
+		stepTwo: {Message: []byte(second), Results: []provider.Result{{CallID: "call_arch", Content: "The person declined; nothing ran."}}},
 	}}
 	// The app joined the answer's text into one assistant message.
 	body := []byte(`{"model":"gpt-4o","input":[{"role":"user","content":"Clean up post 7."},` +

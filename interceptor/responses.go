@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -146,12 +148,12 @@ func IsWebSocketUpgrade(r *http.Request) bool {
 // byte, the held and refused calls are removed, and the message item with
 // the text stands at the index of the first of them. The result is a new
 // slice; body is never modified.
-func (Responses) RewriteJSON(ctx context.Context, body []byte, h Holder) ([]byte, error) {
+func (Responses) RewriteJSON(ctx context.Context, body []byte, h provider.Holder) ([]byte, error) {
 	out, _, err := rewriteResponsesJSON(ctx, body, h, nil)
 	return out, err
 }
 
-func rewriteResponsesJSON(ctx context.Context, body []byte, h Holder, t *respTurn) ([]byte, *respStep, error) {
+func rewriteResponsesJSON(ctx context.Context, body []byte, h provider.Holder, t *respTurn) ([]byte, *respStep, error) {
 	if !hasCallBytes(body) {
 		return body, nil, nil
 	}
@@ -205,7 +207,7 @@ type respCall struct {
 	raw    string // the item, complete, as sent ("" until known)
 	args   []byte // stream: the arguments (or input) fragments so far
 	head   bool   // stream: its output_item.added was seen (where its replacement goes)
-	fate   fate
+	fate   provider.Fate
 
 	// Stream: every version of the arguments the events carried, which
 	// must agree (clients read different ones).
@@ -275,7 +277,7 @@ func isClientCall(typ string) bool {
 // provider's side, but openai-go hands the item to the app with that name,
 // and an app must never be handed an object naming a gated action. The
 // provider's own tools are no gated names and pass.
-func respStrayCall(h Holder, it gjson.Result) (string, bool) {
+func respStrayCall(h provider.Holder, it gjson.Result) (string, bool) {
 	if isCallType(it.Get("type").Str) {
 		return "", false
 	}
@@ -293,7 +295,7 @@ func errRespStray(it gjson.Result, key string) error {
 
 // gatedKey returns the policy key a call matches: namespace/name first,
 // then the bare name.
-func gatedKey(h Holder, namespace, name string) (string, bool) {
+func gatedKey(h provider.Holder, namespace, name string) (string, bool) {
 	if namespace != "" {
 		if q := namespace + "/" + name; h.Gated(q) {
 			return q, true
@@ -306,7 +308,7 @@ func gatedKey(h Holder, namespace, name string) (string, bool) {
 }
 
 // inspectItem returns the call an output item is, when h inspects it.
-func inspectItem(h Holder, it gjson.Result) *respCall {
+func inspectItem(h provider.Holder, it gjson.Result) *respCall {
 	typ := it.Get("type").Str
 	if !isCallType(typ) {
 		return nil
@@ -323,7 +325,7 @@ func inspectItem(h Holder, it gjson.Result) *respCall {
 }
 
 // call returns the Call that Hold gets for c.
-func (c *respCall) call() Call {
+func (c *respCall) call() provider.Call {
 	it := gjson.Parse(c.raw)
 	args := it.Get("arguments")
 	if c.typ == "custom" {
@@ -335,14 +337,14 @@ func (c *respCall) call() Call {
 	} else {
 		a = append(a, c.args...)
 	}
-	return Call{Position: c.index, ID: c.callID, Type: c.typ, Name: c.name, Arguments: a, Raw: []byte(c.raw)}
+	return provider.Call{Position: c.index, ID: c.callID, Type: c.typ, Name: c.name, Arguments: a, Raw: []byte(c.raw)}
 }
 
 // respVerdict is what becomes of one response's inspected calls.
 type respVerdict struct {
-	held  Verdict   // the Holder's verdict
-	text  string    // the message's text ("": no message)
-	slot  *respCall // the call whose place the message takes
+	held  provider.Verdict // the Holder's verdict
+	text  string           // the message's text ("": no message)
+	slot  *respCall        // the call whose place the message takes
 	msgID string
 	step  *respStep // refused calls to send back; nil: none (or shown in place)
 }
@@ -359,7 +361,7 @@ type respStep struct {
 // response's output items (those of the terminal event, for a stream; nil
 // when unknown), calls the inspected ones, located in items by pos.
 // Refusals may go back to the model only from a completed response.
-func judge(ctx context.Context, h Holder, t *respTurn, items []gjson.Result, calls []*respCall, responseID string, completed bool) respVerdict {
+func judge(ctx context.Context, h provider.Holder, t *respTurn, items []gjson.Result, calls []*respCall, responseID string, completed bool) respVerdict {
 	last := -1
 	for _, c := range calls {
 		last = max(last, c.pos)
@@ -382,7 +384,7 @@ func judge(ctx context.Context, h Holder, t *respTurn, items []gjson.Result, cal
 		}
 	}
 	msg = append(msg, ']')
-	list := make([]Call, len(calls))
+	list := make([]provider.Call, len(calls))
 	for i, c := range calls {
 		list[i] = c.call()
 	}
@@ -392,7 +394,7 @@ func judge(ctx context.Context, h Holder, t *respTurn, items []gjson.Result, cal
 		state.ConversationID, state.Stored = t.conv, !t.storeFalse
 	}
 	v := h.Hold(context.WithValue(ctx, responseStateKey{}, state), list, msg)
-	fates, contents, anyRefused, ids := v.fates(list)
+	fates, contents, anyRefused, ids := v.Fates(list)
 	for i, c := range calls {
 		c.fate = fates[i]
 	}
@@ -402,14 +404,14 @@ func judge(ctx context.Context, h Holder, t *respTurn, items []gjson.Result, cal
 	}
 	out.text = v.Text
 	if out.step == nil {
-		out.text = inPlace(v.Text, fates, contents)
+		out.text = provider.InPlace(v.Text, fates, contents)
 	} else {
-		out.step.fallback = inPlace("", fates, contents)
+		out.step.fallback = provider.InPlace("", fates, contents)
 	}
 	if out.text != "" {
 		// The message goes where the first held call was (of those the app
 		// saw begin, in a stream), else where the first removed one was.
-		for _, want := range [...]fate{held, refused} {
+		for _, want := range [...]provider.Fate{provider.Held, provider.Refused} {
 			for _, c := range calls {
 				if c.fate == want && (out.slot == nil || c.head && !out.slot.head) {
 					out.slot = c
@@ -430,7 +432,7 @@ func (v respVerdict) changes(calls []*respCall) bool {
 		return true
 	}
 	for _, c := range calls {
-		if c.fate != passed {
+		if c.fate != provider.Passed {
 			return true
 		}
 	}
@@ -463,7 +465,7 @@ func (v respVerdict) patch(items []gjson.Result, calls []*respCall) []string {
 		case c == v.slot:
 			out = append(out, messageItem(v.msgID, v.text))
 			placed = true
-		case c.fate == passed:
+		case c.fate == provider.Passed:
 			out = append(out, it.Raw)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
@@ -33,7 +35,7 @@ var respSSEFixtures = []string{"azure-tool-call.sse", "reasoning-encrypted-step1
 
 // respRewrite runs in through a Responses stream, written in pieces of the
 // given sizes (cycled; all at once if none), and returns what came out.
-func respRewrite(in []byte, h Holder, sizes ...int) (out []byte, err error) {
+func respRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, err error) {
 	var buf bytes.Buffer
 	s := Responses{}.NewStream(context.Background(), &buf, func() error { return nil }, h)
 	for i := 0; len(in) > 0; i++ {
@@ -756,7 +758,7 @@ type ctxHolder struct {
 	ctx context.Context
 }
 
-func (c *ctxHolder) Hold(ctx context.Context, calls []Call, message []byte) Verdict {
+func (c *ctxHolder) Hold(ctx context.Context, calls []provider.Call, message []byte) provider.Verdict {
 	c.ctx = ctx
 	return c.fakeHolder.Hold(ctx, calls, message)
 }

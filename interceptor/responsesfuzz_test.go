@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -223,11 +225,11 @@ func FuzzResponsesRequest(f *testing.F) {
 	f.Add([]byte(`{"store":false,"input":[{"type":"message","id":"` + SyntheticPrefix + `zzzzzzzzzzzzzzzzzzzzzzzzzz","role":"assistant","content":[]}]}`))
 	f.Add([]byte(`{"tools":[{"type":"function","name":"create_post","parameters":{}},{"type":"namespace","name":"crm","tools":[{"type":"function","name":"delete_contact"}]}]}`))
 	stored := `[{"id":"rs_1","type":"reasoning","summary":[]},{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Sure."}]},{"id":"fc_held","type":"function_call","call_id":"call_held","name":"delete_post","arguments":"{}"}]`
-	res := Restored{Message: []byte(stored), Results: []Result{{CallID: "call_held", Content: respConfirmed}}}
+	res := provider.Restored{Message: []byte(stored), Results: []provider.Result{{CallID: "call_held", Content: respConfirmed}}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := &stateRestorer{
-			fakeRestorer: &fakeRestorer{steps: map[string]Restored{testStep: res}},
-			byResponse:   map[string]Restored{"resp_1": res, "conv_1": res},
+			fakeRestorer: &fakeRestorer{steps: map[string]provider.Restored{testStep: res}},
+			byResponse:   map[string]provider.Restored{"resp_1": res, "conv_1": res},
 		}
 		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
 		if err == nil {
@@ -271,7 +273,7 @@ func respTextStream(n int) []byte {
 	return []byte(s.text("msg_01830d662ab3856501693c32183a488190a612c410a0a39823", strings.Join(words, " ")).completed())
 }
 
-func benchRespStream(b *testing.B, in []byte, h Holder) {
+func benchRespStream(b *testing.B, in []byte, h provider.Holder) {
 	evs := events(in)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -20,7 +22,7 @@ import (
 // result. The gate learns where each step's response is kept from
 // ResponseStateOf(ctx) in Holder.Hold.
 type StateRestorer interface {
-	Restorer
+	provider.Restorer
 	// RestoreState returns, oldest first, the steps whose calls the
 	// provider holds without their results: those held in the response
 	// responseID (a request's previous_response_id), or, when responseID is
@@ -28,7 +30,7 @@ type StateRestorer interface {
 	// not yet given back. Their Results are added to the request's input;
 	// Message is read only for the calls' types. userFollows is as for
 	// Restore.
-	RestoreState(ctx context.Context, responseID, conversationID string, userFollows bool) []Restored
+	RestoreState(ctx context.Context, responseID, conversationID string, userFollows bool) []provider.Restored
 }
 
 var (
@@ -83,7 +85,7 @@ var (
 // Only "input" changes, rebuilt from its items' own bytes; every other byte
 // of the body stays. The result is a new slice when anything changed, else
 // body.
-func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r Restorer) ([]byte, error) {
+func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
 	linked := hasLink(body, linkPrefix) || bytes.Contains(body, synthPrefix)
 	sr, stateful := r.(StateRestorer)
 	stateful = stateful && (bytes.Contains(body, prevKey) || bytes.Contains(body, convKey))
@@ -268,7 +270,7 @@ func (q *reqInput) sanitize(i int) {
 
 // restore puts the stored items in place of the synthetic item i and the
 // app's copies of them, followed by the results.
-func (q *reqInput) restore(i int, stored []gjson.Result, results []Result, storeFalse bool) {
+func (q *reqInput) restore(i int, stored []gjson.Result, results []provider.Result, storeFalse bool) {
 	ids := make(map[string]bool, len(stored))
 	texts := make(map[string]bool)
 	for _, s := range stored {
@@ -315,7 +317,7 @@ func (q *reqInput) restore(i int, stored []gjson.Result, results []Result, store
 
 // outputs returns the result items for results whose call has none in the
 // input yet (and, when inInput, whose call is in the input).
-func (q *reqInput) outputs(results []Result, stored []gjson.Result, inInput bool) []string {
+func (q *reqInput) outputs(results []provider.Result, stored []gjson.Result, inInput bool) []string {
 	var out []string
 	for _, res := range results {
 		if q.answered[res.CallID] || inInput && !q.calls[res.CallID] {
@@ -424,7 +426,7 @@ func storedItems(msg []byte) ([]gjson.Result, error) {
 // Otherwise the result is a new slice in which only the rewritten tool
 // objects change. Invalid JSON is an error, as is a new schema that is not
 // valid JSON.
-func (Responses) RewriteTools(body []byte, rewrite ToolRewrite) ([]byte, error) {
+func (Responses) RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 	if !bytes.Contains(body, toolsKey) {
 		return body, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 )
@@ -15,14 +17,14 @@ import (
 // stateRestorer is a fakeRestorer that also answers for stored responses.
 type stateRestorer struct {
 	*fakeRestorer
-	byResponse map[string]Restored
+	byResponse map[string]provider.Restored
 	asked      []string
 }
 
-func (r *stateRestorer) RestoreState(_ context.Context, responseID, conversationID string, userFollows bool) []Restored {
+func (r *stateRestorer) RestoreState(_ context.Context, responseID, conversationID string, userFollows bool) []provider.Restored {
 	r.asked = append(r.asked, fmt.Sprintf("%s|%s|%v", responseID, conversationID, userFollows))
 	if res, ok := r.byResponse[responseID+conversationID]; ok {
-		return []Restored{res}
+		return []provider.Restored{res}
 	}
 	return nil
 }
@@ -68,8 +70,8 @@ func appItems(t *testing.T, r *responses.Response) []string {
 }
 
 func respRestorer(stored []byte, callID string) *fakeRestorer {
-	return &fakeRestorer{steps: map[string]Restored{
-		testStep: {Message: stored, Results: []Result{{CallID: callID, Content: respConfirmed}}},
+	return &fakeRestorer{steps: map[string]provider.Restored{
+		testStep: {Message: stored, Results: []provider.Result{{CallID: callID, Content: respConfirmed}}},
 	}}
 }
 
@@ -203,14 +205,14 @@ func TestResponsesRequestStoredState(t *testing.T) {
 	const respID = "resp_01830d662ab3856501693c321345c88190b0de00f3b9975691"
 	api := &respAPI{}
 	api.learn(respID, string(respFixtureOutput(t, "reasoning-encrypted-step1.sse")))
-	res := Restored{Message: stored, Results: []Result{{CallID: callID, Content: respConfirmed}}}
+	res := provider.Restored{Message: stored, Results: []provider.Result{{CallID: callID, Content: respConfirmed}}}
 
 	t.Run("previous_response_id, the gate knows the response", func(t *testing.T) {
 		body := []byte(`{"previous_response_id":"` + respID + `","input":"Done?"}`)
 		if err := api.check(body); err == nil {
 			t.Error("the API accepts the request before the rewrite")
 		}
-		r := &stateRestorer{fakeRestorer: &fakeRestorer{}, byResponse: map[string]Restored{respID: res}}
+		r := &stateRestorer{fakeRestorer: &fakeRestorer{}, byResponse: map[string]provider.Restored{respID: res}}
 		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
 		if err != nil {
 			t.Fatal(err)
@@ -248,7 +250,7 @@ func TestResponsesRequestStoredState(t *testing.T) {
 
 	t.Run("conversation", func(t *testing.T) {
 		body := []byte(`{"conversation":"conv_1","input":[{"role":"user","content":"Done?"}]}`)
-		r := &stateRestorer{fakeRestorer: &fakeRestorer{}, byResponse: map[string]Restored{"conv_1": res}}
+		r := &stateRestorer{fakeRestorer: &fakeRestorer{}, byResponse: map[string]provider.Restored{"conv_1": res}}
 		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
 		if err != nil {
 			t.Fatal(err)
@@ -270,7 +272,7 @@ func TestResponsesRequestStoredState(t *testing.T) {
 func TestResponsesRequestUntouchedAndSanitized(t *testing.T) {
 	body := []byte(`{"model":"gpt-5.1","input":[{"role":"user","content":"hi"}],"previous_response_id":"resp_1"}`)
 	r := &stateRestorer{fakeRestorer: &fakeRestorer{}}
-	for _, rr := range []Restorer{restorer(), r} {
+	for _, rr := range []provider.Restorer{restorer(), r} {
 		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, rr)
 		if err != nil || &out[0] != &body[0] || len(out) != len(body) {
 			t.Errorf("%T: a body with nothing to restore changed: %v", rr, err)
@@ -307,7 +309,7 @@ func TestResponsesRequestUntouchedAndSanitized(t *testing.T) {
 	if _, err := (Responses{}).RewriteRequest(context.Background(), []byte(`{"input":[{"id":"`+SyntheticPrefix), testLink, restorer()); err == nil {
 		t.Error("no error for invalid JSON carrying a synthetic id")
 	}
-	bad := &fakeRestorer{steps: map[string]Restored{testStep: {Message: []byte(`{"role":"assistant"}`)}}}
+	bad := &fakeRestorer{steps: map[string]provider.Restored{testStep: {Message: []byte(`{"role":"assistant"}`)}}}
 	if _, err := (Responses{}).RewriteRequest(context.Background(), []byte(`{"input":[`+ref+`]}`), testLink, bad); err == nil {
 		t.Error("no error for a stored message that is no item list")
 	}

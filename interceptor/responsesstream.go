@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -606,7 +608,7 @@ func (s *respStream) release(v *respVerdict) {
 		if v == nil {
 			return false, false
 		}
-		return c == v.slot && c.head, c.fate == passed
+		return c == v.slot && c.head, c.fate == provider.Passed
 	}
 	// Dense indices: from the first inspected call on, items that stay
 	// (or the message) take the next index in order.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -68,7 +70,7 @@ import (
 // JSON. The answer is the last response's body, its "output" the items of
 // every response (as rewritten), its "usage" their sum and its "id" the
 // first response's (the last one's with previous_response_id).
-func (Responses) NewTurn(ctx context.Context, h Holder, request []byte, continuations int) Turn {
+func (Responses) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
 	t := &respTurn{ctx: ctx, h: h, turnCore: turnCore[respStep]{request: request, max: continuations}}
 	t.s.t = t
 	t.s.lastSeq = -1
@@ -106,7 +108,7 @@ func (Responses) NewTurn(ctx context.Context, h Holder, request []byte, continua
 // terminal event writes what it held back, minus every inspected call,
 // which is never judged. A second terminal event of the same response is
 // dropped.
-func (Responses) NewStream(ctx context.Context, dst io.Writer, flush func() error, h Holder) Stream {
+func (Responses) NewStream(ctx context.Context, dst io.Writer, flush func() error, h provider.Holder) provider.Stream {
 	return Responses{}.NewTurn(ctx, h, nil, 0).Stream(dst, flush)
 }
 
@@ -114,7 +116,7 @@ func (Responses) NewStream(ctx context.Context, dst io.Writer, flush func() erro
 // allocation.
 type respTurn struct {
 	ctx context.Context
-	h   Holder
+	h   provider.Holder
 
 	turnCore[respStep]
 
@@ -179,7 +181,7 @@ func (t *respTurn) stepFor(items []gjson.Result, calls []*respCall, contents []s
 	at := make(map[int]judged, len(calls))
 	last := -1
 	for i, c := range calls {
-		if c.fate == refused {
+		if c.fate == provider.Refused {
 			if c.pos < 0 {
 				return nil // not among the items: where it stood is unknown
 			}
@@ -203,7 +205,7 @@ func (t *respTurn) stepFor(items []gjson.Result, calls []*respCall, contents []s
 				continue
 			}
 			j, ok := at[i]
-			if !ok || j.c.fate != refused {
+			if !ok || j.c.fate != provider.Refused {
 				return nil
 			}
 			step.outputs = append(step.outputs, toolOutput(j.c.typ, j.c.callID, j.content))
@@ -217,9 +219,9 @@ func (t *respTurn) stepFor(items []gjson.Result, calls []*respCall, contents []s
 			case isClientCall(typ):
 				j, ok := at[k]
 				switch {
-				case ok && j.c.fate == refused:
+				case ok && j.c.fate == provider.Refused:
 					step.outputs = append(step.outputs, toolOutput(j.c.typ, j.c.callID, j.content))
-				case ok && j.c.fate == held && j.c.callID != "":
+				case ok && j.c.fate == provider.Held && j.c.callID != "":
 					step.outputs = append(step.outputs, toolOutput(j.c.typ, j.c.callID, respWaitingOutput))
 				default:
 					if k > 0 && items[k-1].Get("type").Str == "reasoning" {
@@ -345,7 +347,7 @@ func anyClientCall(items []string) bool {
 }
 
 // Stream implements Turn.
-func (t *respTurn) Stream(dst io.Writer, flush func() error) Stream {
+func (t *respTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
 	t.streaming = true
 	t.s.attach(dst, flush, "responses stream")
 	t.s.stop = &t.s
@@ -396,7 +398,7 @@ func (t *respTurn) Finish() ([]byte, error) {
 	case t.fail != "" && s.endData != nil:
 		s.writeEnd(t.fail)
 	case s.inCont && !s.r.ended && s.endData != nil:
-		s.writeEnd(couldNotContinue("the provider's answer ended early."))
+		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
 	}
 	if s.owesDone {
 		s.owesDone = false
@@ -449,7 +451,7 @@ func appendMessage(body []byte, text string) ([]byte, error) {
 
 // Interface guards
 var (
-	_ Adapter = Responses{}
-	_ Turn    = (*respTurn)(nil)
-	_ Stream  = (*respStream)(nil)
+	_ provider.Adapter = Responses{}
+	_ provider.Turn    = (*respTurn)(nil)
+	_ provider.Stream  = (*respStream)(nil)
 )

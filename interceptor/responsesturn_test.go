@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -113,7 +115,7 @@ func (a *respAPI) check(body []byte) error {
 
 // respRunTurn drives a ResponseWriter with the Responses adapter as the
 // Caddy handler does, and returns the follow-up requests it was given.
-func respRunTurn(t *testing.T, h Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
+func respRunTurn(t *testing.T, h provider.Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
 	t.Helper()
 	rec = newRecorder()
 	rw := Wrap(rec, Responses{}, context.Background(), h, 0)
@@ -343,14 +345,14 @@ func TestResponsesTurnStreamFollowUpHolds(t *testing.T) {
 func TestResponsesTurnRefusedUpToTheLimit(t *testing.T) {
 	h := refusingHolder()
 	responses := []upstream{sseUp(refusingResp().completed())}
-	for i := range MaxContinuations {
+	for i := range provider.MaxContinuations {
 		responses = append(responses, sseUp(newSynID(fmt.Sprint("resp_", i)).fn(fmt.Sprint("ref", i), "send_email", respRefusedArgs).completed()))
 	}
 	rec, reqs, err := respRunTurn(t, h, respRequest, responses...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reqs) != MaxContinuations {
+	if len(reqs) != provider.MaxContinuations {
 		t.Errorf("%d follow-ups: %q", len(reqs), reqs)
 	}
 	d := respDecode(t, rec.Body.Bytes())
@@ -359,7 +361,7 @@ func TestResponsesTurnRefusedUpToTheLimit(t *testing.T) {
 	}
 	// Each follow-up carries everything before it.
 	last := []byte(reqs[len(reqs)-1])
-	if n := len(gjson.GetBytes(last, "input").Array()); n != 1+2+2*(MaxContinuations-1)+1 {
+	if n := len(gjson.GetBytes(last, "input").Array()); n != 1+2+2*(provider.MaxContinuations-1)+1 {
 		t.Errorf("last follow-up has %d input items: %s", n, last)
 	}
 	if err := (&respAPI{}).check(last); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -29,24 +31,24 @@ type heldRestorer struct {
 	asked []restoreCall
 }
 
-func (r *heldRestorer) Restore(_ context.Context, step string, userFollows bool) (Restored, bool) {
+func (r *heldRestorer) Restore(_ context.Context, step string, userFollows bool) (provider.Restored, bool) {
 	r.asked = append(r.asked, restoreCall{step, userFollows})
 	r.h.mu.Lock()
 	defer r.h.mu.Unlock()
 	if step != testStep || len(r.h.holds) == 0 {
-		return Restored{}, false
+		return provider.Restored{}, false
 	}
 	last := r.h.holds[len(r.h.holds)-1]
-	res := Restored{Message: last.message}
+	res := provider.Restored{Message: last.message}
 	for _, c := range last.calls {
-		res.Results = append(res.Results, Result{CallID: c.ID, Content: resumeResult})
+		res.Results = append(res.Results, provider.Result{CallID: c.ID, Content: resumeResult})
 	}
 	return res, true
 }
 
 // RestoreState gives the held step for its response, as the gate does for
 // a request that continues from it.
-func (r *heldRestorer) RestoreState(ctx context.Context, responseID, _ string, userFollows bool) []Restored {
+func (r *heldRestorer) RestoreState(ctx context.Context, responseID, _ string, userFollows bool) []provider.Restored {
 	if responseID == "" {
 		return nil
 	}
@@ -54,7 +56,7 @@ func (r *heldRestorer) RestoreState(ctx context.Context, responseID, _ string, u
 	if !ok {
 		return nil
 	}
-	return []Restored{res}
+	return []provider.Restored{res}
 }
 
 // resumed is what came of one resumed answer.
@@ -69,7 +71,7 @@ type resumed struct {
 // runResume drives a ResponseWriter as the Caddy handler does with
 // resume_wait: the first response; no continuation; Held; two keep-alives;
 // then, when answered, Resume, Continue and the follow-up response.
-func runResume(t *testing.T, a Adapter, h *fakeHolder, request, first string, answered bool, follow string) resumed {
+func runResume(t *testing.T, a provider.Adapter, h *fakeHolder, request, first string, answered bool, follow string) resumed {
 	t.Helper()
 	rec := newRecorder()
 	rw := Wrap(rec, a, context.Background(), h, 0)

@@ -3,6 +3,8 @@ package interceptor
 import (
 	"fmt"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -16,7 +18,7 @@ import (
 // every other byte stays. ok is false when the tool stays as it is. Each
 // provider differs only in where the object sits and what its schema key
 // is; this is the part they share.
-func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, rewrite ToolRewrite, proto string) (e edit, ok bool, err error) {
+func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, rewrite provider.ToolRewrite, proto string) (e edit, ok bool, err error) {
 	if !obj.IsObject() {
 		return edit{}, false, nil
 	}
@@ -66,7 +68,7 @@ func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, r
 
 // rewriteToolList applies toolEdit to every object each(tools) yields and
 // splices the edits into body (the same slice when nothing changed).
-func rewriteToolList(body []byte, tools gjson.Result, visit func(tool gjson.Result, add func(obj gjson.Result, schemaKey string, names ...string) bool) bool, rewrite ToolRewrite, proto string) ([]byte, error) {
+func rewriteToolList(body []byte, tools gjson.Result, visit func(tool gjson.Result, add func(obj gjson.Result, schemaKey string, names ...string) bool) bool, rewrite provider.ToolRewrite, proto string) ([]byte, error) {
 	var edits []edit
 	var err error
 	add := func(obj gjson.Result, schemaKey string, names ...string) bool {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -49,7 +51,7 @@ func (c *turnCore[S]) Held() string {
 // adapter gives: no call of the turn reached the app (the app would have
 // to answer it first) and the request allows a follow-up. Call it after
 // the response's pending step is known: refused calls go back first.
-func (c *turnCore[S]) holdsStep(v Verdict, ok bool) {
+func (c *turnCore[S]) holdsStep(v provider.Verdict, ok bool) {
 	c.held, c.heldText = "", ""
 	if ok && c.resume && c.streaming && v.Step != "" && v.Text != "" && c.pending == nil && c.done < c.max && c.request != nil {
 		c.held, c.heldText = v.Step, v.Text
@@ -85,7 +87,7 @@ func (c *turnCore[S]) resumeWith(build func(request []byte, text string) ([]byte
 // Fail implements Turn.
 func (c *turnCore[S]) Fail(reason string) {
 	if c.done > 0 && c.fail == "" {
-		c.fail = couldNotContinue(reason)
+		c.fail = provider.CouldNotContinue(reason)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -76,7 +78,7 @@ type upstream struct {
 func sseUp(body string) upstream  { return upstream{200, "text/event-stream", body} }
 func jsonUp(body string) upstream { return upstream{200, "application/json", body} }
 
-func runTurn(t *testing.T, h Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
+func runTurn(t *testing.T, h provider.Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
 	t.Helper()
 	rec = newRecorder()
 	rw := Wrap(rec, Chat{}, context.Background(), h, 0)
@@ -319,14 +321,14 @@ func TestTurnStreamRefusedUpToTheLimit(t *testing.T) {
 			chunkU(deltaChoice(0, toolDelta(toolArgs(0, refusedArgs)))))
 	}
 	responses := []upstream{sseUp(refusingStream())}
-	for n := 1; n <= MaxContinuations; n++ {
+	for n := 1; n <= provider.MaxContinuations; n++ {
 		responses = append(responses, sseUp(again(n)))
 	}
 	rec, reqs, err := runTurn(t, h, testRequest, responses...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reqs) != MaxContinuations {
+	if len(reqs) != provider.MaxContinuations {
 		t.Fatalf("follow-ups = %d", len(reqs))
 	}
 	for i, req := range reqs {
@@ -524,7 +526,7 @@ func TestTurnJSONRefusedUpToTheLimit(t *testing.T) {
 		return jsonUp(jsonCompletion(fmt.Sprint("chatcmpl-", n), fmt.Sprintf(`{"role":"assistant","content":"Try %d.","tool_calls":[%s]}`, n, refusedCallJSON), "tool_calls", 2))
 	}
 	responses := []upstream{resp(0)}
-	for n := 1; n <= MaxContinuations; n++ {
+	for n := 1; n <= provider.MaxContinuations; n++ {
 		responses = append(responses, resp(n))
 	}
 	rec, reqs, err := runTurn(t, h, testRequest, responses...)
@@ -536,7 +538,7 @@ func TestTurnJSONRefusedUpToTheLimit(t *testing.T) {
 	if want := "Try 0.\n\nTry 1.\n\nTry 2.\n\nTry 3.\n\n" + refusal; ch.Message.Content != want || ch.FinishReason != "stop" || len(ch.Message.ToolCalls) != 0 {
 		t.Errorf("choice = %+v", ch)
 	}
-	if len(reqs) != MaxContinuations || c.Usage.TotalTokens != 8 {
+	if len(reqs) != provider.MaxContinuations || c.Usage.TotalTokens != 8 {
 		t.Errorf("requests %d, usage %+v", len(reqs), c.Usage)
 	}
 }
@@ -687,18 +689,6 @@ func TestRefusalInPlaceWithoutTurn(t *testing.T) {
 	}
 	if c := decodeCompletion(t, js).Choices[0]; c.Message.Content != refusal || c.FinishReason != "stop" {
 		t.Errorf("choice = %+v", c)
-	}
-}
-
-func TestVerdictFates(t *testing.T) {
-	calls := []Call{{ID: "a"}, {ID: "b"}, {ID: ""}, {ID: "d"}}
-	v := Verdict{Pass: []bool{true, true}, Refusals: []Refusal{{"b", "no b"}, {"zz", "nobody"}, {"", "no id"}}}
-	fates, contents, any, ids := v.fates(calls)
-	if fmt.Sprint(fates) != fmt.Sprint([]fate{passed, refused, refused, held}) || contents[1] != "no b" || contents[2] != "no id" || !any || ids {
-		t.Errorf("fates %v, contents %q, any %v, ids %v", fates, contents, any, ids)
-	}
-	if got := inPlace("Wait.", fates, contents); got != "Wait.\n\nno b\n\nno id" {
-		t.Errorf("inPlace = %q", got)
 	}
 }
 

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolgate/toolgate/provider"
+
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/tidwall/gjson"
 )
 
 var (
@@ -69,24 +70,25 @@ const DefaultMaxJSON = 8 << 20
 type ResponseWriter struct {
 	*caddyhttp.ResponseWriterWrapper
 
-	adapter Adapter
+	adapter provider.Adapter
 	ctx     context.Context
-	holder  Holder
+	holder  provider.Holder
 	maxJSON int64
 	request []byte       // SetRequest; nil: no continuation
+	streams streamsSaid  // SetStreams
 	resume  bool         // AllowResume
 	names   *Names       // GuardNames
 	guard   *GuardWriter // guarded mode
 
 	mode     writerMode
-	kind     bodyType      // the first response's: sseBody or jsonBody, once inspected
-	status   int           // the held status (buffer mode)
-	turn     Turn          // streaming and buffering modes
-	stream   Stream        // the current response's (stream mode)
-	flushFn  func() error  // stream mode
-	buf      *bytes.Buffer // buffer mode, pooled
-	body     bool          // a body byte arrived (buffer mode)
-	tooLarge bool          // buffer mode went over maxJSON
+	kind     bodyType        // the first response's: sseBody or jsonBody, once inspected
+	status   int             // the held status (buffer mode)
+	turn     provider.Turn   // streaming and buffering modes
+	stream   provider.Stream // the current response's (stream mode)
+	flushFn  func() error    // stream mode
+	buf      *bytes.Buffer   // buffer mode, pooled
+	body     bool            // a body byte arrived (buffer mode)
+	tooLarge bool            // buffer mode went over maxJSON
 	closed   bool
 	closeErr error
 
@@ -115,7 +117,7 @@ const (
 // about calls. ctx is handed to the adapter (and so to h). JSON bodies are
 // held up to maxJSON bytes (DefaultMaxJSON if maxJSON <= 0). Refusals are
 // shown in place unless SetRequest is called.
-func Wrap(w http.ResponseWriter, a Adapter, ctx context.Context, h Holder, maxJSON int64) *ResponseWriter {
+func Wrap(w http.ResponseWriter, a provider.Adapter, ctx context.Context, h provider.Holder, maxJSON int64) *ResponseWriter {
 	if maxJSON <= 0 {
 		maxJSON = DefaultMaxJSON
 	}
@@ -133,6 +135,28 @@ func Wrap(w http.ResponseWriter, a Adapter, ctx context.Context, h Holder, maxJS
 // that send refused calls back to the provider. Call it before the next
 // handler runs; body must stay unchanged until Close.
 func (rw *ResponseWriter) SetRequest(body []byte) { rw.request = body }
+
+// streamsSaid is what SetStreams said: nothing, or whether the request
+// asked for an event stream.
+type streamsSaid uint8
+
+const (
+	streamsUnsaid streamsSaid = iota
+	streamsYes
+	streamsNo
+)
+
+// SetStreams tells the writer whether the request asked for an event
+// stream (provider.Provider.Streams), which decides how an answer whose
+// Content-Type does not say is read (see kindOf). Call it before the next
+// handler runs. Without it the adapter, when it is a provider.Provider, is
+// asked about the request body.
+func (rw *ResponseWriter) SetStreams(streams bool) {
+	rw.streams = streamsNo
+	if streams {
+		rw.streams = streamsYes
+	}
+}
 
 // GuardNames gives the writer the gated tools' names: a response it
 // cannot read as its adapter's answer (a JSON body in another shape, a
@@ -182,10 +206,10 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 	}
 }
 
-func (rw *ResponseWriter) newTurn() Turn {
+func (rw *ResponseWriter) newTurn() provider.Turn {
 	n := 0
 	if rw.request != nil {
-		n = MaxContinuations
+		n = provider.MaxContinuations
 	}
 	t := rw.adapter.NewTurn(rw.ctx, rw.holder, rw.request, n)
 	if rw.resume {
@@ -568,7 +592,7 @@ func readStatus(status int) bool {
 // request as an event stream whatever its label (ssestream.NewDecoder,
 // parse.ts with options.stream), and the Node SDKs hand any other back as
 // text. So it is read as the request asked: as an event stream when the
-// request said "stream": true, else as JSON, which refuses a body that may
+// request asked for one (SetStreams), else as JSON, which refuses a body that may
 // hold a call and is no JSON.
 func (rw *ResponseWriter) kindOf(h http.Header) bodyType {
 	if v := h.Values("Content-Type"); len(v) == 1 {
@@ -576,10 +600,23 @@ func (rw *ResponseWriter) kindOf(h http.Header) bodyType {
 			return k
 		}
 	}
-	if rw.request != nil && gjson.GetBytes(rw.request, "stream").Type == gjson.True {
+	if rw.asksStream() {
 		return sseBody
 	}
 	return jsonBody
+}
+
+// asksStream reports whether the request asked for an event stream: as
+// SetStreams said, else as the adapter reads the request body.
+func (rw *ResponseWriter) asksStream() bool {
+	switch rw.streams {
+	case streamsYes:
+		return true
+	case streamsNo:
+		return false
+	}
+	p, ok := rw.adapter.(provider.Provider)
+	return ok && rw.request != nil && p.Streams(http.MethodPost, nil, rw.request)
 }
 
 // bodyKind reads the media type of a Content-Type value, parameters
@@ -634,6 +671,6 @@ var (
 	_ io.ReaderFrom                             = (*ResponseWriter)(nil)
 	_ interface{ FlushError() error }           = (*ResponseWriter)(nil)
 	_ interface{ Unwrap() http.ResponseWriter } = (*ResponseWriter)(nil)
-	_ Adapter                                   = Chat{}
-	_ Stream                                    = (*chatStream)(nil)
+	_ provider.Adapter                          = Chat{}
+	_ provider.Stream                           = (*chatStream)(nil)
 )

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 // recorder is an httptest.ResponseRecorder that also records each
@@ -38,7 +40,7 @@ func (r *recorder) Flush() {
 // io.Reader would come.
 type onlyReader struct{ io.Reader }
 
-func wrap(rec *recorder, h Holder, contentType string, max int64) *ResponseWriter {
+func wrap(rec *recorder, h provider.Holder, contentType string, max int64) *ResponseWriter {
 	rw := Wrap(rec, Chat{}, context.Background(), h, max)
 	rw.Header().Set("Content-Type", contentType)
 	return rw

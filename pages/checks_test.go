@@ -15,9 +15,9 @@ import (
 
 	"github.com/toolgate/toolgate/actions"
 	"github.com/toolgate/toolgate/gate"
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -96,7 +96,7 @@ var (
 // and its holds, in order.
 func (s *site) hold(who gate.Person, posts ...int) (string, []store.Hold) {
 	s.t.Helper()
-	var calls []interceptor.Call
+	var calls []provider.Call
 	for i, post := range posts {
 		name, args := "delete_post", fmt.Sprintf(`{"post":%d}`, post)
 		if post == 0 {
@@ -104,7 +104,7 @@ func (s *site) hold(who gate.Person, posts ...int) (string, []store.Hold) {
 		} else {
 			s.app.SetRecord(fmt.Sprintf("/posts/%d", post), `{"title":"Spring meetup"}`)
 		}
-		calls = append(calls, interceptor.Call{Position: i, ID: fmt.Sprintf("call_%d", i), Type: "function", Name: name, Arguments: []byte(args), Raw: []byte(`{}`)})
+		calls = append(calls, provider.Call{Position: i, ID: fmt.Sprintf("call_%d", i), Type: "function", Name: name, Arguments: []byte(args), Raw: []byte(`{}`)})
 	}
 	v := s.gate.Front(s.policy, "policy.yaml", func() gate.Person { return who }, "openai-chat").Hold(context.Background(), calls, []byte(`{"role":"assistant"}`))
 	i := strings.Index(v.Text, s.url+"/h/")

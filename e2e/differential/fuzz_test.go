@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // In-process differential: the gate's response writer (interceptor.Wrap,
@@ -26,11 +27,11 @@ type holdGated struct{}
 
 func (holdGated) Gated(name string) bool { return isGated(name) }
 
-func (holdGated) Hold(context.Context, []interceptor.Call, []byte) interceptor.Verdict {
-	return interceptor.Verdict{Text: "Waiting for your confirmation: http://127.0.0.1:1/toolgate/h/aaaaaaaaaaaaaaaaaaaaaaaaaa"}
+func (holdGated) Hold(context.Context, []provider.Call, []byte) provider.Verdict {
+	return provider.Verdict{Text: "Waiting for your confirmation: http://127.0.0.1:1/toolgate/h/aaaaaaaaaaaaaaaaaaaaaaaaaa"}
 }
 
-var adapters = map[string]interceptor.Adapter{
+var adapters = map[string]provider.Adapter{
 	chat:      interceptor.Chat{},
 	responses: interceptor.Responses{},
 	anthropic: interceptor.Anthropic{},

@@ -1,8 +1,14 @@
-// Package interceptor holds one adapter per wire protocol. An adapter finds
-// tool calls in model responses (JSON and SSE), takes the held ones out,
-// puts the waiting text in their place, and restores history in the next
-// request. It knows nothing of how cards or forms look: it asks a Holder.
-package interceptor
+// Package provider is what every wire protocol's adapter shares with the
+// rest of the code: the calls an adapter finds and the Holder that judges
+// them, the history a Restorer gives back, the Adapter and Turn that
+// rewrite one protocol's bodies, and the Provider interface that answers
+// every question the gate's Caddy glue asks of a protocol (its name, the
+// paths it serves, the endpoints that carry calls around the gate, whether
+// an answer streams, where the owner and a tool's schema are). Each
+// protocol's package registers its Provider from init (Register), as
+// Caddy's modules do; the Caddy glue imports those packages for that side
+// effect and looks providers up by name or by path.
+package provider
 
 import (
 	"context"

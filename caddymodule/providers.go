@@ -1,0 +1,9 @@
+package caddymodule
+
+// The wire protocols the handler gates: each package registers its
+// provider.Provider from init, and the handler finds them by name (the
+// provider option) and by path. A new provider is a new package and one
+// line here.
+import (
+	_ "github.com/toolgate/toolgate/interceptor" // openai-chat, openai-responses, anthropic
+)

@@ -1,0 +1,154 @@
+package provider
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Provider is one wire protocol as the rest of the code asks about it.
+// Its Adapter methods rewrite the protocol's bodies; the others tell the
+// Caddy glue how to route, refuse and read a request. Paths are canonical:
+// lower case, percent-decoded, each segment without ";parameters", no
+// empty or dot segment, no trailing slash.
+type Provider interface {
+	Adapter
+
+	// Name is the protocol's name as the configuration's provider option,
+	// the gate's records and the policy's rules spell it
+	// ("openai-chat").
+	Name() string
+
+	// Serves reports whether a POST to path is one of the protocol's
+	// gated endpoints, by how the path ends (".../chat/completions"): the
+	// upstream then answers in its shape, whatever the route's fixed
+	// provider.
+	Serves(path string) bool
+
+	// Around returns the kind of a request to the path whose segments are
+	// segs that carries tool calls around the gate, judged at segment
+	// segs[i], or nil. The Caddy glue asks every provider at each segment
+	// in turn, and the first answer stands; method is in upper case.
+	Around(method string, segs []string, i int) *Around
+
+	// AroundParam returns the kind of a gated request whose body asks for
+	// what carries calls around the gate (Chat's legacy functions, a
+	// background Responses request), or nil.
+	AroundParam(body []byte) *Around
+
+	// KnownPaths are the ends of the protocol's paths that answer without
+	// tool calls (embeddings, token counting), which a route lets through.
+	KnownPaths() []string
+
+	// Streams reports whether the answer to a gated request is an event
+	// stream when its Content-Type does not say: as the request asked for
+	// it (in its body, or in its URL).
+	Streams(method string, u *url.URL, body []byte) bool
+
+	// OwnerFields are the request body's fields (dotted paths) that name
+	// the conversation's owner when the route configures neither an owner
+	// placeholder nor owner fields; nil for none.
+	OwnerFields() []string
+
+	// ToolParameters returns the JSON Schema a request body offers for the
+	// tool name, or nil.
+	ToolParameters(body []byte, name string) []byte
+
+	// DropTools takes the tools drop names out of a request body (the
+	// ones not offered to this person).
+	DropTools(body []byte, drop func(name string) bool) ([]byte, error)
+}
+
+// Around is a kind of request that carries tool calls around the gate:
+// refused on a gated route unless the operator allows it by name.
+type Around struct {
+	Allow  string // the name that lets it through (the allow option)
+	Status int    // the refusal's status
+	What   string // what it is, for the refusal
+	Why    string // why it is refused
+}
+
+// The allow option's names, the Caddyfile's and JSON's spelling.
+const (
+	AllowLegacyFunctions = "legacy_functions"
+	AllowBatches         = "batches"
+	AllowStoredResponses = "stored_responses"
+	AllowRealtime        = "realtime"
+)
+
+// AllowNames are the allow option's names, in the order the docs list them.
+var AllowNames = []string{AllowLegacyFunctions, AllowBatches, AllowStoredResponses, AllowRealtime}
+
+// The kinds of requests around the gate the providers name; a provider
+// may make its own.
+var (
+	AroundBatches = &Around{AllowBatches, http.StatusForbidden,
+		"the batch API", "a batch's results hold tool calls the gate never sees"}
+	AroundStored = &Around{AllowStoredResponses, http.StatusForbidden,
+		"reading stored model output back", "stored output holds tool calls the gate never checked"}
+	AroundRealtime = &Around{AllowRealtime, http.StatusForbidden,
+		"the Realtime API", "its tool calls travel over a WebSocket or WebRTC connection the gate cannot check"}
+	AroundFunctions = &Around{AllowLegacyFunctions, http.StatusBadRequest,
+		"the legacy functions and function_call parameters", "the gate checks tool calls only (use tools and tool_choice)"}
+	AroundBackground = &Around{AllowStoredResponses, http.StatusBadRequest,
+		"a background response (background: true)", "its output is read back later, around the gate"}
+)
+
+// Message is the refusal's text for a request of this kind to method and
+// path.
+func (a *Around) Message(method, path string) string {
+	return fmt.Sprintf("%s (%s %s) is refused on this gated route: %s. The operator can allow it with `allow %s`.", a.What, method, path, a.Why, a.Allow)
+}
+
+// The registry is written only from init functions, before any request is
+// served, and read without a lock on every request.
+var (
+	byName = map[string]Provider{}
+	sorted []Provider // by name
+)
+
+// Register makes a provider known by its name. Call it from the init of
+// the provider's package; a second provider of one name panics.
+func Register(p Provider) {
+	name := p.Name()
+	if name == "" || name == "auto" || strings.ContainsAny(name, " \t,") {
+		panic(fmt.Sprintf("provider: invalid name %q", name))
+	}
+	if byName[name] != nil {
+		panic(fmt.Sprintf("provider: %q registered twice", name))
+	}
+	byName[name] = p
+	sorted = append(sorted, p)
+	slices.SortFunc(sorted, func(a, b Provider) int { return strings.Compare(a.Name(), b.Name()) })
+}
+
+// Lookup returns the provider of that name, or nil.
+func Lookup(name string) Provider {
+	return byName[name]
+}
+
+// ForPath returns the provider that serves a canonical path (Serves), or
+// nil; when several do, the first by name.
+func ForPath(path string) Provider {
+	for _, p := range sorted {
+		if p.Serves(path) {
+			return p
+		}
+	}
+	return nil
+}
+
+// All returns the registered providers, by name. The slice is the
+// registry's own, read on every request: do not change it.
+func All() []Provider { return sorted }
+
+// Names returns the registered providers' names, sorted.
+func Names() []string {
+	names := make([]string, len(sorted))
+	for i, p := range sorted {
+		names[i] = p.Name()
+	}
+	return names
+}
