@@ -77,3 +77,22 @@ func TestReadBody(t *testing.T) {
 		})
 	}
 }
+
+// The tools/list answer the gate asks for itself is read from an event
+// stream as its clients read it: lines ended by CR, LF or CRLF, data split
+// over several lines, other events before it.
+func TestRPCAnswerReadsEventStreams(t *testing.T) {
+	for _, body := range []string{
+		"data: {\"jsonrpc\":\"2.0\",\"id\":\"toolgate-tools-list\",\"result\":{\"tools\":[]}}\n\n",
+		"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":\"toolgate-tools-list\",\"result\":{\"tools\":[]}}\r\n\r\n",
+		"data:{\"jsonrpc\":\"2.0\",\"id\":\"toolgate-tools-list\",\"result\":{\"tools\":[]}}\r\r",
+	} {
+		res, rpcErr := rpcAnswer([]byte(body), "toolgate-tools-list", "text/event-stream")
+		if string(res) != `{"tools":[]}` || rpcErr.Exists() {
+			t.Errorf("%q: result %s, error %s", body, res, rpcErr.Raw)
+		}
+	}
+	if res, rpcErr := rpcAnswer([]byte("data: {\"id\":\"other\",\"result\":{}}\n\n"), "toolgate-tools-list", "text/event-stream"); res != nil || rpcErr.Exists() {
+		t.Errorf("another id's answer read: %s %s", res, rpcErr.Raw)
+	}
+}

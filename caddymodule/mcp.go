@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 func init() {
@@ -470,7 +471,8 @@ func clip(s string, n int) string {
 }
 
 // rpcAnswer finds the answer to id in a JSON or SSE body: its result, or
-// its error object.
+// its error object. An event stream is read as its clients read it
+// (package sse).
 func rpcAnswer(body []byte, id, contentType string) ([]byte, gjson.Result) {
 	match := func(m []byte) ([]byte, gjson.Result, bool) {
 		if gjson.GetBytes(m, "id").String() != id {
@@ -488,12 +490,11 @@ func rpcAnswer(body []byte, id, contentType string) ([]byte, gjson.Result) {
 		res, e, _ := match(body)
 		return res, e
 	}
-	for _, line := range bytes.Split(body, []byte("\n")) {
-		line = bytes.TrimRight(line, "\r")
-		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			if res, e, ok := match(bytes.TrimSpace(d)); ok {
-				return res, e
-			}
+	for _, ev := range sse.Parse(body) {
+		// Each event's data as every reader reads it (see package sse): its
+		// data lines joined, whatever ends them.
+		if res, e, ok := match([]byte(ev.Data)); ok {
+			return res, e
 		}
 	}
 	return nil, gjson.Result{}

@@ -10,7 +10,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/tidwall/gjson"
 
-	evstream "github.com/toolgate/toolgate/interceptor/sse"
+	evstream "github.com/toolgate/toolgate/wire/sse"
 	"github.com/toolgate/toolgate/internal/testkit"
 )
 

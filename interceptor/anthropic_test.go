@@ -18,7 +18,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 func anthFixture(t testing.TB, name string) []byte {

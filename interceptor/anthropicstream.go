@@ -14,7 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 // NewStream returns the rewriter of a Messages event stream

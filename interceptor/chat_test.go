@@ -22,7 +22,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 const (

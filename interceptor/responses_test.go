@@ -19,7 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 func respFixture(t testing.TB, name string) []byte {

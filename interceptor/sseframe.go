@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 // sseFrame is what every stream rewriter shares: it cuts the upstream

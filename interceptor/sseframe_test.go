@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 // hideVariants frames the events of a call so that a reader splitting

@@ -13,7 +13,7 @@ import (
 // name by the Go SDKs. The gate rewrites such events in canonical form so
 // that every receiver reads what the spec's reader reads; canonicalSSE
 // writes that reading, independently of the gate's own parser
-// (interceptor/sse), so the test can say what each parser must read
+// (wire/sse), so the test can say what each parser must read
 // through the gate.
 
 // canonicalSSE returns the events an event-stream reader following the

@@ -1,0 +1,115 @@
+package provider
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/toolgate/toolgate/"
+
+// allowedImports lists, for each package of the module, the module's
+// packages it may import (its non-test files). An entry ending in "/..."
+// allows every package under that folder. The graph runs one way: the
+// wire protocols' packages (provider, its sub-packages, wire/) never
+// import the gate, the store, the pages or the Caddy glue; the shared
+// pieces never import a protocol's package. A new package gets a line
+// here.
+var allowedImports = map[string][]string{
+	"actions":                     nil,
+	"cards":                       {"policies"},
+	"forms":                       {"cards", "policies"},
+	"policies":                    nil,
+	"policies/internal/genschema": {"policies"},
+	"store":                       nil,
+
+	"provider":        nil,
+	"provider/gemini": {"provider", "provider/internal/...", "wire/..."},
+	"wire/sse":        nil,
+	"interceptor":     {"provider", "wire/..."},
+
+	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store"},
+	"pages":       {"cards", "forms", "gate", "store"},
+	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/gemini", "store", "wire/sse"},
+
+	"cmd/toolgate":             {"caddymodule", "policies"},
+	"examples/demo":            {"actions", "caddymodule"},
+	"internal/freeport":        nil,
+	"internal/mutation":        nil,
+	"internal/pgtest":          {"internal/freeport"},
+	"internal/reqbody":         nil,
+	"internal/testkit":         {"actions", "internal/freeport"},
+	"internal/testkit/process": nil,
+	"e2e":                      nil,
+	"e2e/differential":         nil,
+	"e2e/outside":              nil,
+}
+
+// TestImportsRunOneWay reads every package of the module and fails on an
+// import between them that allowedImports does not list.
+func TestImportsRunOneWay(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatal("the module root is not the provider package's parent")
+	}
+	seen := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		seen++
+		allowed, listed := allowedImports[rel]
+		if !listed {
+			t.Errorf("package %s is not in allowedImports: give it a line with the module packages it may import", rel)
+			return nil
+		}
+		for _, imp := range pkg.Imports {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue
+			}
+			if !allows(allowed, dep) {
+				t.Errorf("%s imports %s, which allowedImports does not allow", rel, dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 10 {
+		t.Fatalf("read %d packages: the walk missed the module", seen)
+	}
+}
+
+// allows reports whether dep matches an entry of allowed.
+func allows(allowed []string, dep string) bool {
+	return slices.ContainsFunc(allowed, func(a string) bool {
+		if prefix, ok := strings.CutSuffix(a, "/..."); ok {
+			return dep == prefix || strings.HasPrefix(dep, prefix+"/")
+		}
+		return dep == a
+	})
+}
