@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -170,7 +171,7 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	setBody(r, body)
 
 	if interceptor.IsMCPBatch(body) {
-		if interceptor.DuplicateKey(body) {
+		if jsonedit.DuplicateKey(body) {
 			return writeRPCError(w, nil, http.StatusBadRequest, -32600, "toolgate: a message in the batch gives a key twice")
 		}
 		for _, name := range interceptor.MCPBatchCalls(body) {

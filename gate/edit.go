@@ -12,9 +12,9 @@ import (
 
 	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/forms"
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // Correcting a call before confirming it (card.editable, issue 19 §1).
@@ -218,8 +218,8 @@ func changedFields(editable []string, before, after []byte) []string {
 
 // sameJSON reports whether two JSON values are the same value.
 func sameJSON(x, y json.RawMessage) bool {
-	cx, err1 := interceptor.CanonicalJSON(x)
-	cy, err2 := interceptor.CanonicalJSON(y)
+	cx, err1 := jsonedit.Canonical(x)
+	cy, err2 := jsonedit.Canonical(y)
 	if err1 != nil || err2 != nil {
 		return bytes.Equal(x, y)
 	}

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/forms"
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // decision is what the policy and the call's own arguments make of one
@@ -43,7 +43,7 @@ func decide(p *policies.Policy, c provider.Call, toolSchema func(string) []byte,
 	if d.schema == nil && toolSchema != nil {
 		d.schema = toolSchema(c.Name)
 	}
-	if interceptor.DuplicateKey(d.args) {
+	if jsonedit.DuplicateKey(d.args) {
 		// The card would read one value and the app act on another.
 		d.refusal = refuse("arguments", "its arguments give a key twice; nothing ran. Call it again with each key once.")
 		return d

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/cards"
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // One card per intent. Models and agents repeat a call whose answer they
@@ -90,7 +90,7 @@ func intentKey(p Person, policyKey, actionVersion, protocol, action string, cano
 // intent is a call's identity for attaching on this front: its index key,
 // or "" when its arguments are not JSON (nothing attaches to it).
 func (f *Front) intent(action string, args []byte) (key string, canonical []byte) {
-	canonical, err := interceptor.CanonicalJSON(args)
+	canonical, err := jsonedit.Canonical(args)
 	if err != nil || f.person.Owner == "" {
 		return "", nil
 	}
@@ -100,7 +100,7 @@ func (f *Front) intent(action string, args []byte) (key string, canonical []byte
 // holdIntent is the index key of a stored hold's intent; "" when it has
 // none.
 func holdIntent(h store.Hold) string {
-	canonical, err := interceptor.CanonicalJSON(h.Arguments)
+	canonical, err := jsonedit.Canonical(h.Arguments)
 	if err != nil || h.Owner == "" {
 		return ""
 	}
@@ -134,7 +134,7 @@ func (f *Front) attach(ctx context.Context, action, key string, canonical []byte
 			if h.Action != action || !f.person.owns(h) || h.StateAt(now) != store.Waiting && !following || h.Kind == store.KindTicket {
 				continue
 			}
-			if c, err := interceptor.CanonicalJSON(h.Arguments); err != nil || string(c) != string(canonical) {
+			if c, err := jsonedit.Canonical(h.Arguments); err != nil || string(c) != string(canonical) {
 				continue
 			}
 			waits = true

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // The MCP front. A gated tools/call is decided before it reaches the MCP
@@ -767,7 +768,7 @@ func (g *Gate) readStateKey(token string) (mcpState, []byte, bool) {
 // argsDigest digests arguments in canonical form, so a client that
 // re-encodes the same arguments on its retry still matches.
 func argsDigest(args []byte) (string, error) {
-	c, err := interceptor.CanonicalJSON(args)
+	c, err := jsonedit.Canonical(args)
 	if err != nil {
 		return "", err
 	}

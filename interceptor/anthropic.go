@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -43,13 +45,13 @@ var anthKeys = newKeySet(newScanKey(`"tool_use"`, 'u'), newScanKey(`"input"`, 'p
 // anthShape is what the gate reads of a Messages response or event (see
 // shape.ambiguity): the content blocks of a message, the message of a
 // message_start, a content_block_start's block, a delta.
-var anthShape = func() *shape {
-	block := &shape{read: []string{"type", "id", "name", "input", "text", "thinking", "signature", "citations"}}
-	delta := &shape{read: []string{"type", "text", "partial_json", "thinking", "signature", "citation", "stop_reason", "stop_sequence"}}
-	msg := &shape{read: []string{"id", "type", "role", "content", "stop_reason", "stop_sequence", "usage"}, into: map[string]*shape{"content": block}}
-	return &shape{
-		read: []string{"id", "type", "role", "content", "stop_reason", "stop_sequence", "usage", "index", "message", "content_block", "delta"},
-		into: map[string]*shape{"content": block, "message": msg, "content_block": block, "delta": delta},
+var anthShape = func() *jsonedit.Shape {
+	block := &jsonedit.Shape{Read: []string{"type", "id", "name", "input", "text", "thinking", "signature", "citations"}}
+	delta := &jsonedit.Shape{Read: []string{"type", "text", "partial_json", "thinking", "signature", "citation", "stop_reason", "stop_sequence"}}
+	msg := &jsonedit.Shape{Read: []string{"id", "type", "role", "content", "stop_reason", "stop_sequence", "usage"}, Into: map[string]*jsonedit.Shape{"content": block}}
+	return &jsonedit.Shape{
+		Read: []string{"id", "type", "role", "content", "stop_reason", "stop_sequence", "usage", "index", "message", "content_block", "delta"},
+		Into: map[string]*jsonedit.Shape{"content": block, "message": msg, "content_block": block, "delta": delta},
 	}
 }()
 
@@ -118,7 +120,7 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h provider.Holder, allowe
 		return nil, nil, errors.New("anthropic response: invalid JSON around tool_use")
 	}
 	root := gjson.ParseBytes(body)
-	if err := anthShape.ambiguity(root); err != nil {
+	if err := anthShape.Ambiguity(root); err != nil {
 		return nil, nil, fmt.Errorf("anthropic response: %w", err)
 	}
 	content := root.Get("content")
@@ -229,19 +231,19 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h provider.Holder, allowe
 	if !removed && text == "" {
 		return body, step, nil
 	}
-	e, err := editOf(body, content, string(out))
+	e, err := jsonedit.Of(body, content, string(out))
 	if err != nil {
 		return nil, nil, fmt.Errorf("anthropic response: %w", err)
 	}
-	edits := []edit{e}
+	edits := []jsonedit.Edit{e}
 	if sr := root.Get("stop_reason"); sr.Type == gjson.String && toolUses == 0 && sr.Str == "tool_use" {
-		e, err := editOf(body, sr, `"end_turn"`)
+		e, err := jsonedit.Of(body, sr, `"end_turn"`)
 		if err != nil {
 			return nil, nil, fmt.Errorf("anthropic response: %w", err)
 		}
 		edits = append(edits, e)
 	}
-	return applyEdits(body, edits), step, nil
+	return jsonedit.Apply(body, edits), step, nil
 }
 
 // anthTextBlock is a text block holding text, after a blank line when
@@ -313,11 +315,11 @@ func mergeAnthJSON(acc, next []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := editOf(acc, ac, "["+strings.Join(blocks, ",")+"]")
+	e, err := jsonedit.Of(acc, ac, "["+strings.Join(blocks, ",")+"]")
 	if err != nil {
 		return nil, err
 	}
-	out := applyEdits(acc, []edit{e})
+	out := jsonedit.Apply(acc, []jsonedit.Edit{e})
 	if sr := gjson.GetBytes(next, "stop_reason"); sr.Type == gjson.String {
 		q := gjson.AppendJSONString(nil, anthStopReason(sr.Str, called, true))
 		if out, err = sjson.SetRawBytes(out, "stop_reason", q); err != nil {
@@ -329,7 +331,7 @@ func mergeAnthJSON(acc, next []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if nu := gjson.GetBytes(next, "usage"); !isNull(nu) {
+	if nu := gjson.GetBytes(next, "usage"); !jsonedit.IsNull(nu) {
 		if out, err = sjson.SetRawBytes(out, "usage", []byte(sumUsage(gjson.GetBytes(out, "usage").Raw, nu.Raw))); err != nil {
 			return nil, err
 		}
@@ -355,11 +357,11 @@ func appendAnthText(body []byte, text string) ([]byte, error) {
 		return true
 	})
 	blocks = append(blocks, anthTextBlock(text, texted))
-	e, err := editOf(body, c, "["+strings.Join(blocks, ",")+"]")
+	e, err := jsonedit.Of(body, c, "["+strings.Join(blocks, ",")+"]")
 	if err != nil {
 		return nil, err
 	}
-	out := applyEdits(body, []edit{e})
+	out := jsonedit.Apply(body, []jsonedit.Edit{e})
 	if sr := gjson.GetBytes(out, "stop_reason"); sr.Type == gjson.String && sr.Str == "tool_use" && !called {
 		return sjson.SetRawBytes(out, "stop_reason", []byte(`"end_turn"`))
 	}
@@ -403,11 +405,11 @@ func appendAnthStep(req []byte, step *anthStep) ([]byte, error) {
 	if !msgs.IsArray() {
 		return nil, errors.New("anthropic request: no messages")
 	}
-	e, err := editOf(req, msgs, msgs.Raw)
+	e, err := jsonedit.Of(req, msgs, msgs.Raw)
 	if err != nil {
 		return nil, err
 	}
-	at := e.end - 1 // the closing bracket
+	at := e.End - 1 // the closing bracket
 	var b []byte
 	if hasElements(msgs) {
 		b = append(b, ',')
@@ -426,7 +428,7 @@ func appendAnthStep(req []byte, step *anthStep) ([]byte, error) {
 		b = append(b, `,"is_error":true}`...)
 	}
 	b = append(b, "]}"...)
-	return applyEdits(req, []edit{{start: at, end: at, repl: string(b)}}), nil
+	return jsonedit.Apply(req, []jsonedit.Edit{{Start: at, End: at, Repl: string(b)}}), nil
 }
 
 // Interface guards

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -80,7 +82,7 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 		person[i] = person[i+1] || list[i].Get("role").Str == "user" && anthPersonWrote(list[i].Get("content"))
 	}
 
-	var edits []edit
+	var edits []jsonedit.Edit
 	done := make(map[string]bool)
 	for i, m := range list {
 		if m.Get("role").Str != "assistant" {
@@ -114,14 +116,14 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 	if len(edits) == 0 {
 		return body, nil
 	}
-	return applyEdits(body, edits), nil
+	return jsonedit.Apply(body, edits), nil
 }
 
 // anthRestoreSteps returns the edits that put steps in place of the app's
 // message m, and their results in the user message next (when it
 // exists) and in user messages inserted between them (see
 // RewriteRequest).
-func anthRestoreSteps(body []byte, steps []provider.Restored, ids []string, m, next gjson.Result, prefix string) ([]edit, error) {
+func anthRestoreSteps(body []byte, steps []provider.Restored, ids []string, m, next gjson.Result, prefix string) ([]jsonedit.Edit, error) {
 	contents := make([][]string, len(steps))
 	held := make(map[string]bool)  // tool_use ids the steps hold
 	texts := make(map[string]bool) // the text of the steps' text blocks
@@ -227,11 +229,11 @@ func anthRestoreSteps(body []byte, steps []provider.Restored, ids []string, m, n
 			before = append(before, "]},"...)
 		}
 	}
-	var edits []edit
+	var edits []jsonedit.Edit
 	if len(before) > 0 {
-		edits = append(edits, edit{start: m.Index, end: m.Index, repl: string(before)})
+		edits = append(edits, jsonedit.Edit{Start: m.Index, End: m.Index, Repl: string(before)})
 	}
-	e, err := editOf(body, app, "["+strings.Join(contents[last], ",")+"]")
+	e, err := jsonedit.Of(body, app, "["+strings.Join(contents[last], ",")+"]")
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +245,7 @@ func anthRestoreSteps(body []byte, steps []provider.Restored, ids []string, m, n
 	if !next.Exists() {
 		if len(ours) > 0 {
 			at := m.Index + len(m.Raw)
-			edits = append(edits, edit{start: at, end: at, repl: `,{"role":"user","content":[` + strings.Join(ours, ",") + `]}`})
+			edits = append(edits, jsonedit.Edit{Start: at, End: at, Repl: `,{"role":"user","content":[` + strings.Join(ours, ",") + `]}`})
 		}
 		return edits, nil
 	}
@@ -251,7 +253,7 @@ func anthRestoreSteps(body []byte, steps []provider.Restored, ids []string, m, n
 	if err != nil {
 		return nil, err
 	}
-	if e, err = editOf(body, next, msg); err != nil {
+	if e, err = jsonedit.Of(body, next, msg); err != nil {
 		return nil, err
 	}
 	return append(edits, e), nil
@@ -330,7 +332,7 @@ func anthKeepsContent(msg gjson.Result, held map[string]bool) bool {
 // a user message with its results, before the app's message m, and make
 // m's content the model's follow-up blocks; the user message next (when
 // it exists) loses the tool_result blocks moved to the steps.
-func anthFollowEdits(body []byte, contents [][]string, results func(k int, move bool) []string, m, next gjson.Result, follow []string, moved map[string]bool) ([]edit, error) {
+func anthFollowEdits(body []byte, contents [][]string, results func(k int, move bool) []string, m, next gjson.Result, follow []string, moved map[string]bool) ([]jsonedit.Edit, error) {
 	var before []byte
 	for k := range contents {
 		before = append(before, `{"role":"assistant","content":[`...)
@@ -342,8 +344,8 @@ func anthFollowEdits(body []byte, contents [][]string, results func(k int, move 
 			before = append(before, "]},"...)
 		}
 	}
-	edits := []edit{{start: m.Index, end: m.Index, repl: string(before)}}
-	e, err := editOf(body, m.Get("content"), "["+strings.Join(follow, ",")+"]")
+	edits := []jsonedit.Edit{{Start: m.Index, End: m.Index, Repl: string(before)}}
+	e, err := jsonedit.Of(body, m.Get("content"), "["+strings.Join(follow, ",")+"]")
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +357,7 @@ func anthFollowEdits(body []byte, contents [][]string, results func(k int, move 
 	if err != nil {
 		return nil, err
 	}
-	if e, err = editOf(body, next, msg); err != nil {
+	if e, err = jsonedit.Of(body, next, msg); err != nil {
 		return nil, err
 	}
 	return append(edits, e), nil

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -178,7 +180,7 @@ func (s *anthStream) passesRead(ev []byte) bool {
 		return false
 	}
 	root := gjson.ParseBytes(data)
-	if _, ok := anthType(ev, root); !ok || anthShape.ambiguity(root) != nil {
+	if _, ok := anthType(ev, root); !ok || anthShape.Ambiguity(root) != nil {
 		return false // the slow path refuses it
 	}
 	switch root.Get("type").Str {
@@ -378,7 +380,7 @@ func (s *anthStream) slow(ev []byte) {
 		}
 		return
 	}
-	if err := anthShape.ambiguity(root); err != nil {
+	if err := anthShape.Ambiguity(root); err != nil {
 		s.fail(fmt.Errorf("anthropic stream: %w", err))
 		return
 	}
@@ -502,9 +504,9 @@ func (s *anthStream) holdBack(b *anthBlock, ev []byte) {
 // emit writes an event of a written block: its index made the written one,
 // and the response's first text after a blank line when it continues text.
 func (s *anthStream) emit(b *anthBlock, ev, data []byte, root gjson.Result) {
-	var edits []edit
+	var edits []jsonedit.Edit
 	if idx := root.Get("index"); idx.Type == gjson.Number && idx.Raw != strconv.Itoa(b.out) {
-		e, err := editOf(data, idx, strconv.Itoa(b.out))
+		e, err := jsonedit.Of(data, idx, strconv.Itoa(b.out))
 		if err != nil {
 			s.fail(fmt.Errorf("anthropic stream: %w", err))
 			return
@@ -530,7 +532,7 @@ func (s *anthStream) emit(b *anthBlock, ev, data []byte, root gjson.Result) {
 	}
 	if text.Type == gjson.String && text.Str != "" {
 		if s.sep {
-			e, err := editOf(data, text, `"\n\n`+text.Raw[1:])
+			e, err := jsonedit.Of(data, text, `"\n\n`+text.Raw[1:])
 			if err != nil {
 				s.fail(fmt.Errorf("anthropic stream: %w", err))
 				return
@@ -543,7 +545,7 @@ func (s *anthStream) emit(b *anthBlock, ev, data []byte, root gjson.Result) {
 		s.write(ev)
 		return
 	}
-	s.writeEvent(ev, string(applyEdits(data, edits)))
+	s.writeEvent(ev, string(jsonedit.Apply(data, edits)))
 }
 
 func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
@@ -564,11 +566,11 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 		s.t.endData = string(data)
 		return
 	}
-	var edits []edit
+	var edits []jsonedit.Edit
 	sr := root.Get("delta.stop_reason")
 	if sr.Type == gjson.String {
 		if r := anthStopReason(sr.Str, s.toolUses > 0, s.inCont); r != sr.Str {
-			e, err := editOf(data, sr, strconv.Quote(r))
+			e, err := jsonedit.Of(data, sr, strconv.Quote(r))
 			if err != nil {
 				s.fail(fmt.Errorf("anthropic stream: %w", err))
 				return
@@ -578,7 +580,7 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 	}
 	out := data
 	if len(edits) > 0 {
-		out = applyEdits(data, edits)
+		out = jsonedit.Apply(data, edits)
 	}
 	if s.t != nil && s.t.carry != "" {
 		// The turn's last message_delta carries the usage of every response.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -37,12 +39,12 @@ var chatKeys = newKeySet(newFoldedKey(`"tool_calls"`), newFoldedKey(`"function_c
 // chatShape is what the gate reads of a Chat response or chunk (see
 // shape.ambiguity): the choices, their message or delta, its tool calls
 // and legacy function_call, and their function or custom bodies.
-var chatShape = func() *shape {
-	fn := &shape{read: []string{"name", "arguments", "input"}}
-	call := &shape{read: []string{"index", "id", "type", "function", "custom"}, into: map[string]*shape{"function": fn, "custom": fn}}
-	msg := &shape{read: []string{"role", "content", "tool_calls", "function_call"}, into: map[string]*shape{"tool_calls": call, "function_call": fn}}
-	choice := &shape{read: []string{"index", "message", "delta", "finish_reason", "logprobs"}, into: map[string]*shape{"message": msg, "delta": msg}}
-	return &shape{read: []string{"id", "choices", "usage", "error"}, into: map[string]*shape{"choices": choice}}
+var chatShape = func() *jsonedit.Shape {
+	fn := &jsonedit.Shape{Read: []string{"name", "arguments", "input"}}
+	call := &jsonedit.Shape{Read: []string{"index", "id", "type", "function", "custom"}, Into: map[string]*jsonedit.Shape{"function": fn, "custom": fn}}
+	msg := &jsonedit.Shape{Read: []string{"role", "content", "tool_calls", "function_call"}, Into: map[string]*jsonedit.Shape{"tool_calls": call, "function_call": fn}}
+	choice := &jsonedit.Shape{Read: []string{"index", "message", "delta", "finish_reason", "logprobs"}, Into: map[string]*jsonedit.Shape{"message": msg, "delta": msg}}
+	return &jsonedit.Shape{Read: []string{"id", "choices", "usage", "error"}, Into: map[string]*jsonedit.Shape{"choices": choice}}
 }()
 
 // hasToolCalls reports whether b may hold a Chat call: "tool_calls" or
@@ -82,7 +84,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h provider.Holder, cont b
 		return nil, nil, errors.New("chat response: invalid JSON around tool calls")
 	}
 	root := gjson.ParseBytes(body)
-	if err := chatShape.ambiguity(root); err != nil {
+	if err := chatShape.Ambiguity(root); err != nil {
 		return nil, nil, fmt.Errorf("chat response: %w", err)
 	}
 	choices := root.Get("choices")
@@ -146,7 +148,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h provider.Holder, cont b
 	// Only a lone choice 0 continues: a follow-up request answers one
 	// assistant message.
 	cont = cont && pos == 1 && held[0].calls[0].Choice == 0
-	edits := make([]edit, 0, len(held))
+	edits := make([]jsonedit.Edit, 0, len(held))
 	var step *chatStep
 	for _, hc := range held {
 		repl, st, err := holdChoice(ctx, hc.choice, hc.calls, h, cont)
@@ -159,7 +161,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h provider.Holder, cont b
 		if repl == "" {
 			continue // every call passed, no text: the choice stays as it is
 		}
-		e, err := editOf(body, hc.choice, repl)
+		e, err := jsonedit.Of(body, hc.choice, repl)
 		if err != nil {
 			return nil, nil, fmt.Errorf("chat response: %w", err)
 		}
@@ -168,7 +170,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h provider.Holder, cont b
 	if len(edits) == 0 {
 		return body, nil, nil
 	}
-	return applyEdits(body, edits), step, nil
+	return jsonedit.Apply(body, edits), step, nil
 }
 
 // holdChoice hands one choice's inspected calls to h and returns the choice
@@ -422,8 +424,8 @@ type chatStream struct {
 	ending   bool // the response's end is withheld: a continuation may follow
 	finished bool // the response finished choice 0
 
-	out   []byte // scratch: a rewritten event
-	edits []edit // scratch: edits of one chunk
+	out   []byte          // scratch: a rewritten event
+	edits []jsonedit.Edit // scratch: edits of one chunk
 }
 
 type chatChoice struct {
@@ -569,7 +571,7 @@ func (s *chatStream) withhold(data []byte, ok bool) {
 	case bytes.Equal(data, doneData):
 		s.t.doneSeen = true
 	case gjson.ValidBytes(data):
-		if u := gjson.GetBytes(data, "usage"); !isNull(u) {
+		if u := gjson.GetBytes(data, "usage"); !jsonedit.IsNull(u) {
 			s.t.carry = sumUsage(s.t.carry, u.Raw)
 		}
 	}
@@ -585,7 +587,7 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 	if !root.IsObject() {
 		return "", false, nil
 	}
-	if err := chatShape.ambiguity(root); err != nil {
+	if err := chatShape.Ambiguity(root); err != nil {
 		return "", false, fmt.Errorf("chat stream: %w", err)
 	}
 	s.edits = s.edits[:0]
@@ -593,7 +595,7 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 		// One message: every chunk carries the first response's id, which
 		// openai-go checks (wire-formats.md §1.3).
 		if id := root.Get("id"); s.t.idRaw != "" && id.Exists() && id.Raw != s.t.idRaw {
-			ed, e := editOf(data, id, s.t.idRaw)
+			ed, e := jsonedit.Of(data, id, s.t.idRaw)
 			if e != nil {
 				return "", false, e
 			}
@@ -630,7 +632,7 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 		usage = root.Get("usage")
 	}
 	usageGone := false
-	if carried && !isNull(usage) {
+	if carried && !jsonedit.IsNull(usage) {
 		// The usage of a response whose end is withheld waits for the
 		// turn's last usage chunk, which carries the sum.
 		sum := "null"
@@ -640,19 +642,19 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 		} else {
 			sum, s.t.carry = sumUsage(s.t.carry, usage.Raw), ""
 		}
-		ed, e := editOf(data, usage, sum)
+		ed, e := jsonedit.Of(data, usage, sum)
 		if e != nil {
 			return "", false, e
 		}
 		s.edits = append(s.edits, ed)
 	}
-	if seen && droppable && (isNull(usage) || usageGone) || !seen && usageGone {
+	if seen && droppable && (jsonedit.IsNull(usage) || usageGone) || !seen && usageGone {
 		return "", true, nil
 	}
 	if len(s.edits) == 0 {
 		return "", false, nil
 	}
-	return string(applyEdits(data, s.edits)), false, nil
+	return string(jsonedit.Apply(data, s.edits)), false, nil
 }
 
 // choiceDelta reads one choice of a chunk: its content, its tool call
@@ -700,14 +702,14 @@ func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (ke
 		}
 	}
 	if newDelta != "" {
-		ed, e := editOf(data, delta, newDelta)
+		ed, e := jsonedit.Of(data, delta, newDelta)
 		if e != nil {
 			return false, e
 		}
 		s.edits = append(s.edits, ed)
 	}
 	fr := ch.Get("finish_reason")
-	finishNull := isNull(fr)
+	finishNull := jsonedit.IsNull(fr)
 	if fr.Type == gjson.String {
 		if st.index == 0 {
 			s.finished = true
@@ -737,7 +739,7 @@ func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (ke
 			if reason != "" {
 				repl = strconv.Quote(reason)
 			}
-			ed, e := editOf(data, fr, repl)
+			ed, e := jsonedit.Of(data, fr, repl)
 			if e != nil {
 				return false, e
 			}
@@ -747,7 +749,7 @@ func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (ke
 	if newDelta == "" {
 		newDelta = delta.Raw
 	}
-	return !removed || !finishNull || !isNull(ch.Get("logprobs")) || meaningful(newDelta), nil
+	return !removed || !finishNull || !jsonedit.IsNull(ch.Get("logprobs")) || meaningful(newDelta), nil
 }
 
 // finishReason is the finish_reason the app reads: "tool_calls" only when a

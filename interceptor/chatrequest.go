@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -68,7 +70,7 @@ func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, 
 		return true
 	})
 
-	var edits []edit
+	var edits []jsonedit.Edit
 	done := make(map[string]bool)
 	for i, m := range list {
 		if m.Get("role").Str != "assistant" {
@@ -98,12 +100,12 @@ func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, 
 			return nil, fmt.Errorf("chat request: %w", err)
 		}
 		last := list[end-1]
-		edits = append(edits, edit{start: m.Index, end: last.Index + len(last.Raw), repl: repl})
+		edits = append(edits, jsonedit.Edit{Start: m.Index, End: last.Index + len(last.Raw), Repl: repl})
 	}
 	if len(edits) == 0 {
 		return body, nil
 	}
-	return applyEdits(body, edits), nil
+	return jsonedit.Apply(body, edits), nil
 }
 
 // restoreChatSteps returns the messages that take the place of the app's

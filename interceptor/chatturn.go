@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -90,7 +92,7 @@ func (t *chatTurn) allowed() bool {
 		if gjson.ValidBytes(t.request) {
 			r := gjson.ParseBytes(t.request)
 			n := r.Get("n")
-			if r.Get("messages").IsArray() && (isNull(n) || n.Type == gjson.Number && n.Raw == "1") {
+			if r.Get("messages").IsArray() && (jsonedit.IsNull(n) || n.Type == gjson.Number && n.Raw == "1") {
 				t.check = 1
 			}
 		}
@@ -264,12 +266,12 @@ func mergeChatJSON(acc, next []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	e, err := editOf(acc, a0, choice)
+	e, err := jsonedit.Of(acc, a0, choice)
 	if err != nil {
 		return nil, err
 	}
-	out := applyEdits(acc, []edit{e})
-	if nu := gjson.GetBytes(next, "usage"); !isNull(nu) {
+	out := jsonedit.Apply(acc, []jsonedit.Edit{e})
+	if nu := gjson.GetBytes(next, "usage"); !jsonedit.IsNull(nu) {
 		if out, err = sjson.SetRawBytes(out, "usage", []byte(sumUsage(gjson.GetBytes(out, "usage").Raw, nu.Raw))); err != nil {
 			return nil, err
 		}
@@ -296,11 +298,11 @@ func appendChoiceText(body []byte, text string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := editOf(body, c0, choice)
+	e, err := jsonedit.Of(body, c0, choice)
 	if err != nil {
 		return nil, err
 	}
-	return applyEdits(body, []edit{e}), nil
+	return jsonedit.Apply(body, []jsonedit.Edit{e}), nil
 }
 
 // sumUsage returns the usage objects a and b (raw JSON; "" or null for

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -49,11 +51,11 @@ func DropTools(body []byte, proto string, drop func(name string) bool) ([]byte, 
 		}
 		return out, nil
 	}
-	e, err := editOf(body, tools, "["+strings.Join(kept, ",")+"]")
+	e, err := jsonedit.Of(body, tools, "["+strings.Join(kept, ",")+"]")
 	if err != nil {
 		return nil, err
 	}
-	return applyEdits(body, []edit{e}), nil
+	return jsonedit.Apply(body, []jsonedit.Edit{e}), nil
 }
 
 // toolName is the name a function tool is called by, as each protocol

@@ -3,10 +3,11 @@ package interceptor
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
+
+	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
 
@@ -75,7 +76,7 @@ func MCPMethod(body []byte) (method, tool string, ok bool) {
 	if i := firstByte(body); i < 0 || body[i] != '{' {
 		return "", "", true
 	}
-	top, ok := topLevel(gjson.ParseBytes(body), "method", "params")
+	top, ok := jsonedit.TopLevel(gjson.ParseBytes(body), "method", "params")
 	if !ok {
 		return "", "", false
 	}
@@ -83,7 +84,7 @@ func MCPMethod(body []byte) (method, tool string, ok bool) {
 	if method != "tools/call" {
 		return method, "", true
 	}
-	p, ok := topLevel(top[1], "name")
+	p, ok := jsonedit.TopLevel(top[1], "name")
 	return method, p[0].String(), ok
 }
 
@@ -125,7 +126,7 @@ func ParseMCPRequest(body []byte) (MCPRequest, error) {
 	if !gjson.ValidBytes(body) {
 		return r, ErrMCPMessage
 	}
-	if DuplicateKey(body) {
+	if jsonedit.DuplicateKey(body) {
 		return r, errors.New("mcp: a key is given twice in one object")
 	}
 	root := gjson.ParseBytes(body)
@@ -134,10 +135,10 @@ func ParseMCPRequest(body []byte) (MCPRequest, error) {
 	}
 	// A key the gate reads, given in another case, could be what a
 	// case-insensitive server reads instead (see DuplicateKey).
-	if _, ok := topLevel(root, "jsonrpc", "id", "method", "params"); !ok {
+	if _, ok := jsonedit.TopLevel(root, "jsonrpc", "id", "method", "params"); !ok {
 		return r, errors.New("mcp: a key is given in another case")
 	}
-	if _, ok := topLevel(root.Get("params"), "_meta", "name", "arguments", "requestState", "inputResponses"); !ok {
+	if _, ok := jsonedit.TopLevel(root.Get("params"), "_meta", "name", "arguments", "requestState", "inputResponses"); !ok {
 		return r, errors.New("mcp: a key of params is given in another case")
 	}
 	r.Method = root.Get("method").String()
@@ -440,19 +441,4 @@ func needsBase64(s string) bool {
 // sameID compares two raw JSON-RPC ids.
 func sameID(a, b []byte) bool {
 	return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
-}
-
-// CanonicalJSON re-encodes a JSON value with object keys sorted and no
-// space, so two encodings of the same arguments digest alike.
-func CanonicalJSON(raw []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data after JSON value")
-	}
-	return json.Marshal(v) // maps marshal with sorted keys
 }

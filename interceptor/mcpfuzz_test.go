@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -79,7 +81,6 @@ func FuzzMCPResultWriterSSE(f *testing.F) {
 	})
 }
 
-// FuzzDuplicateKey: when DuplicateKey finds no key given twice, gjson (the
 // gate's reader) and encoding/json (the server's or app's) agree on every
 // top-level value of an object.
 func FuzzDuplicateKey(f *testing.F) {
@@ -88,7 +89,7 @@ func FuzzDuplicateKey(f *testing.F) {
 	f.Add([]byte(`{"\u0070ost":1,"q":[1,{"r":2}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil || !gjson.ValidBytes(raw) || DuplicateKey(raw) {
+		if json.Unmarshal(raw, &m) != nil || !gjson.ValidBytes(raw) || jsonedit.DuplicateKey(raw) {
 			return
 		}
 		for k, v := range m {

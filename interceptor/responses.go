@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -73,12 +75,12 @@ var respKeys = newKeySet(
 // respShape is what the gate reads of a Responses body or event (see
 // shape.ambiguity): the output items of a response, the response of an
 // event, an event's item.
-var respShape = func() *shape {
-	item := &shape{read: []string{"type", "id", "call_id", "name", "namespace", "arguments", "input", "status"}}
-	resp := &shape{read: []string{"id", "status", "output", "usage"}, into: map[string]*shape{"output": item}}
-	return &shape{
-		read: []string{"id", "status", "output", "usage", "type", "response", "item", "item_id", "output_index", "sequence_number", "delta", "arguments", "input"},
-		into: map[string]*shape{"output": item, "response": resp, "item": item},
+var respShape = func() *jsonedit.Shape {
+	item := &jsonedit.Shape{Read: []string{"type", "id", "call_id", "name", "namespace", "arguments", "input", "status"}}
+	resp := &jsonedit.Shape{Read: []string{"id", "status", "output", "usage"}, Into: map[string]*jsonedit.Shape{"output": item}}
+	return &jsonedit.Shape{
+		Read: []string{"id", "status", "output", "usage", "type", "response", "item", "item_id", "output_index", "sequence_number", "delta", "arguments", "input"},
+		Into: map[string]*jsonedit.Shape{"output": item, "response": resp, "item": item},
 	}
 }()
 
@@ -161,7 +163,7 @@ func rewriteResponsesJSON(ctx context.Context, body []byte, h provider.Holder, t
 		return nil, nil, errors.New("responses response: invalid JSON around calls")
 	}
 	root := gjson.ParseBytes(body)
-	if err := respShape.ambiguity(root); err != nil {
+	if err := respShape.Ambiguity(root); err != nil {
 		return nil, nil, fmt.Errorf("responses response: %w", err)
 	}
 	output := root.Get("output")
@@ -189,11 +191,11 @@ func rewriteResponsesJSON(ctx context.Context, body []byte, h provider.Holder, t
 		return body, nil, nil
 	}
 	patched := v.patch(items, calls)
-	e, err := editOf(body, output, joinItems(patched))
+	e, err := jsonedit.Of(body, output, joinItems(patched))
 	if err != nil {
 		return nil, nil, errors.New("responses response: " + err.Error())
 	}
-	return applyEdits(body, []edit{e}), v.step, nil
+	return jsonedit.Apply(body, []jsonedit.Edit{e}), v.step, nil
 }
 
 // respCall is one inspected call of a response.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -205,14 +207,14 @@ func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 	if input.Type == gjson.String {
 		parts = append(parts, `{"role":"user","content":`+input.Raw+`}`)
 	}
-	if !input.Exists() || isNull(input) {
+	if !input.Exists() || jsonedit.IsNull(input) {
 		return sjson.SetRawBytes(body, "input", []byte(joinItems(parts)))
 	}
-	e, err := editOf(body, input, joinItems(parts))
+	e, err := jsonedit.Of(body, input, joinItems(parts))
 	if err != nil {
 		return nil, fmt.Errorf("responses request: %w", err)
 	}
-	return applyEdits(body, []edit{e}), nil
+	return jsonedit.Apply(body, []jsonedit.Edit{e}), nil
 }
 
 // keepFollowUp keeps, in place of the restored assistant message i, the

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -39,8 +41,8 @@ type respStream struct {
 
 	r respResponse // the current response
 
-	out   []byte // scratch: a rewritten event
-	edits []edit // scratch
+	out   []byte          // scratch: a rewritten event
+	edits []jsonedit.Edit // scratch
 }
 
 // respResponse is the state of one upstream response of the turn.
@@ -188,7 +190,7 @@ func (s *respStream) slow(ev []byte) {
 		s.other(ev)
 		return
 	}
-	if err := respShape.ambiguity(root); err != nil {
+	if err := respShape.Ambiguity(root); err != nil {
 		s.fail(fmt.Errorf("responses stream: %w", err))
 		return
 	}
@@ -539,7 +541,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 	}
 	s.edits = s.edits[:0]
 	if output.IsArray() && (changed || s.inCont) {
-		e, err := editOf(data, output, joinItems(s.outItems))
+		e, err := jsonedit.Of(data, output, joinItems(s.outItems))
 		if err != nil {
 			s.fail(fmt.Errorf("responses stream: %w", err))
 			return
@@ -547,7 +549,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 		s.edits = append(s.edits, e)
 	}
 	if s.carry != "" && usage.Exists() {
-		e, err := editOf(data, usage, sumUsage(s.carry, usage.Raw))
+		e, err := jsonedit.Of(data, usage, sumUsage(s.carry, usage.Raw))
 		if err != nil {
 			s.fail(fmt.Errorf("responses stream: %w", err))
 			return
@@ -574,8 +576,8 @@ func (c *respCall) complete() {
 		key = "input"
 	}
 	if a := it.Get(key); a.Type == gjson.String && a.Str == "" && len(c.args) > 0 {
-		if e, err := editOf([]byte(c.raw), a, string(gjson.AppendJSONString(nil, string(c.args)))); err == nil {
-			c.raw = string(applyEdits([]byte(c.raw), []edit{e}))
+		if e, err := jsonedit.Of([]byte(c.raw), a, string(gjson.AppendJSONString(nil, string(c.args)))); err == nil {
+			c.raw = string(jsonedit.Apply([]byte(c.raw), []jsonedit.Edit{e}))
 		}
 	}
 }
@@ -688,7 +690,7 @@ func (s *respStream) emitEdits(ev, data []byte, root gjson.Result, index, d int)
 		n := seq.Int()
 		if s.lastSeq >= 0 && n <= s.lastSeq || seq.Raw != strconv.FormatInt(n, 10) {
 			n = s.lastSeq + 1
-			e, err := editOf(data, seq, strconv.FormatInt(n, 10))
+			e, err := jsonedit.Of(data, seq, strconv.FormatInt(n, 10))
 			if err != nil {
 				s.fail(fmt.Errorf("responses stream: %w", err))
 				return
@@ -698,7 +700,7 @@ func (s *respStream) emitEdits(ev, data []byte, root gjson.Result, index, d int)
 		s.lastSeq = n
 	}
 	if index >= 0 && d != index {
-		e, err := editOf(data, root.Get("output_index"), strconv.Itoa(d))
+		e, err := jsonedit.Of(data, root.Get("output_index"), strconv.Itoa(d))
 		if err != nil {
 			s.fail(fmt.Errorf("responses stream: %w", err))
 			return
@@ -717,7 +719,7 @@ func (s *respStream) emitEdits(ev, data []byte, root gjson.Result, index, d int)
 		s.write(ev)
 		return
 	}
-	s.writeEvent(ev, applyEdits(data, s.edits))
+	s.writeEvent(ev, jsonedit.Apply(data, s.edits))
 }
 
 // writeMessage writes the events of a message item holding text at output
@@ -852,12 +854,12 @@ func (s *respStream) writeEnd(text string) {
 	root := gjson.ParseBytes(data)
 	s.edits = s.edits[:0]
 	if output := root.Get("response.output"); output.IsArray() {
-		if e, err := editOf(data, output, joinItems(items)); err == nil {
+		if e, err := jsonedit.Of(data, output, joinItems(items)); err == nil {
 			s.edits = append(s.edits, e)
 		}
 	}
 	if usage := root.Get("response.usage"); usage.Exists() && s.carry != "" {
-		if e, err := editOf(data, usage, s.carry); err == nil {
+		if e, err := jsonedit.Of(data, usage, s.carry); err == nil {
 			s.edits = append(s.edits, e)
 		}
 	}
@@ -866,12 +868,12 @@ func (s *respStream) writeEnd(text string) {
 	}
 	if seq := root.Get("sequence_number"); seq.Type == gjson.Number {
 		s.lastSeq++
-		if e, err := editOf(data, seq, strconv.FormatInt(s.lastSeq, 10)); err == nil {
+		if e, err := jsonedit.Of(data, seq, strconv.FormatInt(s.lastSeq, 10)); err == nil {
 			s.edits = append(s.edits, e)
 		}
 	}
 	s.carry = ""
-	s.writeMade(s.endType, applyEdits(data, s.edits))
+	s.writeMade(s.endType, jsonedit.Apply(data, s.edits))
 	s.endData = nil
 	if s.doneSeen {
 		s.doneSeen, s.owesDone = false, true
@@ -881,15 +883,15 @@ func (s *respStream) writeEnd(text string) {
 // idEdit is the edit that gives the turn's terminal event the first
 // response's id, as response.created said (see NewTurn); ok is false when
 // none is needed.
-func (s *respStream) idEdit(data []byte, root gjson.Result) (edit, bool) {
+func (s *respStream) idEdit(data []byte, root gjson.Result) (jsonedit.Edit, bool) {
 	if !s.inCont || s.firstID == "" || s.t.mode == 'p' {
-		return edit{}, false
+		return jsonedit.Edit{}, false
 	}
 	id := root.Get("response.id")
 	if !id.Exists() || id.Raw == s.firstID {
-		return edit{}, false
+		return jsonedit.Edit{}, false
 	}
-	e, err := editOf(data, id, s.firstID)
+	e, err := jsonedit.Of(data, id, s.firstID)
 	return e, err == nil
 }
 

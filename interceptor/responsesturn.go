@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -157,7 +159,7 @@ func (t *respTurn) readRequest() {
 		t.mode = 'p'
 	case t.conv != "":
 		t.mode = 'c'
-	case in.IsArray() || in.Type == gjson.String || isNull(in):
+	case in.IsArray() || in.Type == gjson.String || jsonedit.IsNull(in):
 		t.mode = 'a'
 	}
 }
@@ -308,19 +310,19 @@ func appendInput(req []byte, add []string) ([]byte, error) {
 			repl += ","
 		}
 		repl += joined[1:]
-		e, err := editOf(req, in, repl)
+		e, err := jsonedit.Of(req, in, repl)
 		if err != nil {
 			return nil, err
 		}
-		return applyEdits(req, []edit{e}), nil
+		return jsonedit.Apply(req, []jsonedit.Edit{e}), nil
 	case in.Type == gjson.String:
 		user := `{"role":"user","content":` + in.Raw + `}`
-		e, err := editOf(req, in, joinItems(append([]string{user}, add...)))
+		e, err := jsonedit.Of(req, in, joinItems(append([]string{user}, add...)))
 		if err != nil {
 			return nil, err
 		}
-		return applyEdits(req, []edit{e}), nil
-	case isNull(in):
+		return jsonedit.Apply(req, []jsonedit.Edit{e}), nil
+	case jsonedit.IsNull(in):
 		return sjson.SetRawBytes(req, "input", []byte(joinItems(add)))
 	}
 	return nil, errors.New("responses request: no input to continue")
@@ -425,7 +427,7 @@ func mergeResponsesJSON(acc, next []byte, firstID bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u := sumUsage(gjson.GetBytes(acc, "usage").Raw, gjson.GetBytes(next, "usage").Raw); u != "" && !isNull(gjson.Parse(u)) {
+	if u := sumUsage(gjson.GetBytes(acc, "usage").Raw, gjson.GetBytes(next, "usage").Raw); u != "" && !jsonedit.IsNull(gjson.Parse(u)) {
 		if out, err = sjson.SetRawBytes(out, "usage", []byte(u)); err != nil {
 			return nil, err
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 func TestMayHoldSeesEveryReadersKey(t *testing.T) {
@@ -70,7 +72,7 @@ func keyRead(b []byte, key string, folded bool) bool {
 		if err != nil {
 			return false // the end, or text no reader takes for JSON from here
 		}
-		if s, ok := tok.(string); ok && (s == key || folded && fold(s) == key) {
+		if s, ok := tok.(string); ok && (s == key || folded && jsonedit.Fold(s) == key) {
 			return true
 		}
 	}

@@ -3,6 +3,8 @@ package interceptor
 import (
 	"fmt"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -18,9 +20,9 @@ import (
 // every other byte stays. ok is false when the tool stays as it is. Each
 // provider differs only in where the object sits and what its schema key
 // is; this is the part they share.
-func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, rewrite provider.ToolRewrite, proto string) (e edit, ok bool, err error) {
+func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, rewrite provider.ToolRewrite, proto string) (e jsonedit.Edit, ok bool, err error) {
 	if !obj.IsObject() {
-		return edit{}, false, nil
+		return jsonedit.Edit{}, false, nil
 	}
 	var schema []byte
 	if p := obj.Get(schemaKey); p.Exists() {
@@ -34,15 +36,15 @@ func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, r
 		}
 	}
 	if !ok {
-		return edit{}, false, nil
+		return jsonedit.Edit{}, false, nil
 	}
 	out := obj.Raw
 	if newSchema != nil {
 		if !gjson.ValidBytes(newSchema) {
-			return edit{}, false, fmt.Errorf("%s: tool %q: the new %s is not valid JSON", proto, names[len(names)-1], schemaKey)
+			return jsonedit.Edit{}, false, fmt.Errorf("%s: tool %q: the new %s is not valid JSON", proto, names[len(names)-1], schemaKey)
 		}
 		if out, err = sjson.SetRaw(out, schemaKey, string(newSchema)); err != nil {
-			return edit{}, false, err
+			return jsonedit.Edit{}, false, err
 		}
 	}
 	if suffix != "" {
@@ -56,23 +58,23 @@ func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, r
 			d = gjson.AppendJSONString(d, suffix)
 		}
 		if out, err = sjson.SetRaw(out, "description", string(d)); err != nil {
-			return edit{}, false, err
+			return jsonedit.Edit{}, false, err
 		}
 	}
 	if out == obj.Raw {
-		return edit{}, false, nil
+		return jsonedit.Edit{}, false, nil
 	}
-	e, err = editOf(body, obj, out)
+	e, err = jsonedit.Of(body, obj, out)
 	return e, err == nil, err
 }
 
 // rewriteToolList applies toolEdit to every object each(tools) yields and
 // splices the edits into body (the same slice when nothing changed).
 func rewriteToolList(body []byte, tools gjson.Result, visit func(tool gjson.Result, add func(obj gjson.Result, schemaKey string, names ...string) bool) bool, rewrite provider.ToolRewrite, proto string) ([]byte, error) {
-	var edits []edit
+	var edits []jsonedit.Edit
 	var err error
 	add := func(obj gjson.Result, schemaKey string, names ...string) bool {
-		var e edit
+		var e jsonedit.Edit
 		var ok bool
 		if e, ok, err = toolEdit(body, obj, schemaKey, names, rewrite, proto); err != nil {
 			return false
@@ -91,5 +93,5 @@ func rewriteToolList(body []byte, tools gjson.Result, visit func(tool gjson.Resu
 	if len(edits) == 0 {
 		return body, nil
 	}
-	return applyEdits(body, edits), nil
+	return jsonedit.Apply(body, edits), nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 
+	"github.com/toolgate/toolgate/wire/jsonedit"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -167,14 +169,14 @@ func appendMessages(req, msgs []byte) ([]byte, error) {
 	if !list.IsArray() {
 		return nil, errors.New("request: no messages")
 	}
-	e, err := editOf(req, list, list.Raw)
+	e, err := jsonedit.Of(req, list, list.Raw)
 	if err != nil {
 		return nil, err
 	}
-	at := e.end - 1 // the closing bracket
+	at := e.End - 1 // the closing bracket
 	repl := string(msgs)
 	if hasElements(list) {
 		repl = "," + repl
 	}
-	return applyEdits(req, []edit{{start: at, end: at, repl: repl}}), nil
+	return jsonedit.Apply(req, []jsonedit.Edit{{Start: at, End: at, Repl: repl}}), nil
 }

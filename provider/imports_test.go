@@ -30,11 +30,12 @@ var allowedImports = map[string][]string{
 	"provider":        nil,
 	"provider/gemini": {"provider", "provider/internal/...", "wire/..."},
 	"wire/sse":        nil,
+	"wire/jsonedit":   nil,
 	"interceptor":     {"provider", "wire/..."},
 
-	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store"},
+	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
 	"pages":       {"cards", "forms", "gate", "store"},
-	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/gemini", "store", "wire/sse"},
+	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/gemini", "store", "wire/..."},
 
 	"cmd/toolgate":             {"caddymodule", "policies"},
 	"examples/demo":            {"actions", "caddymodule"},

@@ -1,4 +1,4 @@
-package interceptor
+package jsonedit
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func dupIn(v gjson.Result, depth int) bool {
 		var seen keySeen
 		dup := false
 		v.ForEach(func(k, val gjson.Result) bool {
-			if seen.add(fold(k.String())) {
+			if seen.add(Fold(k.String())) {
 				dup = true
 				return false
 			}
@@ -60,8 +60,8 @@ func dupIn(v gjson.Result, depth int) bool {
 	return false
 }
 
-// fold is a key with case folded as encoding/json folds it.
-func fold(k string) string {
+// Fold is a key with case folded as encoding/json folds it.
+func Fold(k string) string {
 	for i := 0; i < len(k); i++ {
 		if c := k[i]; c >= 0x80 || ('A' <= c && c <= 'Z') {
 			return strings.ToLower(strings.ToUpper(k))
@@ -70,21 +70,21 @@ func fold(k string) string {
 	return k
 }
 
-// topLevel reads the named top-level keys of an object in one pass,
+// TopLevel reads the named top-level keys of an object in one pass,
 // values as gjson results; ok is false when one of them is given twice,
 // or in another case ("Method", "requeststate"), which some parsers take
 // for it. Both sides are folded: a name may itself hold capitals.
-func topLevel(v gjson.Result, names ...string) (vals []gjson.Result, ok bool) {
+func TopLevel(v gjson.Result, names ...string) (vals []gjson.Result, ok bool) {
 	vals = make([]gjson.Result, len(names))
 	seen := make([]bool, len(names))
 	folded := make([]string, len(names))
 	for i, n := range names {
-		folded[i] = fold(n)
+		folded[i] = Fold(n)
 	}
 	ok = true
 	v.ForEach(func(k, val gjson.Result) bool {
 		key := k.String()
-		fk := fold(key)
+		fk := Fold(key)
 		for i, n := range names {
 			if key == n || fk == folded[i] {
 				if seen[i] || key != n {
@@ -111,26 +111,26 @@ func topLevel(v gjson.Result, names ...string) (vals []gjson.Result, ok bool) {
 // rather than read either way. Escaped keys need nothing: gjson decodes
 // them as every decoder does.
 
-// shape is the part of a response the gate reads: the keys of an object
+// Shape is the part of a response the gate reads: the keys of an object
 // that it reads, and the keys whose value it reads into (an object, or
 // each object of an array). Only these objects are checked, so free-form
 // parts (a tool's arguments, the request's tools echoed back) may hold
 // any keys.
-type shape struct {
-	read []string
-	into map[string]*shape
+type Shape struct {
+	Read []string          // the keys it reads
+	Into map[string]*Shape // the keys whose value it reads into
 }
 
-// ambiguity returns an error naming the first key, in the objects of v
+// Ambiguity returns an error naming the first key, in the objects of v
 // that sh reads, that a reader could take otherwise than gjson: one given
 // twice (after unescaping, case folded), or one sh reads written in
 // another case; nil when there is none.
-func (sh *shape) ambiguity(v gjson.Result) error {
+func (sh *Shape) Ambiguity(v gjson.Result) error {
 	switch {
 	case v.IsArray():
 		var err error
 		v.ForEach(func(_, e gjson.Result) bool {
-			err = sh.ambiguity(e)
+			err = sh.Ambiguity(e)
 			return err == nil
 		})
 		return err
@@ -141,17 +141,17 @@ func (sh *shape) ambiguity(v gjson.Result) error {
 	var err error
 	v.ForEach(func(k, val gjson.Result) bool {
 		key := k.String()
-		f := fold(key)
+		f := Fold(key)
 		if seen.add(f) {
 			err = fmt.Errorf("key %q given twice", key)
 			return false
 		}
-		if f != key && slices.Contains(sh.read, f) {
+		if f != key && slices.Contains(sh.Read, f) {
 			err = fmt.Errorf("key %q written as %q", f, key)
 			return false
 		}
-		if sub := sh.into[key]; sub != nil {
-			err = sub.ambiguity(val)
+		if sub := sh.Into[key]; sub != nil {
+			err = sub.Ambiguity(val)
 		}
 		return err == nil
 	})
