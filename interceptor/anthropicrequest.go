@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/links"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -61,7 +63,7 @@ import (
 // result is a new slice when anything was restored, else body. A stored
 // message without a content array is an error.
 func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
-	if !hasLink(body, linkPrefix) {
+	if !links.Has(body, linkPrefix) {
 		return body, nil
 	}
 	if !gjson.ValidBytes(body) {
@@ -91,7 +93,7 @@ func (Anthropic) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 		content := m.Get("content")
 		var steps []provider.Restored
 		var ids []string
-		for _, step := range allSteps(content, linkPrefix) {
+		for _, step := range links.Steps(content, linkPrefix) {
 			if done[step] {
 				continue
 			}
@@ -270,7 +272,7 @@ func anthRestoreSteps(body []byte, steps []provider.Restored, ids []string, m, n
 // string content gives its rest after the link as one text block. nil when
 // no words follow.
 func anthFollowBlocks(content gjson.Result, prefix string, held, texts map[string]bool) (follow []string, lead int) {
-	raw, ok := followContent(content, prefix, "text")
+	raw, ok := links.Follow(content, prefix, "text")
 	if !ok {
 		return nil, -1
 	}
@@ -280,7 +282,7 @@ func anthFollowBlocks(content gjson.Result, prefix string, held, texts map[strin
 	}
 	blocks := content.Array()
 	for i, b := range blocks {
-		if _, found := afterLastLink(b.Get("text").Str, prefix); found {
+		if _, found := links.AfterLast(b.Get("text").Str, prefix); found {
 			lead = i
 		}
 	}

@@ -1,13 +1,12 @@
 package interceptor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"unicode"
+
+	"github.com/toolgate/toolgate/wire/links"
 
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
@@ -16,10 +15,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
-
-// stepIDLen is the length of a step id in a link: 26 characters of
-// [a-z2-7], 128 random bits in lower-case base32.
-const stepIDLen = 26
 
 // RewriteRequest restores the history behind this gate's links in a Chat
 // Completions request body (wire-formats.md §1.4).
@@ -50,7 +45,7 @@ const stepIDLen = 26
 // not re-encoded.
 // The result is a new slice when anything was restored, else body.
 func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
-	if !hasLink(body, linkPrefix) {
+	if !links.Has(body, linkPrefix) {
 		return body, nil
 	}
 	if !gjson.ValidBytes(body) {
@@ -78,7 +73,7 @@ func (Chat) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, 
 		}
 		var steps []provider.Restored
 		var ids []string
-		for _, step := range allSteps(m.Get("content"), linkPrefix) {
+		for _, step := range links.Steps(m.Get("content"), linkPrefix) {
 			if done[step] {
 				continue
 			}
@@ -179,7 +174,7 @@ func restoreChatSteps(steps []provider.Restored, ids []string, app gjson.Result,
 // (held, by id): the follow-up's own calls, which the app's tool messages
 // after it answer.
 func chatFollowUp(app gjson.Result, prefix string, held map[string]bool) (string, error) {
-	content, ok := followContent(app.Get("content"), prefix, "text")
+	content, ok := links.Follow(app.Get("content"), prefix, "text")
 	if !ok {
 		return "", nil
 	}
@@ -201,152 +196,6 @@ func chatFollowUp(app gjson.Result, prefix string, held map[string]bool) (string
 	}
 	return strings.TrimSpace(msg), err
 }
-
-// followContent returns, as raw JSON, what follows the last of this gate's
-// links in a message's content: a string's rest, or the rest of the text
-// part holding the link (as a text part of type part) followed by the
-// parts after it. ok is false when no words follow (a full stop after a
-// link is no message, nor a part without text alone).
-func followContent(content gjson.Result, prefix, part string) (raw string, ok bool) {
-	if content.Type == gjson.String {
-		rest, found := afterLastLink(content.Str, prefix)
-		if !found || !wordy(rest) {
-			return "", false
-		}
-		return string(gjson.AppendJSONString(nil, rest)), true
-	}
-	if !content.IsArray() {
-		return "", false
-	}
-	parts := content.Array()
-	at, rest := -1, ""
-	for i, p := range parts {
-		if r, found := afterLastLink(p.Get("text").Str, prefix); found {
-			at, rest = i, r
-		}
-	}
-	if at < 0 {
-		return "", false
-	}
-	var out []string
-	words := wordy(rest)
-	if words {
-		b := append([]byte(`{"type":`), gjson.AppendJSONString(nil, part)...)
-		b = append(b, `,"text":`...)
-		b = gjson.AppendJSONString(b, rest)
-		out = append(out, string(append(b, '}')))
-	}
-	for _, p := range parts[at+1:] {
-		text := p.Get("text")
-		if text.Type != gjson.String || wordy(text.Str) {
-			out = append(out, p.Raw)
-			words = words || text.Type == gjson.String
-		}
-	}
-	if !words {
-		return "", false // no words: a call after the link stays with the step, as it came
-	}
-	return "[" + strings.Join(out, ",") + "]", true
-}
-
-// afterLastLink returns what follows the last link in s (prefix and a
-// step id), blank space at its start dropped; found is false when s holds
-// no link.
-func afterLastLink(s, prefix string) (rest string, found bool) {
-	if prefix == "" {
-		return "", false
-	}
-	end := -1
-	for i := 0; ; {
-		j := strings.Index(s[i:], prefix)
-		if j < 0 {
-			break
-		}
-		at := i + j + len(prefix)
-		if len(s)-at >= stepIDLen && isStepID(s[at:at+stepIDLen]) && (len(s) == at+stepIDLen || !isStepChar(s[at+stepIDLen])) {
-			end = at + stepIDLen
-		}
-		i = at
-	}
-	if end < 0 {
-		return "", false
-	}
-	return strings.TrimLeft(s[end:], " \t\r\n"), true
-}
-
-// wordy reports whether s holds a letter or a digit: words, not just the
-// punctuation an app may put after a link.
-func wordy(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
-}
-
-// hasLink reports whether body holds prefix, plainly or JSON-escaped with
-// "\/" for "/".
-func hasLink(body []byte, prefix string) bool {
-	if prefix == "" {
-		return false
-	}
-	if bytes.Contains(body, []byte(prefix)) {
-		return true
-	}
-	if !strings.Contains(prefix, "/") || !bytes.Contains(body, []byte(`\/`)) {
-		return false
-	}
-	return bytes.Contains(body, []byte(strings.ReplaceAll(prefix, "/", `\/`)))
-}
-
-// allSteps returns the step ids of the links in a message's content, in
-// the order they appear, each once. content is a string or an array of
-// parts, of which "text" parts are read.
-func allSteps(content gjson.Result, prefix string) []string {
-	var steps []string
-	add := func(s string) {
-		for _, id := range stepsIn(s, prefix) {
-			if !slices.Contains(steps, id) {
-				steps = append(steps, id)
-			}
-		}
-	}
-	switch {
-	case content.Type == gjson.String:
-		add(content.Str)
-	case content.IsArray():
-		content.ForEach(func(_, part gjson.Result) bool {
-			if part.Get("type").Str == "text" {
-				add(part.Get("text").Str)
-			}
-			return true
-		})
-	}
-	return steps
-}
-
-// stepsIn returns the step ids of the links in s, in order: prefix
-// followed by exactly stepIDLen step characters.
-func stepsIn(s, prefix string) []string {
-	var steps []string
-	for {
-		i := strings.Index(s, prefix)
-		if i < 0 {
-			return steps
-		}
-		s = s[i+len(prefix):]
-		if len(s) >= stepIDLen && isStepID(s[:stepIDLen]) && (len(s) == stepIDLen || !isStepChar(s[stepIDLen])) {
-			steps = append(steps, s[:stepIDLen])
-		}
-	}
-}
-
-func isStepID(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isStepChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isStepChar(c byte) bool { return ('a' <= c && c <= 'z') || ('2' <= c && c <= '7') }
 
 // mergeCalls returns the stored message with the tool_calls of the app's
 // message that no restored message holds (held, by id) appended. The

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/wire/links"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -280,7 +282,7 @@ func FuzzChatRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !hasLink(body, testLink) && !bytes.Equal(out, body) {
+		if !links.Has(body, testLink) && !bytes.Equal(out, body) {
 			t.Fatal("a body without the link changed")
 		}
 		if !bytes.Equal(out, body) && !gjson.ValidBytes(out) {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/links"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -531,8 +533,8 @@ func lastLinkStep(s string) string {
 			return ""
 		}
 		id := s[i+1:]
-		if len(id) >= stepIDLen && isStepID(id[:stepIDLen]) && (len(id) == stepIDLen || !isStepChar(id[stepIDLen])) {
-			return id[:stepIDLen]
+		if len(id) >= links.IDLen && links.IsID(id[:links.IDLen]) && (len(id) == links.IDLen || !links.IsIDChar(id[links.IDLen])) {
+			return id[:links.IDLen]
 		}
 		s = s[:i]
 	}
@@ -541,7 +543,7 @@ func lastLinkStep(s string) string {
 // synthStep returns the step id a synthetic item id carries, or "".
 func synthStep(id string) string {
 	rest, ok := strings.CutPrefix(id, SyntheticPrefix)
-	if !ok || len(rest) != stepIDLen || !isStepID(rest) {
+	if !ok || len(rest) != links.IDLen || !links.IsID(rest) {
 		return ""
 	}
 	return rest

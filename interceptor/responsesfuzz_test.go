@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/wire/links"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -233,7 +235,7 @@ func FuzzResponsesRequest(f *testing.F) {
 		}
 		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
 		if err == nil {
-			quiet := !hasLink(body, testLink) && !bytes.Contains(body, synthPrefix) && !bytes.Contains(body, prevKey) && !bytes.Contains(body, convKey)
+			quiet := !links.Has(body, testLink) && !bytes.Contains(body, synthPrefix) && !bytes.Contains(body, prevKey) && !bytes.Contains(body, convKey)
 			if quiet && !bytes.Equal(out, body) {
 				t.Fatal("a body without anything to restore changed")
 			}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/links"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -88,7 +90,7 @@ var (
 // of the body stays. The result is a new slice when anything changed, else
 // body.
 func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
-	linked := hasLink(body, linkPrefix) || bytes.Contains(body, synthPrefix)
+	linked := links.Has(body, linkPrefix) || bytes.Contains(body, synthPrefix)
 	sr, stateful := r.(StateRestorer)
 	stateful = stateful && (bytes.Contains(body, prevKey) || bytes.Contains(body, convKey))
 	if !linked && !stateful {
@@ -224,8 +226,8 @@ func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix str
 // They become {"role":"assistant","content":<the words>}, after the
 // restored items and their results.
 func (q *reqInput) keepFollowUp(i int, prefix string) {
-	rest, found := afterLastLink(itemText(q.items[i].res), prefix)
-	if !found || !wordy(rest) {
+	rest, found := links.AfterLast(itemText(q.items[i].res), prefix)
+	if !found || !links.Wordy(rest) {
 		return
 	}
 	it := &q.items[i]
@@ -384,12 +386,12 @@ func itemText(it gjson.Result) string {
 func stepsOfItem(it gjson.Result, prefix string) []string {
 	c := it.Get("content")
 	if c.Type == gjson.String {
-		return allSteps(c, prefix)
+		return links.Steps(c, prefix)
 	}
 	var steps []string
 	c.ForEach(func(_, part gjson.Result) bool {
 		if t := part.Get("text"); t.Type == gjson.String {
-			for _, s := range stepsIn(t.Str, prefix) {
+			for _, s := range links.StepsIn(t.Str, prefix) {
 				if !slices.Contains(steps, s) {
 					steps = append(steps, s)
 				}

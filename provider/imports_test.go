@@ -31,6 +31,7 @@ var allowedImports = map[string][]string{
 	"provider/gemini": {"provider", "provider/internal/...", "wire/..."},
 	"wire/sse":        nil,
 	"wire/jsonedit":   nil,
+	"wire/links":      {"wire/..."},
 	"interceptor":     {"provider", "wire/..."},
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
