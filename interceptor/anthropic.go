@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/turn"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -332,7 +334,7 @@ func mergeAnthJSON(acc, next []byte) ([]byte, error) {
 		}
 	}
 	if nu := gjson.GetBytes(next, "usage"); !jsonedit.IsNull(nu) {
-		if out, err = sjson.SetRawBytes(out, "usage", []byte(sumUsage(gjson.GetBytes(out, "usage").Raw, nu.Raw))); err != nil {
+		if out, err = sjson.SetRawBytes(out, "usage", []byte(turn.SumUsage(gjson.GetBytes(out, "usage").Raw, nu.Raw))); err != nil {
 			return nil, err
 		}
 	}
@@ -411,7 +413,7 @@ func appendAnthStep(req []byte, step *anthStep) ([]byte, error) {
 	}
 	at := e.End - 1 // the closing bracket
 	var b []byte
-	if hasElements(msgs) {
+	if turn.HasElements(msgs) {
 		b = append(b, ',')
 	}
 	b = append(b, `{"role":"assistant","content":[`...)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolgate/toolgate/wire/turn"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -195,7 +197,7 @@ func (s *anthStream) passesRead(ev []byte) bool {
 		name := cb.Get("name")
 		return name.Type == gjson.String && !s.h.Gated(name.Str)
 	case "message_start":
-		return !hasElements(root.Get("message.content"))
+		return !turn.HasElements(root.Get("message.content"))
 	}
 	return true
 }
@@ -557,12 +559,12 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 		}
 	}
 	usage := root.Get("usage")
-	if s.t != nil && s.t.withholds() && !s.ending {
+	if s.t != nil && s.t.Withholds() && !s.ending {
 		// Refused calls go back to the model, or held ones may be answered
 		// while the stream waits: this response's end is withheld, for the
 		// follow-up's (or Finish's) to take its place.
 		s.ending, s.slowAll = true, true
-		s.t.carry = sumUsage(s.t.carry, anthOverlay(s.startUsage, usage.Raw))
+		s.t.carry = turn.SumUsage(s.t.carry, anthOverlay(s.startUsage, usage.Raw))
 		s.t.endData = string(data)
 		return
 	}
@@ -584,7 +586,7 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 	}
 	if s.t != nil && s.t.carry != "" {
 		// The turn's last message_delta carries the usage of every response.
-		sum := sumUsage(s.t.carry, anthOverlay(s.startUsage, usage.Raw))
+		sum := turn.SumUsage(s.t.carry, anthOverlay(s.startUsage, usage.Raw))
 		s.t.carry = ""
 		var err error
 		if out, err = sjson.SetRawBytes(slices.Clone(out), "usage", []byte(sum)); err != nil {
@@ -664,7 +666,7 @@ func (s *anthStream) settle() {
 				step.blocks = append(step.blocks, string(s.blocks[i].appendJSON(nil)))
 			}
 		}
-		s.t.pending = step
+		s.t.Pending = step
 	}
 
 	textDone := text == ""
@@ -695,7 +697,7 @@ func (s *anthStream) settle() {
 	}
 	s.hold, s.heldBytes = -1, 0
 	if s.t != nil {
-		s.t.holdsStep(v, s.toolUses == 0 && s.t.allowed())
+		s.t.HoldsStep(v, s.toolUses == 0 && s.t.allowed())
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/toolgate/toolgate/wire/turn"
+
 	"github.com/toolgate/toolgate/provider"
 
 	"github.com/tidwall/gjson"
@@ -48,7 +50,7 @@ import (
 // member by member, stop_reason and stop_sequence from the follow-up
 // (stop_reason as for streams); every other byte of the answer stays.
 func (Anthropic) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
-	t := &anthTurn{ctx: ctx, h: h, turnCore: turnCore[anthStep]{request: request, max: continuations}}
+	t := &anthTurn{ctx: ctx, h: h, Core: turn.Core[anthStep]{Request: request, Max: continuations}}
 	t.s.ctx, t.s.h, t.s.t, t.s.hold = ctx, h, t, -1
 	return t
 }
@@ -59,7 +61,7 @@ type anthTurn struct {
 	ctx context.Context
 	h   provider.Holder
 
-	turnCore[anthStep]
+	turn.Core[anthStep]
 	check int8       // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
 	s     anthStream // stream mode
 
@@ -70,12 +72,12 @@ type anthTurn struct {
 
 // allowed reports whether a response's refusals may go back to the model.
 func (t *anthTurn) allowed() bool {
-	if t.done >= t.max || t.request == nil {
+	if t.Done >= t.Max || t.Request == nil {
 		return false
 	}
 	if t.check == 0 {
 		t.check = -1
-		if gjson.ValidBytes(t.request) && gjson.GetBytes(t.request, "messages").IsArray() {
+		if gjson.ValidBytes(t.Request) && gjson.GetBytes(t.Request, "messages").IsArray() {
 			t.check = 1
 		}
 	}
@@ -84,7 +86,7 @@ func (t *anthTurn) allowed() bool {
 
 // Stream implements Turn.
 func (t *anthTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
-	t.streaming = true
+	t.Streaming = true
 	t.s.attach(dst, flush, "anthropic stream")
 	t.s.stop = &t.s
 	return &t.s
@@ -96,12 +98,12 @@ func (t *anthTurn) JSON(body []byte) error {
 	if err != nil {
 		return err
 	}
-	return t.takeJSON(out, step, mergeAnthJSON)
+	return t.TakeJSON(out, step, mergeAnthJSON)
 }
 
 // Continuation implements Turn.
 func (t *anthTurn) Continuation() ([]byte, bool) {
-	return t.continuation(!t.streaming || t.s.err == nil && t.s.ending, appendAnthStep)
+	return t.FollowUp(!t.Streaming || t.s.err == nil && t.s.ending, appendAnthStep)
 }
 
 // Resume implements Turn: the follow-up request is the last request with
@@ -109,27 +111,27 @@ func (t *anthTurn) Continuation() ([]byte, bool) {
 // text>}]} appended to messages, history then restored by restore; its
 // response continues the message as a continuation's does.
 func (t *anthTurn) Resume(restore func([]byte) ([]byte, error)) ([]byte, bool) {
-	return t.resumeWith(func(req []byte, text string) ([]byte, error) {
+	return t.ResumeWith(func(req []byte, text string) ([]byte, error) {
 		b := append([]byte(`{"role":"assistant","content":[{"type":"text","text":`), gjson.AppendJSONString(nil, text)...)
-		return appendMessages(req, append(b, "}]}"...))
+		return turn.AppendMessages(req, append(b, "}]}"...))
 	}, restore)
 }
 
 // Continue implements Turn.
 func (t *anthTurn) Continue() {
-	if t.advance() && t.streaming {
+	if t.Advance() && t.Streaming {
 		t.s.continueResponse()
 	}
 }
 
 // Finish implements Turn.
 func (t *anthTurn) Finish() ([]byte, error) {
-	if t.finished {
-		return t.acc, t.s.err
+	if t.Finished {
+		return t.Acc, t.s.err
 	}
-	text := t.finish(func(s *anthStep) string { return s.fallback })
-	if !t.streaming {
-		return t.endJSON(text, appendAnthText), nil
+	text := t.End(func(s *anthStep) string { return s.fallback })
+	if !t.Streaming {
+		return t.EndJSON(text, appendAnthText), nil
 	}
 	s := &t.s
 	if s.err != nil {
@@ -138,10 +140,10 @@ func (t *anthTurn) Finish() ([]byte, error) {
 	switch {
 	case s.ending:
 		s.writeEnd(text)
-	case t.fail != "":
-		s.writeEnd(t.fail)
+	case t.FailText != "":
+		s.writeEnd(t.FailText)
 	case s.inCont && !s.finished:
-		t.carry = sumUsage(t.carry, s.startUsage)
+		t.carry = turn.SumUsage(t.carry, s.startUsage)
 		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
 	}
 	return nil, s.err

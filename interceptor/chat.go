@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolgate/toolgate/wire/turn"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -572,7 +574,7 @@ func (s *chatStream) withhold(data []byte, ok bool) {
 		s.t.doneSeen = true
 	case gjson.ValidBytes(data):
 		if u := gjson.GetBytes(data, "usage"); !jsonedit.IsNull(u) {
-			s.t.carry = sumUsage(s.t.carry, u.Raw)
+			s.t.carry = turn.SumUsage(s.t.carry, u.Raw)
 		}
 	}
 }
@@ -637,10 +639,10 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 		// turn's last usage chunk, which carries the sum.
 		sum := "null"
 		if s.ending {
-			s.t.carry = sumUsage(s.t.carry, usage.Raw)
+			s.t.carry = turn.SumUsage(s.t.carry, usage.Raw)
 			usageGone = true
 		} else {
-			sum, s.t.carry = sumUsage(s.t.carry, usage.Raw), ""
+			sum, s.t.carry = turn.SumUsage(s.t.carry, usage.Raw), ""
 		}
 		ed, e := jsonedit.Of(data, usage, sum)
 		if e != nil {
@@ -725,7 +727,7 @@ func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (ke
 		if settled || s.inCont {
 			reason = finishReason(reason, st.passed > 0, s.inCont)
 		}
-		if s.t != nil && s.t.withholds() && !s.ending {
+		if s.t != nil && s.t.Withholds() && !s.ending {
 			// Refused calls go back to the model, or held ones may be
 			// answered while the stream waits: this response's end is
 			// withheld, for the follow-up's (or Finish's) to take its place.
@@ -954,7 +956,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 				step.results = append(step.results, provider.Refusal{CallID: c.id, Content: contents[i]})
 			}
 		}
-		s.t.pending = step
+		s.t.Pending = step
 		if s.t.idRaw == "" {
 			s.t.idRaw = root.Get("id").Raw
 		}
@@ -984,8 +986,8 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		s.writeNew("", ev)
 	}
 	if s.t != nil {
-		s.t.holdsStep(v, st.passed == 0 && len(s.choices) == 1 && st.index == 0 && s.t.allowed())
-		if s.t.held != "" && s.t.idRaw == "" {
+		s.t.HoldsStep(v, st.passed == 0 && len(s.choices) == 1 && st.index == 0 && s.t.allowed())
+		if s.t.HeldStep() != "" && s.t.idRaw == "" {
 			s.t.idRaw = root.Get("id").Raw
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/turn"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -51,7 +53,7 @@ import (
 // message has calls, "stop" instead of "tool_calls" if it has none), usage
 // summed; every other byte of the answer stays.
 func (Chat) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
-	t := &chatTurn{ctx: ctx, h: h, turnCore: turnCore[chatStep]{request: request, max: continuations}}
+	t := &chatTurn{ctx: ctx, h: h, Core: turn.Core[chatStep]{Request: request, Max: continuations}}
 	t.s.ctx, t.s.h, t.s.t = ctx, h, t
 	return t
 }
@@ -62,7 +64,7 @@ type chatTurn struct {
 	ctx context.Context
 	h   provider.Holder
 
-	turnCore[chatStep]
+	turn.Core[chatStep]
 	check int8       // whether the request allows a continuation: 0 not read yet, 1 yes, -1 no
 	s     chatStream // stream mode
 
@@ -84,13 +86,13 @@ type chatStep struct {
 
 // allowed reports whether a response's refusals may go back to the model.
 func (t *chatTurn) allowed() bool {
-	if t.done >= t.max || t.request == nil {
+	if t.Done >= t.Max || t.Request == nil {
 		return false
 	}
 	if t.check == 0 {
 		t.check = -1
-		if gjson.ValidBytes(t.request) {
-			r := gjson.ParseBytes(t.request)
+		if gjson.ValidBytes(t.Request) {
+			r := gjson.ParseBytes(t.Request)
 			n := r.Get("n")
 			if r.Get("messages").IsArray() && (jsonedit.IsNull(n) || n.Type == gjson.Number && n.Raw == "1") {
 				t.check = 1
@@ -102,7 +104,7 @@ func (t *chatTurn) allowed() bool {
 
 // Stream implements Turn.
 func (t *chatTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
-	t.streaming = true
+	t.Streaming = true
 	t.s.attach(dst, flush, "chat stream")
 	t.s.stop = &t.s
 	return &t.s
@@ -116,12 +118,12 @@ func (t *chatTurn) JSON(body []byte) error {
 	if err != nil {
 		return err
 	}
-	return t.takeJSON(out, step, mergeChatJSON)
+	return t.TakeJSON(out, step, mergeChatJSON)
 }
 
 // Continuation implements Turn.
 func (t *chatTurn) Continuation() ([]byte, bool) {
-	return t.continuation(!t.streaming || t.s.err == nil && t.s.ending, appendStep)
+	return t.FollowUp(!t.Streaming || t.s.err == nil && t.s.ending, appendStep)
 }
 
 // Resume implements Turn: the follow-up request is the last request with
@@ -129,24 +131,24 @@ func (t *chatTurn) Continuation() ([]byte, bool) {
 // history then restored by restore; its response continues the message as
 // a continuation's does.
 func (t *chatTurn) Resume(restore func([]byte) ([]byte, error)) ([]byte, bool) {
-	return t.resumeWith(appendAssistantText, restore)
+	return t.ResumeWith(appendAssistantText, restore)
 }
 
 // Continue implements Turn.
 func (t *chatTurn) Continue() {
-	if t.advance() && t.streaming {
+	if t.Advance() && t.Streaming {
 		t.s.continueResponse()
 	}
 }
 
 // Finish implements Turn.
 func (t *chatTurn) Finish() ([]byte, error) {
-	if t.finished {
-		return t.acc, t.s.err
+	if t.Finished {
+		return t.Acc, t.s.err
 	}
-	text := t.finish(func(s *chatStep) string { return s.fallback })
-	if !t.streaming {
-		return t.endJSON(text, appendChoiceText), nil
+	text := t.End(func(s *chatStep) string { return s.fallback })
+	if !t.Streaming {
+		return t.EndJSON(text, appendChoiceText), nil
 	}
 	s := &t.s
 	if s.err != nil {
@@ -155,8 +157,8 @@ func (t *chatTurn) Finish() ([]byte, error) {
 	switch {
 	case s.ending:
 		s.writeEnd(text)
-	case t.fail != "":
-		s.writeEnd(t.fail)
+	case t.FailText != "":
+		s.writeEnd(t.FailText)
 	case s.inCont && !s.finished:
 		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
 	}
@@ -202,7 +204,7 @@ func appendStep(req []byte, step *chatStep) ([]byte, error) {
 		b = gjson.AppendJSONString(b, r.Content)
 		b = append(b, '}')
 	}
-	return appendMessages(req, b)
+	return turn.AppendMessages(req, b)
 }
 
 // appendAssistantText returns req with {"role":"assistant","content":text}
@@ -210,17 +212,7 @@ func appendStep(req []byte, step *chatStep) ([]byte, error) {
 // calls, as its next request would send it back.
 func appendAssistantText(req []byte, text string) ([]byte, error) {
 	b := append([]byte(`{"role":"assistant","content":`), gjson.AppendJSONString(nil, text)...)
-	return appendMessages(req, append(b, '}'))
-}
-
-// hasElements reports whether the JSON array arr has at least one element.
-func hasElements(arr gjson.Result) bool {
-	found := false
-	arr.ForEach(func(_, _ gjson.Result) bool {
-		found = true
-		return false
-	})
-	return found
+	return turn.AppendMessages(req, append(b, '}'))
 }
 
 // mergeChatJSON merges the follow-up body next (already rewritten) into the
@@ -272,7 +264,7 @@ func mergeChatJSON(acc, next []byte) ([]byte, error) {
 	}
 	out := jsonedit.Apply(acc, []jsonedit.Edit{e})
 	if nu := gjson.GetBytes(next, "usage"); !jsonedit.IsNull(nu) {
-		if out, err = sjson.SetRawBytes(out, "usage", []byte(sumUsage(gjson.GetBytes(out, "usage").Raw, nu.Raw))); err != nil {
+		if out, err = sjson.SetRawBytes(out, "usage", []byte(turn.SumUsage(gjson.GetBytes(out, "usage").Raw, nu.Raw))); err != nil {
 			return nil, err
 		}
 	}
@@ -305,79 +297,4 @@ func appendChoiceText(body []byte, text string) ([]byte, error) {
 	return jsonedit.Apply(body, []jsonedit.Edit{e}), nil
 }
 
-// sumUsage returns the usage objects a and b (raw JSON; "" or null for
-// none) added up: numbers present in both are summed, nested objects
-// (completion_tokens_details, …) likewise; any other member is b's if b
-// has it, else a's.
-func sumUsage(a, b string) string {
-	ra, rb := gjson.Parse(a), gjson.Parse(b)
-	switch {
-	case !rb.IsObject():
-		if ra.IsObject() {
-			return ra.Raw
-		}
-		return b
-	case !ra.IsObject():
-		return rb.Raw
-	}
-	out := []byte{'{'}
-	member := func(k gjson.Result, v string) {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = append(out, k.Raw...)
-		out = append(out, ':')
-		out = append(out, v...)
-	}
-	inA := make(map[string]bool)
-	ra.ForEach(func(k, va gjson.Result) bool {
-		inA[k.Str] = true
-		vb := rb.Get(gjson.Escape(k.Str))
-		switch {
-		case va.Type == gjson.Number && vb.Type == gjson.Number:
-			member(k, addNumbers(va, vb))
-		case va.IsObject() && vb.IsObject():
-			member(k, sumUsage(va.Raw, vb.Raw))
-		case vb.Exists() && vb.Type != gjson.Null:
-			member(k, vb.Raw)
-		default:
-			member(k, va.Raw)
-		}
-		return true
-	})
-	rb.ForEach(func(k, vb gjson.Result) bool {
-		if !inA[k.Str] {
-			member(k, vb.Raw)
-		}
-		return true
-	})
-	return string(append(out, '}'))
-}
-
-// addNumbers adds two JSON numbers: as integers when both are written as
-// integers, else as floats.
-func addNumbers(a, b gjson.Result) string {
-	if isInt(a.Raw) && isInt(b.Raw) {
-		x, errA := strconv.ParseInt(a.Raw, 10, 64)
-		y, errB := strconv.ParseInt(b.Raw, 10, 64)
-		if errA == nil && errB == nil && (y <= 0 || x <= 1<<63-1-y) && (y >= 0 || x >= -1<<63-y) {
-			return strconv.FormatInt(x+y, 10)
-		}
-	}
-	return strconv.FormatFloat(a.Float()+b.Float(), 'g', -1, 64)
-}
-
-func isInt(raw string) bool {
-	if raw == "" {
-		return false
-	}
-	for i := 0; i < len(raw); i++ {
-		if c := raw[i]; (c < '0' || c > '9') && !(i == 0 && c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// Interface guard
 var _ provider.Turn = (*chatTurn)(nil)

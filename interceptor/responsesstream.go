@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/wire/turn"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -511,7 +513,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 			return
 		}
 		v = judge(s.t.ctx, s.t.h, s.t, items, r.calls, r.id, typ == "response.completed")
-		s.t.pending = v.step
+		s.t.Pending = v.step
 		changed = v.changes(r.calls)
 	}
 	s.release(&v)
@@ -526,17 +528,17 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 		}
 	}
 	if len(r.calls) > 0 {
-		s.t.holdsStep(v.held, typ == "response.completed" && !anyClientCall(s.outItems) && s.t.allowed())
+		s.t.HoldsStep(v.held, typ == "response.completed" && !anyClientCall(s.outItems) && s.t.allowed())
 	}
 	usage := root.Get("response.usage")
-	if s.t.withholds() {
+	if s.t.Withholds() {
 		if s.firstID == "" {
 			s.firstID = root.Get("response.id").Raw
 		}
 		s.ending = true
 		s.endData = append(s.endData[:0], data...)
 		s.endType = typ
-		s.carry = sumUsage(s.carry, usage.Raw)
+		s.carry = turn.SumUsage(s.carry, usage.Raw)
 		return
 	}
 	s.edits = s.edits[:0]
@@ -549,7 +551,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 		s.edits = append(s.edits, e)
 	}
 	if s.carry != "" && usage.Exists() {
-		e, err := jsonedit.Of(data, usage, sumUsage(s.carry, usage.Raw))
+		e, err := jsonedit.Of(data, usage, turn.SumUsage(s.carry, usage.Raw))
 		if err != nil {
 			s.fail(fmt.Errorf("responses stream: %w", err))
 			return

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/toolgate/toolgate/wire/turn"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 
 	"github.com/toolgate/toolgate/provider"
@@ -73,7 +75,7 @@ import (
 // every response (as rewritten), its "usage" their sum and its "id" the
 // first response's (the last one's with previous_response_id).
 func (Responses) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
-	t := &respTurn{ctx: ctx, h: h, turnCore: turnCore[respStep]{request: request, max: continuations}}
+	t := &respTurn{ctx: ctx, h: h, Core: turn.Core[respStep]{Request: request, Max: continuations}}
 	t.s.t = t
 	t.s.lastSeq = -1
 	t.s.r.first = -1
@@ -120,7 +122,7 @@ type respTurn struct {
 	ctx context.Context
 	h   provider.Holder
 
-	turnCore[respStep]
+	turn.Core[respStep]
 
 	read       bool   // readRequest ran
 	mode       byte   // how a follow-up is made: 0 it cannot be; 'a' input list; 'p' previous_response_id; 'c' conversation
@@ -136,10 +138,10 @@ func (t *respTurn) readRequest() {
 		return
 	}
 	t.read = true
-	if t.request == nil || !gjson.ValidBytes(t.request) {
+	if t.Request == nil || !gjson.ValidBytes(t.Request) {
 		return
 	}
-	r := gjson.ParseBytes(t.request)
+	r := gjson.ParseBytes(t.Request)
 	if !r.IsObject() {
 		return
 	}
@@ -166,7 +168,7 @@ func (t *respTurn) readRequest() {
 
 // allowed reports whether a response's refusals may go back to the model.
 func (t *respTurn) allowed() bool {
-	if t.done >= t.max || t.request == nil {
+	if t.Done >= t.Max || t.Request == nil {
 		return false
 	}
 	t.readRequest()
@@ -255,7 +257,7 @@ func toolOutput(typ, callID, output string) string {
 
 // followUp returns the follow-up request body for step.
 func (t *respTurn) followUp(step *respStep) ([]byte, error) {
-	req := t.request
+	req := t.Request
 	switch t.mode {
 	case 'p':
 		out, err := sjson.SetBytes(req, "previous_response_id", step.responseID)
@@ -306,7 +308,7 @@ func appendInput(req []byte, add []string) ([]byte, error) {
 	case in.IsArray():
 		joined := joinItems(add)
 		repl := in.Raw[:len(in.Raw)-1]
-		if hasElements(in) {
+		if turn.HasElements(in) {
 			repl += ","
 		}
 		repl += joined[1:]
@@ -333,7 +335,7 @@ func appendInput(req []byte, add []string) ([]byte, error) {
 // history then restored by restore; its response continues the answer as
 // a continuation's does.
 func (t *respTurn) Resume(restore func([]byte) ([]byte, error)) ([]byte, bool) {
-	return t.resumeWith(func(req []byte, text string) ([]byte, error) {
+	return t.ResumeWith(func(req []byte, text string) ([]byte, error) {
 		return t.resumeRequest(req, text, t.s.r.id)
 	}, restore)
 }
@@ -350,7 +352,7 @@ func anyClientCall(items []string) bool {
 
 // Stream implements Turn.
 func (t *respTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
-	t.streaming = true
+	t.Streaming = true
 	t.s.attach(dst, flush, "responses stream")
 	t.s.stop = &t.s
 	return &t.s
@@ -362,33 +364,33 @@ func (t *respTurn) JSON(body []byte) error {
 	if err != nil {
 		return err
 	}
-	return t.takeJSON(out, step, func(acc, next []byte) ([]byte, error) {
+	return t.TakeJSON(out, step, func(acc, next []byte) ([]byte, error) {
 		return mergeResponsesJSON(acc, next, t.mode != 'p')
 	})
 }
 
 // Continuation implements Turn.
 func (t *respTurn) Continuation() ([]byte, bool) {
-	return t.continuation(!t.streaming || t.s.err == nil && t.s.ending, func(_ []byte, step *respStep) ([]byte, error) {
+	return t.FollowUp(!t.Streaming || t.s.err == nil && t.s.ending, func(_ []byte, step *respStep) ([]byte, error) {
 		return t.followUp(step)
 	})
 }
 
 // Continue implements Turn.
 func (t *respTurn) Continue() {
-	if t.advance() && t.streaming {
+	if t.Advance() && t.Streaming {
 		t.s.continueResponse()
 	}
 }
 
 // Finish implements Turn.
 func (t *respTurn) Finish() ([]byte, error) {
-	if t.finished {
-		return t.acc, t.s.err
+	if t.Finished {
+		return t.Acc, t.s.err
 	}
-	text := t.finish(func(s *respStep) string { return s.fallback })
-	if !t.streaming {
-		return t.endJSON(text, appendMessage), nil
+	text := t.End(func(s *respStep) string { return s.fallback })
+	if !t.Streaming {
+		return t.EndJSON(text, appendMessage), nil
 	}
 	s := &t.s
 	if s.err != nil {
@@ -397,8 +399,8 @@ func (t *respTurn) Finish() ([]byte, error) {
 	switch {
 	case s.ending:
 		s.writeEnd(text)
-	case t.fail != "" && s.endData != nil:
-		s.writeEnd(t.fail)
+	case t.FailText != "" && s.endData != nil:
+		s.writeEnd(t.FailText)
 	case s.inCont && !s.r.ended && s.endData != nil:
 		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
 	}
@@ -427,7 +429,7 @@ func mergeResponsesJSON(acc, next []byte, firstID bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u := sumUsage(gjson.GetBytes(acc, "usage").Raw, gjson.GetBytes(next, "usage").Raw); u != "" && !jsonedit.IsNull(gjson.Parse(u)) {
+	if u := turn.SumUsage(gjson.GetBytes(acc, "usage").Raw, gjson.GetBytes(next, "usage").Raw); u != "" && !jsonedit.IsNull(gjson.Parse(u)) {
 		if out, err = sjson.SetRawBytes(out, "usage", []byte(u)); err != nil {
 			return nil, err
 		}

@@ -31,7 +31,8 @@ var allowedImports = map[string][]string{
 	"provider/gemini": {"provider", "provider/internal/...", "wire/..."},
 	"wire/sse":        nil,
 	"wire/jsonedit":   nil,
-	"wire/links":      {"wire/..."},
+	"wire/links":      nil,
+	"wire/turn":       {"provider", "wire/jsonedit"},
 	"interceptor":     {"provider", "wire/..."},
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
