@@ -1,7 +1,10 @@
 // Package caddymodule is Toolgate's Caddy glue: the `toolgate` app that
 // owns the store, the `http.handlers.toolgate` handler on model traffic,
 // and the `http.handlers.toolgate_pages` handler for the person's pages.
-// It holds no gating logic: it configures and routes to the gate.
+// It holds no gating logic: it configures and routes to the gate, and asks
+// the registered wire protocols (package provider; the blank imports in
+// providers.go) which paths they serve, what they refuse and where a
+// request's owner and tools are.
 package caddymodule
 
 import (

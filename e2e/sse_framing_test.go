@@ -10,8 +10,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/tidwall/gjson"
 
-	evstream "github.com/toolgate/toolgate/wire/sse"
 	"github.com/toolgate/toolgate/internal/testkit"
+	evstream "github.com/toolgate/toolgate/wire/sse"
 )
 
 // rawStream posts a streamed chat request to the gate and returns the

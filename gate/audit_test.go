@@ -15,7 +15,6 @@ import (
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
-
 	"github.com/toolgate/toolgate/store"
 )
 

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate/wire/turn"
-
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/turn"
 )
 
 // Anthropic is the adapter for Anthropic Messages (POST /v1/messages,

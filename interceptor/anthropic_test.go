@@ -12,12 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 

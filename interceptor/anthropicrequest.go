@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate/wire/links"
-
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/links"
 )
 
 // RewriteRequest restores the history behind this gate's links in a

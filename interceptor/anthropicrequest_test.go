@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 // anthHistoryError rejects a request history the way the Messages API does

@@ -9,16 +9,13 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/toolgate/toolgate/wire/turn"
-
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 	"github.com/toolgate/toolgate/wire/sse"
+	"github.com/toolgate/toolgate/wire/turn"
 )
 
 // NewStream returns the rewriter of a Messages event stream

@@ -4,11 +4,10 @@ import (
 	"context"
 	"io"
 
-	"github.com/toolgate/toolgate/wire/turn"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
-
-	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/wire/turn"
 )
 
 // NewTurn returns the rewriter of the answer to one Messages request (see

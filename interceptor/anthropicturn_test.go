@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 const anthRefusal = "Toolgate refused get_weather: the field units (celsius or fahrenheit) is not allowed here. Nothing ran."

@@ -16,12 +16,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 

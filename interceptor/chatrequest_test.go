@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/wire/links"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
-
-	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/wire/links"
 )
 
 // fakeRestorer knows the steps in steps and records what it was asked.

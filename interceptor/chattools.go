@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 var toolsKey = []byte(`"tools"`)

@@ -7,14 +7,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgate/toolgate/wire/turn"
-
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/turn"
 )
 
 // NewTurn returns the rewriter of the answer to one Chat Completions request

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // DropTools takes out of a request's (or an MCP tools/list result's) tool

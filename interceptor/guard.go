@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 // A response the gate does not read as a provider's answer must not carry

@@ -7,12 +7,11 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // MCP over Streamable HTTP: what the MCP front reads of a POSTed JSON-RPC

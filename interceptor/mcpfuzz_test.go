@@ -6,9 +6,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // FuzzParseMCPRequest: any body is read or refused, never a panic; what is

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 // Two steps in one message (a held call and a refused one, then a held

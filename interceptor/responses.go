@@ -10,14 +10,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgate/toolgate/wire/links"
-
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/links"
 )
 
 // Responses is the adapter for the OpenAI Responses API (POST /v1/responses,

@@ -13,12 +13,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 

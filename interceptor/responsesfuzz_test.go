@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/wire/links"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
-
-	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/wire/links"
 )
 
 // respFuzzHolder holds delete_post, weather and calculator, passes get_post

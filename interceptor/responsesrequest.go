@@ -8,14 +8,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolgate/toolgate/wire/links"
-
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/links"
 )
 
 // StateRestorer is a Restorer that also knows the steps held in responses

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 // stateRestorer is a fakeRestorer that also answers for stored responses.

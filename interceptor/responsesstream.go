@@ -8,13 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgate/toolgate/wire/turn"
-
-	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
-
-	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/turn"
 )
 
 // maxRespHeld caps what one response may make us hold back while its

@@ -6,14 +6,12 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/toolgate/toolgate/wire/turn"
-
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/turn"
 )
 
 // NewTurn returns the rewriter of the answer to one Responses API request

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 // respAPI is a fake Responses API that checks a request's input the way the

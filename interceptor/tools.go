@@ -3,12 +3,11 @@ package interceptor
 import (
 	"fmt"
 
-	"github.com/toolgate/toolgate/wire/jsonedit"
-
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // toolEdit rewrites one tool object of a request (or of an MCP tools/list

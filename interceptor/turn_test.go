@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 const (

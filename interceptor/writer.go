@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/toolgate/toolgate/provider"
-
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
 var (

@@ -10,11 +10,10 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
-
-	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // Core is the bookkeeping every adapter's Turn shares: the request last
