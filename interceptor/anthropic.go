@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/keyscan"
 	"github.com/toolgate/toolgate/wire/turn"
 )
 
@@ -40,7 +41,7 @@ type Anthropic struct{}
 // found by its 'u', which no key of a text or thinking delta holds, and
 // "input", found by its 'p' ("input_tokens" holds one, but no quote after
 // "input").
-var anthKeys = newKeySet(newScanKey(`"tool_use"`, 'u'), newScanKey(`"input"`, 'p'))
+var anthKeys = keyscan.NewSet(keyscan.NewKey(`"tool_use"`, 'u'), keyscan.NewKey(`"input"`, 'p'))
 
 // anthShape is what the gate reads of a Messages response or event (see
 // shape.ambiguity): the content blocks of a message, the message of a
@@ -80,7 +81,7 @@ func errAnthStray(cb gjson.Result, name string) error {
 
 // hasToolUse reports whether b may hold an Anthropic call: "tool_use", or
 // "input" (a block of an unknown type), however a reader may read them.
-func hasToolUse(b []byte) bool { return anthKeys.mayHold(b) }
+func hasToolUse(b []byte) bool { return anthKeys.MayHold(b) }
 
 // anthStep is the refused calls of one response, to send back to the model.
 type anthStep struct {

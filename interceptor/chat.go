@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/keyscan"
 	"github.com/toolgate/toolgate/wire/sse"
 	"github.com/toolgate/toolgate/wire/turn"
 )
@@ -33,7 +34,7 @@ var doneData = []byte("[DONE]")
 // chatKeys are the keys a Chat call needs. Their '_' is rare in a chunk:
 // it appears elsewhere only in a few keys (finish_reason,
 // system_fingerprint), where a quote appears forty times.
-var chatKeys = newKeySet(newFoldedKey(`"tool_calls"`), newFoldedKey(`"function_call"`))
+var chatKeys = keyscan.NewSet(keyscan.NewFolded(`"tool_calls"`), keyscan.NewFolded(`"function_call"`))
 
 // chatShape is what the gate reads of a Chat response or chunk (see
 // shape.ambiguity): the choices, their message or delta, its tool calls
@@ -48,7 +49,7 @@ var chatShape = func() *jsonedit.Shape {
 
 // hasToolCalls reports whether b may hold a Chat call: "tool_calls" or
 // the legacy "function_call", however a reader may read them.
-func hasToolCalls(b []byte) bool { return chatKeys.mayHold(b) }
+func hasToolCalls(b []byte) bool { return chatKeys.MayHold(b) }
 
 // RewriteJSON judges the inspected calls of a chat.completion body
 // (wire-formats.md §1.1) and takes out the held and refused ones; refusals

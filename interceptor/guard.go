@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/keyscan"
 )
 
 // A response the gate does not read as a provider's answer must not carry
@@ -62,7 +63,7 @@ func NewNames(tools []string) *Names {
 // Named returns the gated tool b names, or "": a name as a whole word (no
 // name byte right before or after it; b's own ends count as a word's
 // end, so a name cut by the end of a write is found), or "\u" escapes
-// that could spell one (hasKeyEscape: no JSON encoder escapes an ASCII
+// that could spell one (keyscan.HasEscape: no JSON encoder escapes an ASCII
 // letter, digit or underscore, so only a body made to walk around the
 // gate has them), which returns "an escaped name". One bytes.Index per
 // name: nothing is parsed.
@@ -83,7 +84,7 @@ func (n *Names) Named(b []byte) string {
 			i = start + 1
 		}
 	}
-	if hasKeyEscape(b) {
+	if keyscan.HasEscape(b) {
 		return "an escaped name"
 	}
 	return ""
@@ -91,7 +92,7 @@ func (n *Names) Named(b []byte) string {
 
 // isNameByte reports a byte a tool name may hold around a name: a name
 // inside a longer one ("undelete_posts") is another tool.
-func isNameByte(c byte) bool { return isKeyByte(c) || c == '-' }
+func isNameByte(c byte) bool { return keyscan.IsKeyByte(c) || c == '-' }
 
 // window is how many bytes of the last write the next one is searched
 // with, for a name (or a \u escape) cut between two writes.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/keyscan"
 	"github.com/toolgate/toolgate/wire/links"
 )
 
@@ -65,11 +66,11 @@ var synthPrefix = []byte(SyntheticPrefix)
 // "item_id", "output_index", "content_index", "delta", "logprobs",
 // "obfuscation"): 'f' does not occur, the 'l' of "tool" and the 'g' of
 // "arguments" only in "logprobs", the 'i' of "input" in four of them.
-var respKeys = newKeySet(
-	newScanKey("function_call", 'f'),
-	newScanKey("custom_tool_call", 'l'),
-	newScanKey(`"arguments"`, 'g'),
-	newScanKey(`"input"`, 'i'),
+var respKeys = keyscan.NewSet(
+	keyscan.NewKey("function_call", 'f'),
+	keyscan.NewKey("custom_tool_call", 'l'),
+	keyscan.NewKey(`"arguments"`, 'g'),
+	keyscan.NewKey(`"input"`, 'i'),
 )
 
 // respShape is what the gate reads of a Responses body or event (see
@@ -88,7 +89,7 @@ var respShape = func() *jsonedit.Shape {
 // "function_call" (also in function_call_arguments), "custom_tool_call",
 // or "arguments" or "input" (an item of an unknown type), however a
 // reader may read them.
-func hasCallBytes(b []byte) bool { return respKeys.mayHold(b) }
+func hasCallBytes(b []byte) bool { return respKeys.MayHold(b) }
 
 // respWaitingOutput is the tool result a held call gets in a follow-up
 // request that sends refusals back while it waits (the app's next request

@@ -32,6 +32,7 @@ var allowedImports = map[string][]string{
 	"wire/sse":        nil,
 	"wire/jsonedit":   nil,
 	"wire/links":      nil,
+	"wire/keyscan":    nil,
 	"wire/turn":       {"provider", "wire/jsonedit"},
 	"interceptor":     {"provider", "wire/..."},
 

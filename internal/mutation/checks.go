@@ -305,8 +305,8 @@ var mutations = []mutation{
 	{
 		Name:  "shapes: a name spelt with escapes",
 		File:  "interceptor/guard.go",
-		From:  "if hasKeyEscape(b) {",
-		To:    "if false && hasKeyEscape(b) {",
+		From:  "if keyscan.HasEscape(b) {",
+		To:    "if false && keyscan.HasEscape(b) {",
 		Tests: []string{"./interceptor:TestNamesFindWholeNames"},
 	},
 	{

@@ -1,4 +1,8 @@
-package interceptor
+// Package keyscan is the fast path's byte search: whether a body or an
+// event may hold one of a few JSON keys (or type names), answering yes for
+// every spelling some reader decodes as the key (another case, a \u
+// escape), so that what it lets through unread holds no call.
+package keyscan
 
 import "bytes"
 
@@ -25,33 +29,33 @@ import "bytes"
 // escape, nor a key of these APIs in another case, so the slow path sees
 // such bytes only from a body made to walk around the gate; it reads
 // escaped keys as every decoder does and refuses keys in another case
-// (see checkShape).
+// (see checkShape in package interceptor).
 
-// scanKey is one key (or type name) the fast path searches for.
-type scanKey struct {
+// Key is one key (or type name) the fast path searches for.
+type Key struct {
 	key    []byte // as a provider writes it, lower case
 	anchor int    // index in key of the byte searched for: rare in the traffic, to keep false starts few
 	fold   bool   // a key: found in any case (a value such as a type name is compared exactly by every reader)
 }
 
-func newScanKey(key string, anchor byte) scanKey {
-	return scanKey{key: []byte(key), anchor: bytes.IndexByte([]byte(key), anchor)}
+func NewKey(key string, anchor byte) Key {
+	return Key{key: []byte(key), anchor: bytes.IndexByte([]byte(key), anchor)}
 }
 
-// newFoldedKey is a key found in any case, around its first '_' (the same
+// NewFolded is a key found in any case, around its first '_' (the same
 // in every case, and rare in these APIs' events).
-func newFoldedKey(key string) scanKey {
-	return scanKey{key: []byte(key), anchor: bytes.IndexByte([]byte(key), '_'), fold: true}
+func NewFolded(key string) Key {
+	return Key{key: []byte(key), anchor: bytes.IndexByte([]byte(key), '_'), fold: true}
 }
 
-// keySet is the keys one adapter's fast path searches for.
-type keySet struct {
-	folded []scanKey // found around each '_', in any case (newFoldedKey)
-	exact  []scanKey // found as written
+// Set is the keys one adapter's fast path searches for.
+type Set struct {
+	folded []Key // found around each '_', in any case (NewFolded)
+	exact  []Key // found as written
 }
 
-func newKeySet(keys ...scanKey) keySet {
-	var s keySet
+func NewSet(keys ...Key) Set {
+	var s Set
 	for _, k := range keys {
 		if k.fold {
 			s.folded = append(s.folded, k)
@@ -62,9 +66,9 @@ func newKeySet(keys ...scanKey) keySet {
 	return s
 }
 
-// mayHold reports whether b may hold one of the keys for some reader: as
+// MayHold reports whether b may hold one of the keys for some reader: as
 // written, in another case (a folded key), or spelt with an escape.
-func (s *keySet) mayHold(b []byte) bool {
+func (s *Set) MayHold(b []byte) bool {
 	if len(s.folded) > 0 && hasFolded(b, s.folded) {
 		return true
 	}
@@ -73,7 +77,7 @@ func (s *keySet) mayHold(b []byte) bool {
 			return true
 		}
 	}
-	return hasKeyEscape(b)
+	return HasEscape(b)
 }
 
 // hasFolded reports whether b holds one of keys, case folded as Go's
@@ -81,7 +85,7 @@ func (s *keySet) mayHold(b []byte) bool {
 // around each '_' in b. The bytes right before and after the '_' are
 // checked first: in these APIs' events most underscores belong to other
 // keys (sequence_number, output_index, …), and that check turns them away.
-func hasFolded(b []byte, keys []scanKey) bool {
+func hasFolded(b []byte, keys []Key) bool {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], '_')
 		if j < 0 {
@@ -104,7 +108,7 @@ func hasFolded(b []byte, keys []scanKey) bool {
 // nextTo reports whether the bytes around the '_' at i may be the key's
 // letters around its anchor: the same letter in either case, or the last
 // (before) or first (after) byte of a folding rune.
-func nextTo(b []byte, i int, k scanKey) bool {
+func nextTo(b []byte, i int, k Key) bool {
 	if k.anchor == 0 || i == 0 || k.anchor+1 >= len(k.key) || i+1 >= len(b) {
 		return true
 	}
@@ -177,7 +181,7 @@ func foldedLen(b []byte, c byte, end bool) int {
 // anchor byte and compares the key around each hit: bytes.Index would
 // scan for the key's first byte, often a quote, the most common byte in
 // JSON.
-func hasKey(b []byte, k scanKey) bool {
+func hasKey(b []byte, k Key) bool {
 	c := k.key[k.anchor]
 	for i := k.anchor; i < len(b); {
 		j := bytes.IndexByte(b[i:], c)
@@ -194,10 +198,10 @@ func hasKey(b []byte, k scanKey) bool {
 	return false
 }
 
-// hasKeyEscape reports whether b holds a \u escape of an ASCII letter,
+// HasEscape reports whether b holds a \u escape of an ASCII letter,
 // digit or underscore, or of a rune that folds to one: the way a key can
 // be written that a byte search for it misses.
-func hasKeyEscape(b []byte) bool {
+func HasEscape(b []byte) bool {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], '\\')
 		if j < 0 {
@@ -205,7 +209,7 @@ func hasKeyEscape(b []byte) bool {
 		}
 		i += j
 		if i+5 < len(b) && b[i+1] == 'u' {
-			if r, ok := hex4(b[i+2 : i+6]); ok && (r < 0x80 && isKeyByte(byte(r)) || r == 0x17f || r == 0x212a) {
+			if r, ok := hex4(b[i+2 : i+6]); ok && (r < 0x80 && IsKeyByte(byte(r)) || r == 0x17f || r == 0x212a) {
 				return true
 			}
 		}
@@ -214,7 +218,7 @@ func hasKeyEscape(b []byte) bool {
 	return false
 }
 
-func isKeyByte(c byte) bool {
+func IsKeyByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
