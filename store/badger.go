@@ -137,7 +137,10 @@ type Badger struct {
 	chainDone      chan struct{} // closed by the chain loop when it has returned
 	chainMu        sync.Mutex    // one chain round (or prune) at a time
 
-	group *groupSync // group commit; nil with perTxnSync or in memory
+	group   *groupSync // group commit; nil with perTxnSync or in memory
+	rotated *rotated   // the group's record of rotated logs; closed after it
+
+	cache *holdCache // holds decoded from their records (badgercache.go)
 }
 
 // OpenBadger opens (creating if needed) the store in dir. A directory
@@ -233,6 +236,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 		auditRetention: opts.AuditRetention,
 		chainWake:      make(chan struct{}, 1),
 		chainDone:      make(chan struct{}),
+		cache:          newHoldCache(),
 	}
 	if !opts.perTxnSync && !opts.InMemory {
 		r := &rotated{dir: dir, synced: map[string]bool{}}
@@ -241,7 +245,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 			hook := opts.syncHook
 			sync = func() error { return hook(func() error { return r.syncDB(db) }) }
 		}
-		b.group = newGroupSync(sync)
+		b.group, b.rotated = newGroupSync(sync), r
 	}
 	b.pendingSeq.Store(max(last, uint64(time.Now().UnixNano())))
 	go b.collect(opts.GCInterval)
@@ -261,6 +265,7 @@ func (b *Badger) Close() error {
 		<-b.chainDone
 		if b.group != nil {
 			b.group.close() // the writes still waiting are synced
+			b.rotated.close()
 		}
 	})
 	if err := b.db.Close(); err != nil {

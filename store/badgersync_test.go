@@ -3,6 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -115,4 +118,40 @@ func TestBadgerSyncFailure(t *testing.T) {
 	if _, err := s.Get(ctx, held.ID); err != nil {
 		t.Errorf("Get after a failed sync: %v (reads still work)", err)
 	}
+}
+
+// The sync loop keeps the store's directory open and lists it again on
+// each sync: a listing sees the log files created and deleted since the
+// one before, as a listing of a freshly opened directory would.
+func TestBadgerSyncListsTheDirectoryAfresh(t *testing.T) {
+	dir := t.TempDir()
+	list, closeDir := store.DirLister(dir)
+	defer closeDir()
+	want := func(names ...string) {
+		t.Helper()
+		got, err := list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, names) {
+			t.Fatalf("listed %q, want %q", got, names)
+		}
+	}
+	touch := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch("00001.mem")
+	want("00001.mem")
+	want("00001.mem") // read to the end before: rewound, not empty
+	touch("00002.mem")
+	touch("000001.vlog")
+	want("000001.vlog", "00001.mem", "00002.mem")
+	if err := os.Remove(filepath.Join(dir, "00001.mem")); err != nil {
+		t.Fatal(err)
+	}
+	want("000001.vlog", "00002.mem")
 }
