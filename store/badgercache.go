@@ -33,7 +33,7 @@ type holdCache struct {
 // holdCacheSize bounds the cache: enough for the holds answered at once,
 // small in memory (a decoded hold is its call, its card and its
 // arguments, a few KB).
-const holdCacheSize = 512
+const holdCacheSize = 1024
 
 func newHoldCache() *holdCache {
 	return &holdCache{holds: make(map[string]Hold, holdCacheSize)}
@@ -51,6 +51,20 @@ func (c *holdCache) get(id string) (Hold, bool) {
 		return Hold{}, false
 	}
 	return cloneHold(h), true
+}
+
+// names returns what holdNamesOf reads of the cached hold with id.
+func (c *holdCache) names(id string) (*Hold, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	h, ok := c.holds[id]
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return &Hold{ID: id, StepID: h.StepID, Owner: h.Owner, Tenant: h.Tenant, Policy: h.Policy, Action: h.Action, Kind: h.Kind, Protocol: h.Protocol}, true
 }
 
 // put caches a copy of h, decoded from the record of id.
