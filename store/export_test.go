@@ -137,3 +137,9 @@ func DirLister(dir string) (list func() ([]string, error), close func()) {
 		return names, err
 	}, r.close
 }
+
+// SyncKinds counts the group syncs that synced the value log too (db.Sync)
+// and those that synced only the active memtable's log.
+func SyncKinds(b *Badger) (full, mem uint64) {
+	return b.rotated.fullSyncs.Load(), b.rotated.memSyncs.Load()
+}
