@@ -137,8 +137,15 @@ type Badger struct {
 	chainDone      chan struct{} // closed by the chain loop when it has returned
 	chainMu        sync.Mutex    // one chain round (or prune) at a time
 
-	group *groupSync // group commit; nil with perTxnSync or in memory
+	group   *groupSync // group commit; nil with perTxnSync or in memory
+	rotated *rotated   // the group's record of rotated logs; closed after it
+
+	cache *holdCache // holds decoded from their records (badgercache.go)
 }
+
+// valueThreshold is the size from which Badger keeps a value in the value
+// log rather than in the tree (see rotated for why the store tracks it).
+const valueThreshold = 64 << 10
 
 // OpenBadger opens (creating if needed) the store in dir. A directory
 // already open, in this process or another, fails with an error naming dir.
@@ -202,7 +209,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 		WithBaseTableSize(1 << 20).
 		WithBaseLevelSize(4 << 20).
 		WithValueLogFileSize(16 << 20).
-		WithValueThreshold(64 << 10).
+		WithValueThreshold(valueThreshold).
 		WithBlockCacheSize(1 << 20).
 		WithIndexCacheSize(0).
 		WithCompression(options.Snappy).
@@ -233,6 +240,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 		auditRetention: opts.AuditRetention,
 		chainWake:      make(chan struct{}, 1),
 		chainDone:      make(chan struct{}),
+		cache:          newHoldCache(),
 	}
 	if !opts.perTxnSync && !opts.InMemory {
 		r := &rotated{dir: dir, synced: map[string]bool{}}
@@ -241,7 +249,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 			hook := opts.syncHook
 			sync = func() error { return hook(func() error { return r.syncDB(db) }) }
 		}
-		b.group = newGroupSync(sync)
+		b.group, b.rotated = newGroupSync(sync), r
 	}
 	b.pendingSeq.Store(max(last, uint64(time.Now().UnixNano())))
 	go b.collect(opts.GCInterval)
@@ -261,6 +269,7 @@ func (b *Badger) Close() error {
 		<-b.chainDone
 		if b.group != nil {
 			b.group.close() // the writes still waiting are synced
+			b.rotated.close()
 		}
 	})
 	if err := b.db.Close(); err != nil {
@@ -274,6 +283,7 @@ func (b *Badger) Close() error {
 type writeTxn struct {
 	*badger.Txn
 	staged []staged
+	big    bool // a value that may go to the value log (see rotated)
 }
 
 // set stages one write. Its errors are about the write's size (a step too
@@ -286,6 +296,7 @@ func (w *writeTxn) set(key, value []byte, expiresAt uint64) error {
 		return fmt.Errorf("writing record: %w", err)
 	}
 	w.staged = append(w.staged, staged{at: expiresAt, bytes: int64(len(key) + len(value))})
+	w.big = w.big || len(value) >= valueThreshold/2 // half: a margin, whatever Badger counts
 	return nil
 }
 
@@ -334,6 +345,9 @@ func (b *Badger) update(ctx context.Context, fn func(*writeTxn) error) error {
 		}
 		if err == nil {
 			b.ledger.add(w.staged)
+			if w.big && b.rotated != nil {
+				b.rotated.vlogWritten.Store(true) // before the wait: its group syncs the value log
+			}
 			return b.durable()
 		}
 		if !errors.Is(err, badger.ErrConflict) {

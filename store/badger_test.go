@@ -286,3 +286,53 @@ func TestBadgerAuditAcrossRestarts(t *testing.T) {
 	}
 	mustVerify(t, s, 1, 5)
 }
+
+// A hold read is the caller's: changing its bytes changes nothing that a
+// later read returns (the store keeps decoded holds to answer faster, see
+// badgercache.go), and each step's progress shows in every read.
+func TestBadgerReadsAreTheCallers(t *testing.T) {
+	clock := newTestClock()
+	s := openStore(t, t.TempDir(), store.BadgerOptions{Now: clock.Now})
+	ctx := context.Background()
+	hold := putStep(t, s, 1, clock.Now())[0]
+
+	scribble := func(h store.Hold) {
+		for _, b := range [][]byte{h.Shown, h.Call, h.Arguments, h.Message, h.Values, h.Reply} {
+			for i := range b {
+				b[i] = 'x'
+			}
+		}
+	}
+	for range 2 {
+		got, err := s.Get(ctx, hold.ID)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		assertHold(t, got, hold)
+		scribble(got)
+	}
+	c, err := s.Claim(ctx, hold.ID, store.Answer{Choice: store.AnswerConfirm, By: "person-1", Values: json.RawMessage(`{"a":1}`)})
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	scribble(c.Hold)
+	scribble(c.Step[0])
+	started, err := s.Begin(ctx, hold.ID)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if started.State != store.Running || string(started.Values) != `{"a":1}` || !bytes.Equal(started.Call, hold.Call) || !bytes.Equal(started.Message, hold.Message) {
+		t.Fatalf("Begin = %s %s %s, want running, the values and the call as put", started.State, started.Values, started.Call)
+	}
+	scribble(started)
+	if err := s.SettleWithReply(ctx, hold.ID, "released", []byte("reply")); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	got, err := s.Get(ctx, hold.ID)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.State != store.Settled || got.Values != nil || string(got.Reply) != "reply" || !bytes.Equal(got.Shown, hold.Shown) || !bytes.Equal(got.Arguments, hold.Arguments) {
+		t.Fatalf("Get after Settle = %s values %s reply %q shown %s", got.State, got.Values, got.Reply, got.Shown)
+	}
+}

@@ -175,7 +175,7 @@ func (b *Badger) chainOnce(ctx context.Context) (int, error) {
 			if ev.HoldID != "" {
 				h, ok := names[ev.HoldID]
 				if !ok {
-					if h, err = holdNamesOf(w.Txn, ev.HoldID); err != nil {
+					if h, err = b.holdNamesOf(w.Txn, ev.HoldID); err != nil {
 						return err
 					}
 					names[ev.HoldID] = h
@@ -208,15 +208,19 @@ func (b *Badger) chainOnce(ctx context.Context) (int, error) {
 // holdNamesOf reads what fillEvent takes of a stored hold (its step,
 // tenant, owner, policy, action, kind and protocol), decoding nothing else:
 // the chain reads a hold for each of its events, and the rest of the
-// record (the call, the card, base64) is most of the decoding. Nil when
-// the hold is gone.
-func holdNamesOf(txn *badger.Txn, id string) (*Hold, error) {
+// record (the call, the card, base64) is most of the decoding; a hold
+// the answer path has just read is in the cache, decoded. Nil when the
+// hold is gone.
+func (b *Badger) holdNamesOf(txn *badger.Txn, id string) (*Hold, error) {
 	item, err := txn.Get(holdKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, unavailable(err)
+	}
+	if h, ok := b.cache.names(id); ok {
+		return h, nil
 	}
 	var n struct {
 		StepID   string `json:"step_id"`

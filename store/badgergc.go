@@ -147,6 +147,15 @@ func (b *Badger) collectValueLog() {
 	if b.dir == "" {
 		return // in memory: no value log
 	}
+	if b.rotated != nil {
+		// The rewrite puts values in the value log: every sync until it
+		// ends, and the first after, syncs it (see rotated).
+		b.rotated.gcRunning.Add(1)
+		defer func() {
+			b.rotated.vlogWritten.Store(true)
+			b.rotated.gcRunning.Add(-1)
+		}()
+	}
 	rewritten := 0
 	for ; rewritten < gcRewrites && !b.stopped(); rewritten++ {
 		err := b.db.RunValueLogGC(gcDiscardRatio)

@@ -262,7 +262,7 @@ func (b *Badger) Get(ctx context.Context, id string) (Hold, error) {
 	var h Hold
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		var err error
-		h, err = getFilled(txn, id)
+		h, err = b.getFilled(txn, id)
 		return err
 	})
 	if err != nil {
@@ -276,7 +276,7 @@ func (b *Badger) Step(ctx context.Context, stepID string) ([]Hold, error) {
 	var holds []Hold
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		var err error
-		holds, err = getStep(txn, stepID)
+		holds, err = b.getStep(txn, stepID)
 		return err
 	})
 	if err != nil {
@@ -309,7 +309,7 @@ func (b *Badger) Claim(ctx context.Context, id string, a Answer, events ...Event
 	var c Claimed
 	err := b.update(ctx, func(w *writeTxn) error {
 		now := b.now().Round(0) // as stored: JSON keeps no monotonic reading
-		h, exp, err := getHold(w.Txn, id)
+		h, exp, err := b.getHold(w.Txn, id)
 		if err != nil {
 			return err
 		}
@@ -347,7 +347,7 @@ func (b *Badger) Claim(ctx context.Context, id string, a Answer, events ...Event
 		for _, id := range r.IDs {
 			sibling := h
 			if id != h.ID {
-				if sibling, _, err = getHold(w.Txn, id); errors.Is(err, ErrNotFound) {
+				if sibling, _, err = b.getHold(w.Txn, id); errors.Is(err, ErrNotFound) {
 					continue
 				} else if err != nil {
 					return err
@@ -380,7 +380,7 @@ func (b *Badger) Begin(ctx context.Context, id string) (Hold, error) {
 		now := b.now().Round(0)
 		var exp uint64
 		var err error
-		h, exp, err = getHold(w.Txn, id)
+		h, exp, err = b.getHold(w.Txn, id)
 		if err != nil {
 			return err
 		}
@@ -427,7 +427,7 @@ func (b *Badger) SettleWithReply(ctx context.Context, id, outcome string, reply 
 	staged := false
 	err := b.update(ctx, func(w *writeTxn) error {
 		staged = false
-		h, exp, err := getHold(w.Txn, id)
+		h, exp, err := b.getHold(w.Txn, id)
 		if err != nil {
 			return err
 		}
@@ -466,7 +466,7 @@ func (b *Badger) SettleWithReply(ctx context.Context, id, outcome string, reply 
 // live record (see gate/seal.go).
 func (b *Badger) DropReply(ctx context.Context, id string) error {
 	return b.update(ctx, func(w *writeTxn) error {
-		h, exp, err := getHold(w.Txn, id)
+		h, exp, err := b.getHold(w.Txn, id)
 		if err != nil {
 			return err
 		}
@@ -497,7 +497,7 @@ func (b *Badger) Unsettled(ctx context.Context, after string, limit int) ([]Hold
 			if id <= after {
 				continue // Seek lands on after itself
 			}
-			h, _, err := getHold(txn, id)
+			h, _, err := b.getHold(txn, id)
 			if errors.Is(err, ErrNotFound) {
 				continue
 			}

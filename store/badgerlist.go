@@ -59,7 +59,7 @@ func (b *Badger) List(ctx context.Context, f HoldFilter, cursor string, limit in
 			}
 			examined++
 			last = entry
-			h, _, err := getHold(txn, entry.id)
+			h, _, err := b.getHold(txn, entry.id)
 			if errors.Is(err, ErrNotFound) {
 				continue // its record went first
 			}

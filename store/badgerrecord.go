@@ -36,7 +36,9 @@ func ownerKey(tenant, owner string) string {
 // that (and for a record written before progress records) the hold's own
 // record does. The progress key is read even when absent, so that two
 // transactions that answer one hold conflict.
-func getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
+//
+// The decoded record comes from b.cache when it has it (see holdCache).
+func (b *Badger) getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
 	item, err := txn.Get(holdKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return Hold{}, 0, ErrNotFound
@@ -44,9 +46,12 @@ func getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
 	if err != nil {
 		return Hold{}, 0, unavailable(err)
 	}
-	var h Hold
-	if err := item.Value(func(v []byte) error { return decodeHold(v, &h) }); err != nil {
-		return Hold{}, 0, unavailable(fmt.Errorf("reading hold: %w", err))
+	h, ok := b.cache.get(id)
+	if !ok {
+		if err := item.Value(func(v []byte) error { return decodeHold(v, &h) }); err != nil {
+			return Hold{}, 0, unavailable(fmt.Errorf("reading hold: %w", err))
+		}
+		b.cache.put(id, &h)
 	}
 	exp := item.ExpiresAt()
 	item, err = txn.Get(progressKey(id))
@@ -63,8 +68,8 @@ func getHold(txn *badger.Txn, id string) (Hold, uint64, error) {
 }
 
 // getFilled reads a hold as callers see it: with its step's message.
-func getFilled(txn *badger.Txn, id string) (Hold, error) {
-	h, _, err := getHold(txn, id)
+func (b *Badger) getFilled(txn *badger.Txn, id string) (Hold, error) {
+	h, _, err := b.getHold(txn, id)
 	if err != nil {
 		return Hold{}, err
 	}
@@ -110,14 +115,14 @@ func getStepRecord(txn *badger.Txn, stepID string) (stepRecord, error) {
 // getStep reads the holds of a step in Position order, each with the
 // step's message. A hold whose record is already gone (an earlier Expires
 // than its siblings) is left out.
-func getStep(txn *badger.Txn, stepID string) ([]Hold, error) {
+func (b *Badger) getStep(txn *badger.Txn, stepID string) ([]Hold, error) {
 	r, err := getStepRecord(txn, stepID)
 	if err != nil {
 		return nil, err
 	}
 	holds := make([]Hold, 0, len(r.IDs))
 	for _, id := range r.IDs {
-		h, _, err := getHold(txn, id)
+		h, _, err := b.getHold(txn, id)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

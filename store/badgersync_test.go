@@ -1,8 +1,14 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,5 +120,88 @@ func TestBadgerSyncFailure(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, held.ID); err != nil {
 		t.Errorf("Get after a failed sync: %v (reads still work)", err)
+	}
+}
+
+// The sync loop keeps the store's directory open and lists it again on
+// each sync: a listing sees the log files created and deleted since the
+// one before, as a listing of a freshly opened directory would.
+func TestBadgerSyncListsTheDirectoryAfresh(t *testing.T) {
+	dir := t.TempDir()
+	list, closeDir := store.DirLister(dir)
+	defer closeDir()
+	want := func(names ...string) {
+		t.Helper()
+		got, err := list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, names) {
+			t.Fatalf("listed %q, want %q", got, names)
+		}
+	}
+	touch := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch("00001.mem")
+	want("00001.mem")
+	want("00001.mem") // read to the end before: rewound, not empty
+	touch("00002.mem")
+	touch("000001.vlog")
+	want("000001.vlog", "00001.mem", "00002.mem")
+	if err := os.Remove(filepath.Join(dir, "00001.mem")); err != nil {
+		t.Fatal(err)
+	}
+	want("000001.vlog", "00002.mem")
+}
+
+// A group syncs the value log (db.Sync) only when a value large enough
+// to go there was committed since the last time: a step whose message is
+// over Badger's value threshold is followed by a full sync, small writes
+// by syncs of the memtable's log alone; and what was written reads back
+// whole after reopening.
+func TestBadgerSyncsTheValueLogWhenUsed(t *testing.T) {
+	dir := t.TempDir()
+	s, err := store.OpenBadger(dir, store.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	put := func(message json.RawMessage) store.Hold {
+		t.Helper()
+		h := newHold(newID(t), newID(t), 0, time.Now())
+		h.Message = message
+		if err := s.Put(ctx, []store.Hold{h}); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		return h
+	}
+	full0, mem0 := store.SyncKinds(s)
+	small := put(testMessage)
+	full1, mem1 := store.SyncKinds(s)
+	if full1 != full0 || mem1 == mem0 {
+		t.Errorf("a small Put: %d full syncs and %d of the memtable's log, want 0 and 1 or more", full1-full0, mem1-mem0)
+	}
+	large := put(json.RawMessage(`{"role":"assistant","content":"` + strings.Repeat("x", 100<<10) + `"}`))
+	full2, _ := store.SyncKinds(s)
+	if full2 == full1 {
+		t.Error("a Put of a 100 KiB message: no full sync, want the value log synced")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, store.BadgerOptions{})
+	for _, want := range []store.Hold{small, large} {
+		got, err := s.Get(ctx, want.ID)
+		if err != nil {
+			t.Fatalf("Get after reopening: %v", err)
+		}
+		if !bytes.Equal(got.Message, want.Message) {
+			t.Errorf("message after reopening: %d bytes, want %d", len(got.Message), len(want.Message))
+		}
 	}
 }

@@ -17,7 +17,7 @@ func RecordExpiresAt(b *Badger, id string) (hold, step time.Time, err error) {
 			return err
 		}
 		hold = time.Unix(int64(item.ExpiresAt()), 0)
-		h, _, err := getHold(txn, id)
+		h, _, err := b.getHold(txn, id)
 		if err != nil {
 			return err
 		}
@@ -122,4 +122,24 @@ func Compact(b *Badger) error {
 	for b.db.RunValueLogGC(0.01) == nil {
 	}
 	return nil
+}
+
+// DirLister lists dir as the sync loop does (kept open, rewound each
+// time), and closes it.
+func DirLister(dir string) (list func() ([]string, error), close func()) {
+	r := &rotated{dir: dir, synced: map[string]bool{}}
+	return func() ([]string, error) {
+		entries, err := r.list()
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names, err
+	}, r.close
+}
+
+// SyncKinds counts the group syncs that synced the value log too (db.Sync)
+// and those that synced only the active memtable's log.
+func SyncKinds(b *Badger) (full, mem uint64) {
+	return b.rotated.fullSyncs.Load(), b.rotated.memSyncs.Load()
 }

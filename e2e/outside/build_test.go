@@ -79,22 +79,22 @@ func caddyBinary(tb testing.TB) string {
 	return build(tb, "caddy", moduleRoot(tb), "github.com/caddyserver/caddy/v2/cmd/caddy")
 }
 
-// baseCommit is the commit the head is compared with:
-// TOOLGATE_BENCH_BASE, 669b512 by default; "none" compares nothing.
-func baseCommit() string {
-	return cmp.Or(os.Getenv("TOOLGATE_BENCH_BASE"), "669b512")
+// baseCommits are the commits the head is compared with:
+// TOOLGATE_BENCH_BASE, commas between several, 669b512 by default;
+// "none" compares nothing.
+func baseCommits() []string {
+	s := cmp.Or(os.Getenv("TOOLGATE_BENCH_BASE"), "669b512")
+	if s == "none" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // baseBinary is the gate built from the base commit, in a detached
-// `git worktree` of it that is removed once the binary is built; "" when
-// TOOLGATE_BENCH_BASE is "none". The second result is the commit's short
-// name.
-func baseBinary(tb testing.TB) (bin, name string) {
+// `git worktree` of it that is removed once the binary is built. The
+// second result is the commit's short name.
+func baseBinary(tb testing.TB, commit string) (bin, name string) {
 	tb.Helper()
-	commit := baseCommit()
-	if commit == "none" {
-		return "", ""
-	}
 	root := moduleRoot(tb)
 	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", commit+"^{commit}").Output()
 	if err != nil {
@@ -156,11 +156,12 @@ type gateBuild struct {
 	bin  string
 }
 
-// gateBuilds are the builds to compare: the base (unless none) and the
+// gateBuilds are the builds to compare: the bases (unless none) and the
 // head.
 func gateBuilds(tb testing.TB) []gateBuild {
 	var out []gateBuild
-	if bin, name := baseBinary(tb); bin != "" {
+	for _, commit := range baseCommits() {
+		bin, name := baseBinary(tb, commit)
 		out = append(out, gateBuild{name, bin})
 	}
 	return append(out, gateBuild{"head", headBinary(tb)})

@@ -2,6 +2,7 @@ package outside
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +61,7 @@ type holdResult struct {
 	held, plain, get     [2]time.Duration // p50, p99
 	added                [2]time.Duration // held − plain − get, p50 and p99
 	confirmsPerSec       float64
+	cpuPerHold           time.Duration // the gate's, over the held calls
 	cpuPerConfirm        time.Duration
 	diskSize, diskBlocks int64 // the whole store; Badger only
 	diskEmpty            int64 // blocks of the same build's store with nothing in it
@@ -154,8 +156,15 @@ http://127.0.0.1:%d {
 // with the owner from a header (as the app's backend would set it), and
 // the pages behind basic_auth, the answerer being the signed-in user.
 func gateCaddyfile(storeLine, pagesURL string, api, page int, policy, upstream, auth string) string {
+	return gateCaddyfileAdmin("off", storeLine, pagesURL, api, page, policy, upstream, auth)
+}
+
+// gateCaddyfileAdmin is gateCaddyfile with Caddy's admin endpoint at
+// admin ("off" for none): the benchmark takes CPU profiles through its
+// /debug/pprof/.
+func gateCaddyfileAdmin(admin, storeLine, pagesURL string, api, page int, policy, upstream, auth string) string {
 	return fmt.Sprintf(`{
-	admin off
+	admin %s
 	auto_https off
 	persist_config off
 	default_bind 127.0.0.1
@@ -182,22 +191,29 @@ http://127.0.0.1:%d {
 		toolgate_pages
 	}
 }
-`, storeLine, secret, pagesURL, api, policy, upstream, page, auth)
+`, admin, storeLine, secret, pagesURL, api, policy, upstream, page, auth)
 }
 
 // holdRound runs one build once: start, hold, confirm, stop, measure.
 // An error is the build refusing the config.
 func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir string, env []string, upstream, plainURL string, persons []string, auth string, holds int) (holdResult, error) {
 	var res holdResult
+	profDir := os.Getenv("TOOLGATE_BENCH_PPROF")
+	round := len(profiled[b.Name()+" "+gb.name])
 	a := newApp(b)
 	a.expect(holds)
 	policy := writePolicy(b, b.TempDir(), a.URL)
-	var apis, pages []string
+	var apis, pages, admins []string
 	var procs []*process.Proc
 	for i := range replicas {
 		api, page := freePort(b), freePort(b)
 		apis, pages = append(apis, fmt.Sprintf("http://127.0.0.1:%d", api)), append(pages, fmt.Sprintf("127.0.0.1:%d", page))
-		cf := gateCaddyfile(storeLine, "http://"+pages[0]+"/toolgate", api, page, policy, upstream, auth)
+		admin := "off"
+		if profDir != "" {
+			admin = fmt.Sprintf("127.0.0.1:%d", freePort(b))
+			admins = append(admins, admin)
+		}
+		cf := gateCaddyfileAdmin(admin, storeLine, "http://"+pages[0]+"/toolgate", api, page, policy, upstream, auth)
 		p := process.New(b, fmt.Sprintf("%s replica %d", gb.name, i), gb.bin, cf, env, strings.TrimPrefix(apis[i], "http://"), pages[i])
 		if err := p.Start(); err != nil {
 			for _, q := range procs {
@@ -244,6 +260,8 @@ func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir str
 	type held struct{ owner, link, id, token string }
 	hs := make([]held, holds)
 	var g, p []time.Duration
+	holdCPU0 := cpuOf(procs)
+	saveHoldProfile := profile(b, profDir, admins, fmt.Sprintf("%s-round%d-hold", gb.name, round))
 	for i := range holds {
 		h := &hs[i]
 		h.owner = persons[i%len(persons)]
@@ -265,6 +283,8 @@ func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir str
 			b.Fatalf("%s: hold %d: no link in %s", gb.name, i, body)
 		}
 	}
+	res.cpuPerHold = (cpuOf(procs) - holdCPU0) / time.Duration(holds)
+	saveHoldProfile()
 	gets := a.getTimes()
 	for i, q := range []int{50, 99} {
 		res.held[i], res.plain[i], res.get[i] = percentile(g, q), percentile(p, q), percentile(gets, q)
@@ -301,6 +321,7 @@ func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir str
 	})
 
 	// The answers, timed until the app has every release.
+	saveAnswerProfile := profile(b, profDir, admins, fmt.Sprintf("%s-round%d-answer", gb.name, round))
 	cpu0 := cpuOf(procs)
 	start := time.Now()
 	eachPerson(b, persons, holds, func(i int) error {
@@ -326,6 +347,8 @@ func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir str
 	a.mu.Unlock()
 	res.confirmsPerSec = float64(holds) / last.Sub(start).Seconds()
 	res.cpuPerConfirm = cpu / time.Duration(holds)
+	saveAnswerProfile()
+	profiled[b.Name()+" "+gb.name] = append(profiled[b.Name()+" "+gb.name], true)
 
 	// Stopped, the store is what a settled hold leaves on disk; and no
 	// release came twice.
@@ -462,6 +485,7 @@ func reportHolds(b *testing.B, builds []gateBuild, results map[string][]holdResu
 		{"held call p50 (through the gate)", "ms", func(r holdResult) float64 { return ms(r.held[0]) }},
 		{"plain reverse_proxy p50", "ms", func(r holdResult) float64 { return ms(r.plain[0]) }},
 		{"record GET in the app p50", "ms", func(r holdResult) float64 { return ms(r.get[0]) }},
+		{"gate CPU per held call", "ms", func(r holdResult) float64 { return ms(r.cpuPerHold) }},
 		{"confirmations/s", "/s", func(r holdResult) float64 { return r.confirmsPerSec }},
 		{"gate CPU per confirmation", "ms", func(r holdResult) float64 { return ms(r.cpuPerConfirm) }},
 	}
@@ -479,6 +503,7 @@ func reportHolds(b *testing.B, builds []gateBuild, results map[string][]holdResu
 	metric := map[string]string{
 		"held call, added p50": "added-p50-ms", "held call, added p99": "added-p99-ms",
 		"confirmations/s": "confirms/s", "gate CPU per confirmation": "gate-cpu-ms/confirm",
+		"gate CPU per held call":        "gate-cpu-ms/hold",
 		"store per settled hold (size)": "disk-KB/hold", "store per settled hold (blocks)": "disk-blocks-KB/hold",
 		"per settled hold beyond empty (blocks)": "disk-added-KB/hold",
 	}
@@ -507,4 +532,51 @@ func reportHolds(b *testing.B, builds []gateBuild, results map[string][]holdResu
 		t.WriteString("\n")
 	}
 	fmt.Fprintln(os.Stdout, t.String())
+}
+
+// profiled counts the rounds each case and build has run, for the
+// profiles' names.
+var profiled = map[string][]bool{}
+
+// profile starts a CPU profile of each replica through its admin
+// endpoint when dir (TOOLGATE_BENCH_PPROF) is set, and returns the
+// function that waits for the profiles and saves them into dir as
+// <case>-<name>-replica<i>.profile. The profile lasts
+// TOOLGATE_BENCH_PPROF_SECONDS (3 by default); the benchmark waits for it
+// before going on, so a profile longer than the phase holds all of the
+// phase and nothing of the next.
+func profile(b *testing.B, dir string, admins []string, name string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	seconds := cmp.Or(os.Getenv("TOOLGATE_BENCH_PPROF_SECONDS"), "3")
+	prefix := strings.NewReplacer("/", "-").Replace(b.Name()) + "-" + name
+	errs := make(chan error, len(admins))
+	for i, admin := range admins {
+		go func() {
+			resp, err := http.Get("http://" + admin + "/debug/pprof/profile?seconds=" + seconds)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			if err == nil && resp.StatusCode != 200 {
+				err = fmt.Errorf("profile of replica %d: %d %s", i, resp.StatusCode, got)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-replica%d.profile", prefix, i)), got, 0o644)
+			}
+			errs <- err
+		}()
+	}
+	// The profile starts once the request has arrived.
+	time.Sleep(50 * time.Millisecond)
+	return func() {
+		for range admins {
+			if err := <-errs; err != nil {
+				b.Error(err)
+			}
+		}
+	}
 }
