@@ -131,15 +131,22 @@ func (f *Front) attach(ctx context.Context, action, key string, canonical []byte
 		waits := false // something of this intent still waits in this step
 		for _, h := range holds {
 			following := h.State == store.Answered && h.Answer == store.AnswerFollowed
-			if h.Action != action || !f.person.owns(h) || h.StateAt(now) != store.Waiting && !following || h.Kind == store.KindTicket {
+			// A stand-in (the attachment that took its group's answer when
+			// the card ended without one) stays findable, settled or not:
+			// the rest of its group reads its decision through this index
+			// (standIn). Unindexed, the group's other calls ended as moved on
+			// or timed out although the person had answered
+			// (TestReleaseModel, seed 17254178427504573961).
+			standsIn := h.Kind != store.KindTicket && decides(h.Answer) && primaryOf(h) != ""
+			if h.Action != action || !f.person.owns(h) || h.StateAt(now) != store.Waiting && !following && !standsIn || h.Kind == store.KindTicket {
 				continue
 			}
 			if c, err := jsonedit.Canonical(h.Arguments); err != nil || string(c) != string(canonical) {
 				continue
 			}
 			waits = true
-			if h.State == store.Answered {
-				continue // an attachment waiting for its primary's outcome: follow finds it here
+			if h.State != store.Waiting {
+				continue // an attachment waiting for its primary's outcome, or a stand-in: follow and standIn find it here
 			}
 			if id := primaryOf(h); id != "" {
 				// An attachment: the card it shares, if that still waits.
@@ -344,15 +351,38 @@ func (g *Gate) followPrimary(ctx context.Context, h, p store.Hold) bool {
 // the person has made it (the primary's settlement did not reach it: the
 // process stopped in between, say). It reports whether it changed it.
 func (g *Gate) followIfDecided(ctx context.Context, h store.Hold) bool {
-	id := primaryOf(h)
-	if id == "" || h.State != store.Waiting {
-		return false
-	}
-	p, err := g.cfg.Store.Get(ctx, id)
-	if err != nil || p.State == store.Waiting || !decides(p.Answer) {
+	p, ok := g.decider(ctx, h)
+	if !ok {
 		return false
 	}
 	return g.followPrimary(ctx, h, p)
+}
+
+// decider is the hold whose decision the waiting attachment h shares, once
+// the person has made it: its primary, or when the primary ended without a
+// decision, the stand-in that took the group's answer (answerShared). The
+// stand-in settles only when its own step completes, so until then its
+// group learns of the decision here, not from its settlement: without
+// this, a conversation that moved on in between ended its attachment as
+// moved on although the person had answered the card (TestReleaseModel,
+// seed 3015117318891431990). ok is false while no decision is made.
+func (g *Gate) decider(ctx context.Context, h store.Hold) (store.Hold, bool) {
+	id := primaryOf(h)
+	if id == "" || h.State != store.Waiting {
+		return store.Hold{}, false
+	}
+	p, err := g.cfg.Store.Get(ctx, id)
+	if err != nil || p.State == store.Waiting {
+		return store.Hold{}, false
+	}
+	if !decides(p.Answer) {
+		in, found := g.standIn(ctx, h, p)
+		if !found || in.ID == h.ID || !decides(in.Answer) {
+			return store.Hold{}, false
+		}
+		p = in
+	}
+	return p, true
 }
 
 // followedOutcome is what an attachment claimed as followed reads: its
@@ -400,12 +430,8 @@ func followedFrom(p store.Hold) Outcome {
 // shared is an attachment as the person's page shows it: while it waits
 // and its primary has the person's decision, it reads as the primary.
 func (g *Gate) shared(ctx context.Context, h store.Hold) store.Hold {
-	id := primaryOf(h)
-	if id == "" || h.State != store.Waiting {
-		return h
-	}
-	p, err := g.cfg.Store.Get(ctx, id)
-	if err != nil || p.State == store.Waiting || !decides(p.Answer) {
+	p, ok := g.decider(ctx, h)
+	if !ok {
 		return h
 	}
 	h.State, h.Answer, h.AnsweredBy, h.AnsweredAt, h.Outcome = p.State, p.Answer, p.AnsweredBy, p.AnsweredAt, p.Outcome

@@ -668,4 +668,18 @@ var mutations = []mutation{
 		To:    "group := p.ID\n\tif id := primaryOf(p); id != \"\" {\n\t\treturn\n\t}",
 		Tests: []string{"./gate:TestAttachmentsOfAnEndedCardAnswerAsOne"},
 	},
+	{
+		Name:  "intent: a stand-in stays in its intent's index",
+		File:  "gate/intent.go",
+		From:  "h.StateAt(now) != store.Waiting && !following && !standsIn ||",
+		To:    "h.StateAt(now) != store.Waiting && !following && (!standsIn || true) ||",
+		Tests: []string{"./gate:TestReleaseModelSeedsThatFailed"},
+	},
+	{
+		Name:  "intent: an attachment learns of its stand-in's decision before it settles",
+		File:  "gate/intent.go",
+		From:  "if !found || in.ID == h.ID || !decides(in.Answer) {\n\t\t\treturn store.Hold{}, false",
+		To:    "if true || !found || in.ID == h.ID || !decides(in.Answer) {\n\t\t\treturn store.Hold{}, false",
+		Tests: []string{"./gate:TestReleaseModelSeedsThatFailed"},
+	},
 }
