@@ -67,10 +67,24 @@ type geminiUsage struct {
 }
 
 func (s geminiSeen) String() string {
-	b, _ := json.Marshal(s)
-	if len(b) > 1500 {
-		return string(b[:1500]) + "…"
+	short := func(sig string) string {
+		if len(sig) > 12 {
+			return sig[:12] + "…"
+		}
+		return sig
 	}
+	s.Calls = slices.Clone(s.Calls)
+	for i := range s.Calls {
+		s.Calls[i].Signature = short(s.Calls[i].Signature)
+	}
+	s.Signatures = slices.Clone(s.Signatures)
+	for i := range s.Signatures {
+		s.Signatures[i] = short(s.Signatures[i])
+	}
+	if len(s.Thought) > 40 {
+		s.Thought = s.Thought[:40] + "…"
+	}
+	b, _ := json.Marshal(s)
 	return string(b)
 }
 
