@@ -251,6 +251,11 @@ type geminiAnswer struct {
 	// call's stream does, and what was written before must reach the app.
 	HoldAt   int
 	HoldSeen int
+	// Paced, with HoldAt, waits a moment between the pieces after the
+	// hold, as keep-alives come one at a time: each reaches the client in
+	// a read of its own (most likely; what the tests assert holds either
+	// way, as the cases that join them in one write show).
+	Paced bool
 }
 
 // geminiServer answers each request with the answer its case header names,
@@ -326,6 +331,9 @@ func (s *geminiServer) serve(w http.ResponseWriter, r *http.Request) {
 			if !s.waitFor(r.Context(), name+" "+key, a.HoldSeen) {
 				return // the client never read what came before: the stream ends unfinished
 			}
+		}
+		if a.Paced && a.HoldAt > 0 && i > a.HoldAt {
+			time.Sleep(20 * time.Millisecond)
 		}
 		if _, err := w.Write(p); err != nil {
 			return
