@@ -128,7 +128,13 @@ const geminiModel = "gemini-2.5-flash"
 // would (Models.GenerateContent, or GenerateContentStream read until its
 // first error) and returns what the app saw. progress, when set, is called
 // after each response the app received, with their count so far.
-func goGenaiSeen(ctx context.Context, baseURL string, header http.Header, stream bool, tools []string, progress func(n int)) (s geminiSeen) {
+func goGenaiSeen(ctx context.Context, baseURL string, header http.Header, stream bool, tools []string, progress func(n int)) geminiSeen {
+	return goGenaiSeenClient(ctx, baseURL, header, stream, tools, progress, nil)
+}
+
+// goGenaiSeenClient is goGenaiSeen through the given HTTP client (nil: the
+// default).
+func goGenaiSeenClient(ctx context.Context, baseURL string, header http.Header, stream bool, tools []string, progress func(n int), hc *http.Client) (s geminiSeen) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	defer func() {
@@ -140,6 +146,7 @@ func goGenaiSeen(ctx context.Context, baseURL string, header http.Header, stream
 		APIKey:      "test",
 		Backend:     genai.BackendGeminiAPI,
 		HTTPOptions: genai.HTTPOptions{BaseURL: baseURL, Headers: header},
+		HTTPClient:  hc,
 	})
 	if err != nil {
 		s.fail(err)
