@@ -176,6 +176,8 @@ var geminiFramings = []geminiFraming{
 	}, [3]string{same, same, same}, "JSON allows whitespace before the value"},
 	{"unary: whitespace after", false, func(_ [][]byte, u []byte) [][]byte { return [][]byte{u, []byte("\r\n \n")} }, [3]string{same, same, same}, ""},
 	{"unary: a BOM first", false, func(_ [][]byte, u []byte) [][]byte { return [][]byte{[]byte("\uFEFF"), u} }, [3]string{fails, same, same}, "fetch's text() and json() drop a leading BOM; encoding/json does not"},
+	{"unary: an error object with HTTP 200", false, func(_ [][]byte, _ []byte) [][]byte { return [][]byte{[]byte(midStreamError)} },
+		[3]string{missesCalls, missesCalls, missesCalls}, "only the status makes an error of a unary answer"},
 	{"unary: one byte at a time", false, func(_ [][]byte, u []byte) [][]byte { return pieces(u, 1) }, [3]string{same, same, same}, ""},
 }
 
