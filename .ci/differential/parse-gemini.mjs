@@ -115,7 +115,7 @@ async function genai(s, req) {
   const params = {
     model: MODEL,
     contents: 'Go on.',
-    config: { tools: [{ functionDeclarations: req.tools.map((name) => ({ name, parameters: { type: 'OBJECT' } })) }] },
+    config: { tools: [{ functionDeclarations: (req.tools ?? []).map((name) => ({ name, parameters: { type: 'OBJECT' } })) }] },
   };
   if (!req.stream) {
     genaiResponse(s, await ai.models.generateContent(params));
@@ -153,7 +153,7 @@ async function aiSDK(s, req) {
     headers: req.headers,
     generateId: () => MADE_UP + n++,
   });
-  const tools = Object.fromEntries(req.tools.map((name) => [name, tool({ inputSchema: jsonSchema({ type: 'object' }) })]));
+  const tools = Object.fromEntries((req.tools ?? []).map((name) => [name, tool({ inputSchema: jsonSchema({ type: 'object' }) })]));
   const common = { model: google(MODEL), prompt: 'Go on.', tools, maxRetries: 0, abortSignal: AbortSignal.timeout(TIMEOUT_MS) };
   if (!req.stream) {
     const r = await generateText(common);

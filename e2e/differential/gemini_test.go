@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func (s geminiSeen) String() string {
 // error messages are not compared (each client words its own).
 func (s geminiSeen) same(o geminiSeen) bool {
 	return (s.Error == "") == (o.Error == "") && s.Status == o.Status && s.Chunks == o.Chunks &&
-		s.Text == o.Text && s.Thought == o.Thought && slices.Equal(s.Calls, o.Calls) &&
+		s.Text == o.Text && s.Thought == o.Thought && sameCalls(s.Calls, o.Calls) &&
 		slices.Equal(s.Signatures, o.Signatures) && s.Finish == o.Finish && sameUsage(s.Usage, o.Usage)
 }
 
@@ -113,10 +114,35 @@ func (s geminiSeen) callNames() []string {
 }
 
 // canonicalJSON writes v with object keys sorted and no whitespace, as
-// parse-gemini.mjs's canonical() does.
+// parse-gemini.mjs's canonical() does (the two may escape a character
+// differently: sameCalls compares args as values).
 func canonicalJSON(v any) string {
-	b, _ := json.Marshal(v) // encoding/json sorts map keys
-	return string(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b) // encoding/json sorts map keys
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// sameCalls reports whether two lists of calls are the same, args compared
+// as JSON values.
+func sameCalls(a, b []geminiCall) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Name != y.Name || x.ID != y.ID || x.Signature != y.Signature {
+			return false
+		}
+		if x.Args != y.Args {
+			var xv, yv any
+			if json.Unmarshal([]byte(x.Args), &xv) != nil || json.Unmarshal([]byte(y.Args), &yv) != nil || !reflect.DeepEqual(xv, yv) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // --- the Go client --------------------------------------------------------------

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 
@@ -34,7 +33,7 @@ func framingOutcome(got, base geminiSeen) string {
 		return same
 	case got.Error != "" && len(got.Calls) == 0:
 		return fails
-	case got.Error != "" && slices.Equal(got.Calls, base.Calls):
+	case got.Error != "" && sameCalls(got.Calls, base.Calls):
 		return failsAfter
 	case got.Error == "" && len(got.Calls) == 0 && len(base.Calls) > 0:
 		return missesCalls
@@ -44,7 +43,7 @@ func framingOutcome(got, base geminiSeen) string {
 	if got.Error == "" && got.Chunks > base.Chunks && g.same(base) {
 		return extraChunk
 	}
-	if got.Error == "" && got.Chunks < base.Chunks && slices.Equal(got.Calls, base.Calls) {
+	if got.Error == "" && got.Chunks < base.Chunks && sameCalls(got.Calls, base.Calls) {
 		return dropsLast
 	}
 	return otherwise
