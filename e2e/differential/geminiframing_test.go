@@ -79,16 +79,6 @@ const midStreamError = `{"error":{"code":500,"message":"Internal error encounter
 
 func joined(ps ...[]byte) []byte { return bytes.Join(ps, nil) }
 
-func eachLine(ev []byte, f func(line []byte) []byte) []byte {
-	var out [][]byte
-	for _, l := range bytes.SplitAfter(ev, []byte("\r\n")) {
-		if len(l) > 0 {
-			out = append(out, f(l))
-		}
-	}
-	return joined(out...)
-}
-
 var geminiFramings = []geminiFraming{
 	{"as-recorded (CRLF)", true, func(e [][]byte, _ []byte) [][]byte { return e }, [3]string{same, same, same}, ""},
 	{"LF line ends", true, func(e [][]byte, _ []byte) [][]byte { return lines(e, "\n") }, [3]string{same, same, same}, ""},
