@@ -220,4 +220,3 @@ func streamFraming(rawQuery string) (Framing, bool) {
 	}
 	return 0, false
 }
-
