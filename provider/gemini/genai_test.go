@@ -325,3 +325,83 @@ func TestGenaiGetsTheFakesError(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestGenaiReadsAContinuedStream: a stream whose refused call went back to
+// the model reads, in the SDK, as one answer: the first response's end
+// withheld (its empty finish chunk dropped), the follow-up's chunks
+// continuing it with the first's responseId, the usage summed, its text
+// after a blank line; one finish.
+func TestGenaiReadsAContinuedStream(t *testing.T) {
+	first := chunks(t, "stream-function-call-gemini3.sse")
+	var out []byte
+	carry := ""
+	for _, c := range first {
+		calls, err := Calls(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(calls) > 0 {
+			if c, err = Rewrite(c, calls, []Fate{Refused}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, had, empty, err := WithholdFinish(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		carry = gjson.GetBytes(c, "usageMetadata").Raw // repeated; the last is final
+		if had && empty {
+			continue
+		}
+		out = AppendEvent(out, c, "\r\n")
+	}
+	// Text was shown before? Here none: the follow-up's text needs no
+	// blank line, but a second text chunk must not get one either.
+	follow := [][]byte{
+		[]byte(`{"candidates":[{"content":{"parts":[{"text":"I cannot look that up."}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":6,"totalTokenCount":56},"modelVersion":"gemini-3-pro-preview","responseId":"second"}`),
+		[]byte(`{"candidates":[{"content":{"parts":[{"text":" Sorry."}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":8,"totalTokenCount":58},"modelVersion":"gemini-3-pro-preview","responseId":"second"}`),
+	}
+	for _, c := range follow {
+		nc, _, err := ContinueChunk(c, first[0], carry, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = AppendEvent(out, nc, "\r\n")
+	}
+	srv := geminitest.New(geminitest.Response{Raw: out})
+	defer srv.Close()
+	var text string
+	var resps []*genai.GenerateContentResponse
+	for resp, err := range genaiClient(t, srv.URL, false).Models.GenerateContentStream(context.Background(), "gemini-3-pro-preview", question, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		resps = append(resps, resp)
+		text += resp.Text()
+		if len(resp.FunctionCalls()) > 0 {
+			t.Fatal("a refused call reached the app")
+		}
+	}
+	last := resps[len(resps)-1]
+	if text != "I cannot look that up. Sorry." || last.ResponseID != "QUVVadTSNJ6_qtsPvN7J8Q0" {
+		t.Fatalf("%q %s", text, last.ResponseID)
+	}
+	finishes := 0
+	for _, r := range resps {
+		if r.Candidates[0].FinishReason != "" {
+			finishes++
+		}
+	}
+	// 29 prompt tokens of the first response and 50 of the follow-up.
+	if finishes != 1 || last.UsageMetadata.PromptTokenCount != 79 || last.UsageMetadata.ThoughtsTokenCount != 202 {
+		t.Fatalf("finishes %d usage %+v", finishes, last.UsageMetadata)
+	}
+
+	// The gate's own end, when no follow-up was sent.
+	srv2 := geminitest.New(geminitest.Response{Raw: AppendEvent(nil, FinishChunk(first[0], "Refused: no.", carry), "\r\n")})
+	defer srv2.Close()
+	parts, last2, err := collect(t, genaiClient(t, srv2.URL, false), "gemini-3-pro-preview")
+	if err != nil || len(parts) != 1 || parts[0].Text != "Refused: no." || last2.Candidates[0].FinishReason != genai.FinishReasonStop || last2.UsageMetadata.PromptTokenCount != 29 {
+		t.Fatalf("%v %+v", err, parts)
+	}
+}
