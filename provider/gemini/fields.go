@@ -66,18 +66,35 @@ func MayHoldCall(b []byte) bool {
 	return false
 }
 
-// containsFoldBytes reports whether b holds lower (ASCII lower case) in
-// any case.
+// containsFoldBytes reports whether b holds lower (ASCII lower case,
+// starting with a letter) in any case. The first byte is found with
+// IndexByte in both cases, each position kept until passed, so the search
+// stays linear and runs at memchr speed.
 func containsFoldBytes(b, lower []byte) bool {
-	first := lower[0]
-	for i := 0; i+len(lower) <= len(b); i++ {
-		c := b[i] | 0x20
-		if c != first {
-			continue
+	lo, up := lower[0], lower[0]-('a'-'A')
+	nl, nu := -2, -2 // next position of each case of the first byte; -2: not searched yet
+	for at := 0; at+len(lower) <= len(b); {
+		if nl != -1 && nl < at {
+			if nl = bytes.IndexByte(b[at:], lo); nl >= 0 {
+				nl += at
+			}
+		}
+		if nu != -1 && nu < at {
+			if nu = bytes.IndexByte(b[at:], up); nu >= 0 {
+				nu += at
+			}
+		}
+		i := nl
+		if i < 0 || nu >= 0 && nu < i {
+			i = nu
+		}
+		if i < 0 || i+len(lower) > len(b) {
+			return false
 		}
 		if bytes.EqualFold(b[i:i+len(lower)], lower) {
 			return true
 		}
+		at = i + 1
 	}
 	return false
 }

@@ -57,7 +57,14 @@ func Calls(body []byte) ([]interceptor.Call, error) {
 		return nil, err
 	}
 	var calls []interceptor.Call
+	seen := make(map[int]bool)
 	for _, c := range cands {
+		if seen[c.index] {
+			// Two candidates one index: their calls could not be told
+			// apart, nor the text placed in the right one.
+			return nil, fmt.Errorf("gemini response: two candidates have the index %d", c.index)
+		}
+		seen[c.index] = true
 		ids := make(map[string]bool)
 		from := len(calls)
 		for _, p := range c.parts {

@@ -171,6 +171,7 @@ func TestCallsEdgeCases(t *testing.T) {
 		{"not an object", `{"candidates":[{"content":{"parts":[{"functionCall":"a"}]}}]}`, 0, "not an object"},
 		{"null call", `{"candidates":[{"content":{"parts":[{"functionCall":null,"text":"x"}]}}]}`, 0, ""},
 		{"id like a synthetic one", `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"a"}},{"functionCall":{"name":"b","id":"gemini-position-0"}}]}}]}`, 0, "have the id"},
+		{"one index twice", `{"candidates":[{"index":0,"content":{"parts":[{"functionCall":{"name":"a"}}]}},{"index":0,"content":{"parts":[{"text":"b"}]}}]}`, 0, "the index 0"},
 		{"two candidates", `{"candidates":[{"index":0,"content":{"parts":[{"functionCall":{"name":"a"}}]}},{"index":1,"content":{"parts":[{"functionCall":{"name":"b"}}]}}]}`, 2, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
