@@ -8,8 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // Continuation returns the body of the follow-up request that sends a
@@ -33,7 +32,7 @@ import (
 // calls and fates are the candidate's calls (every call part, in order, as
 // Calls gives them) and their fates; contents the refusal content per call.
 // No refused call, or a request without a "contents" array, is an error.
-func Continuation(request, content []byte, calls []interceptor.Call, fates []Fate, contents []string) ([]byte, error) {
+func Continuation(request, content []byte, calls []provider.Call, fates []Fate, contents []string) ([]byte, error) {
 	if !gjson.ValidBytes(request) {
 		return nil, errors.New("gemini request: invalid JSON")
 	}
@@ -96,7 +95,7 @@ func Continuation(request, content []byte, calls []interceptor.Call, fates []Fat
 
 // appendResponse appends a functionResponse part (under key, the spelling
 // the history uses) answering call c, its response {field: text}.
-func appendResponse(b []byte, key string, c interceptor.Call, field, text string) []byte {
+func appendResponse(b []byte, key string, c provider.Call, field, text string) []byte {
 	b = append(b, `{"`...)
 	b = append(b, key...)
 	b = append(b, `":{"name":`...)

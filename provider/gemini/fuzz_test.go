@@ -8,8 +8,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // The fuzz targets for the parsers and rewriters: whatever the bytes, no
@@ -118,7 +117,7 @@ func FuzzRewriteRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	r := &restorer{step: step, r: interceptor.Restored{Message: stored, Results: []interceptor.Result{{CallID: "gemini-position-0", Content: "ok"}}}}
+	r := &restorer{step: step, r: provider.Restored{Message: stored, Results: []provider.Result{{CallID: "gemini-position-0", Content: "ok"}}}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, err := RewriteRequest(context.Background(), body, testLinks{prefix}, r)
 		if err != nil {
@@ -166,7 +165,7 @@ func FuzzContinuation(f *testing.F) {
 			return
 		}
 		ch := calls[0].Choice
-		var mine []interceptor.Call
+		var mine []provider.Call
 		for _, c := range calls {
 			if c.Choice == ch {
 				mine = append(mine, c)

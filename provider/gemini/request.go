@@ -9,8 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // Links finds this gate's links in a request. The glue gives the shared
@@ -62,7 +61,7 @@ type Links interface {
 // ("function_response" when it uses snake_case, as llm-gemini does). A
 // Restored.Message that is no content with parts is an error. Nothing else
 // changes: the body is spliced, not re-encoded.
-func RewriteRequest(ctx context.Context, body []byte, links Links, r interceptor.Restorer) ([]byte, error) {
+func RewriteRequest(ctx context.Context, body []byte, links Links, r provider.Restorer) ([]byte, error) {
 	if !links.Has(body) {
 		return body, nil
 	}
@@ -96,7 +95,7 @@ func RewriteRequest(ctx context.Context, body []byte, links Links, r interceptor
 		if err != nil {
 			return nil, fmt.Errorf("gemini request: content %d: %w", i, err)
 		}
-		var steps []interceptor.Restored
+		var steps []provider.Restored
 		lastLink := -1
 		for j, p := range ps {
 			t, _, _ := member(p.raw, "text")
@@ -139,14 +138,14 @@ func RewriteRequest(ctx context.Context, body []byte, links Links, r interceptor
 // storedStep is one restored step, read.
 type storedStep struct {
 	raw     string // the stored content
-	calls   []interceptor.Call
+	calls   []provider.Call
 	results map[string]string
 }
 
 // restoreContent returns the edits that put steps in place of the app's
 // model content m (parts ps, the last link in part lastLink) and their
 // results in the user content next (see RewriteRequest).
-func restoreContent(body []byte, m gjson.Result, ps []part, lastLink int, next gjson.Result, steps []interceptor.Restored, links Links, key string) ([]sedit, error) {
+func restoreContent(body []byte, m gjson.Result, ps []part, lastLink int, next gjson.Result, steps []provider.Restored, links Links, key string) ([]sedit, error) {
 	st := make([]storedStep, len(steps))
 	var waiting []struct{ step, call int } // calls with no Result: the app's to answer
 	for k, s := range steps {
@@ -162,7 +161,7 @@ func restoreContent(body []byte, m gjson.Result, ps []part, lastLink int, next g
 			if !p.call {
 				continue
 			}
-			c := interceptor.Call{Position: len(st[k].calls), ID: p.id, Name: p.name}
+			c := provider.Call{Position: len(st[k].calls), ID: p.id, Name: p.name}
 			if c.ID == "" {
 				c.ID = SyntheticID(c.Position)
 			}
@@ -326,7 +325,7 @@ func restoreContent(body []byte, m gjson.Result, ps []part, lastLink int, next g
 
 // fixResponseID returns the app's functionResponse part with its id made
 // the stored call's (dropped when that has none).
-func fixResponseID(resp gjson.Result, c interceptor.Call) (string, error) {
+func fixResponseID(resp gjson.Result, c provider.Call) (string, error) {
 	fr, frKey, _ := member(resp, "functionresponse")
 	id, idKey, _ := member(fr, "id")
 	want := c.ID

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/gemini/geminitest"
 )
 
@@ -48,11 +48,11 @@ const (
 // restorer answers for one step.
 type restorer struct {
 	step        string
-	r           interceptor.Restored
+	r           provider.Restored
 	userFollows []bool
 }
 
-func (s *restorer) Restore(_ context.Context, id string, userFollows bool) (interceptor.Restored, bool) {
+func (s *restorer) Restore(_ context.Context, id string, userFollows bool) (provider.Restored, bool) {
 	s.userFollows = append(s.userFollows, userFollows)
 	return s.r, id == s.step
 }
@@ -95,7 +95,7 @@ func TestRewriteRequest(t *testing.T) {
 		stored, _ := Content(resp, 0)
 		app := appContent(t, resp, []Fate{Held, Passed})
 		appAnswer := `{"role":"user","parts":[{"functionResponse":{"name":"best_language_to_learn","response":{"name":"best_language_to_learn","content":[{"text":"Ruby"}]}}}]}`
-		r := &restorer{step: step, r: interceptor.Restored{Message: stored, Results: []interceptor.Result{{CallID: "gemini-position-0", Content: "The person confirmed. 15°C."}}}}
+		r := &restorer{step: step, r: provider.Restored{Message: stored, Results: []provider.Result{{CallID: "gemini-position-0", Content: "The person confirmed. 15°C."}}}}
 		out := restore(t, request(question, app, appAnswer), r)
 		cs := gjson.GetBytes(out, "contents").Array()
 		if len(cs) != 3 || compact(t, []byte(cs[1].Raw)) != compact(t, stored) {
@@ -126,7 +126,7 @@ func TestRewriteRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &restorer{step: step, r: interceptor.Restored{Message: stored, Results: []interceptor.Result{{CallID: "call_883098", Content: "The person declined; nothing ran."}}}}
+		r := &restorer{step: step, r: provider.Restored{Message: stored, Results: []provider.Result{{CallID: "call_883098", Content: "The person declined; nothing ran."}}}}
 		out := restore(t, body, r)
 		cs := gjson.GetBytes(out, "contents").Array()
 		if len(cs) != 3 || !cs[1].Get("parts.0.thought").Bool() || cs[1].Get("parts.1.thoughtSignature").Str == "" {
@@ -145,7 +145,7 @@ func TestRewriteRequest(t *testing.T) {
 		sig := gjson.GetBytes(resp, "candidates.0.content.parts.0.thoughtSignature").Raw
 		app := `{"role":"model","parts":[{"text":` + string(gjson.AppendJSONString(nil, wait)) + `},{"function_call":{"name":"best_language_to_learn","args":{},"id":"call_27db"},"thoughtSignature":` + sig + `}]}`
 		answer := `{"role":"user","parts":[{"function_response":{"name":"best_language_to_learn","response":{"output":"Ruby"},"id":"call_27db"}}]}`
-		r := &restorer{step: step, r: interceptor.Restored{Message: stored, Results: []interceptor.Result{{CallID: "gemini-position-0", Content: "ok"}}}}
+		r := &restorer{step: step, r: provider.Restored{Message: stored, Results: []provider.Result{{CallID: "gemini-position-0", Content: "ok"}}}}
 		out := restore(t, request(question, app, answer), r)
 		want := `[{"function_response":{"name":"weather","response":{"output":"ok"}}},{"function_response":{"name":"best_language_to_learn","response":{"output":"Ruby"}}}]`
 		if got := gjson.GetBytes(out, "contents.2.parts").Raw; got != want {
@@ -159,7 +159,7 @@ func TestRewriteRequest(t *testing.T) {
 		resp := read(t, "function-call.json")
 		stored, _ := Content(resp, 0)
 		app := appContent(t, resp, []Fate{Held})
-		r := &restorer{step: step, r: interceptor.Restored{Message: stored, Results: []interceptor.Result{{CallID: "gemini-position-0", Content: "The person moved on; nothing ran."}}}}
+		r := &restorer{step: step, r: provider.Restored{Message: stored, Results: []provider.Result{{CallID: "gemini-position-0", Content: "The person moved on; nothing ran."}}}}
 		out := restore(t, request(question, app, `{"role":"user","parts":[{"text":"never mind"}]}`), r)
 		ps := gjson.GetBytes(out, "contents.2.parts").Array()
 		if len(ps) != 2 || ps[0].Get("functionResponse.name").Str != "weather" || ps[1].Get("text").Str != "never mind" || !r.userFollows[0] {
@@ -173,7 +173,7 @@ func TestRewriteRequest(t *testing.T) {
 		resp := read(t, "function-call.json")
 		stored, _ := Content(resp, 0)
 		app := `{"role":"model","parts":[{"text":` + string(gjson.AppendJSONString(nil, wait)) + `},{"text":"\n\nIt is 15°C in Berlin."}]}`
-		r := &restorer{step: step, r: interceptor.Restored{Message: stored, Results: []interceptor.Result{{CallID: "gemini-position-0", Content: "The person confirmed."}}}}
+		r := &restorer{step: step, r: provider.Restored{Message: stored, Results: []provider.Result{{CallID: "gemini-position-0", Content: "The person confirmed."}}}}
 		out := restore(t, request(question, app, `{"role":"user","parts":[{"text":"thanks"}]}`), r)
 		cs := gjson.GetBytes(out, "contents").Array()
 		if len(cs) != 5 || cs[2].Get("parts.0.functionResponse.name").Str != "weather" || cs[3].Get("parts.0.text").Str != "It is 15°C in Berlin." || cs[4].Get("parts.0.text").Str != "thanks" {
@@ -197,7 +197,7 @@ func TestRewriteRequest(t *testing.T) {
 		resp := read(t, "parallel-function-calls.json")
 		stored, _ := Content(resp, 0)
 		app := `{"role":"model","parts":[{"text":"` + wait + `"},{"functionCall":{"name":"other"}}]}`
-		r := &restorer{step: step, r: interceptor.Restored{Message: stored, Results: []interceptor.Result{{CallID: "gemini-position-0", Content: "ok"}}}}
+		r := &restorer{step: step, r: provider.Restored{Message: stored, Results: []provider.Result{{CallID: "gemini-position-0", Content: "ok"}}}}
 		if _, err := RewriteRequest(context.Background(), request(question, app), testLinks{prefix}, r); err == nil {
 			t.Fatal("no error")
 		}

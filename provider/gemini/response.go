@@ -8,8 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // ErrStreamedArguments is returned for a functionCall part whose arguments
@@ -45,7 +44,7 @@ func SyntheticID(position int) string { return SyntheticIDPrefix + strconv.Itoa(
 // twice in one object is an error. A call part whose arguments are
 // streamed is ErrStreamedArguments. A call id that equals another call's
 // synthetic id is an error (the two could not be told apart).
-func Calls(body []byte) ([]interceptor.Call, error) {
+func Calls(body []byte) ([]provider.Call, error) {
 	if !MayHoldCall(body) {
 		return nil, nil
 	}
@@ -56,7 +55,7 @@ func Calls(body []byte) ([]interceptor.Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	var calls []interceptor.Call
+	var calls []provider.Call
 	seen := make(map[int]bool)
 	for _, c := range cands {
 		if seen[c.index] {
@@ -71,7 +70,7 @@ func Calls(body []byte) ([]interceptor.Call, error) {
 			if !p.call {
 				continue
 			}
-			call := interceptor.Call{
+			call := provider.Call{
 				Choice:    c.index,
 				Position:  len(calls) - from,
 				ID:        p.id,
@@ -256,7 +255,7 @@ const (
 // other providers do: a call named by a Refusal (by Call.ID, synthetic ids
 // included) is Refused, else one Pass marks true is Passed, else Held
 // (fail closed). contents holds each refused call's refusal content.
-func Fates(v interceptor.Verdict, calls []interceptor.Call) (fates []Fate, contents []string) {
+func Fates(v provider.Verdict, calls []provider.Call) (fates []Fate, contents []string) {
 	fates = make([]Fate, len(calls))
 	contents = make([]string, len(calls))
 	for i, c := range calls {
@@ -297,7 +296,7 @@ func Fates(v interceptor.Verdict, calls []interceptor.Call) (fates []Fate, conte
 //
 // Nothing to change returns body itself; otherwise a new slice, only the
 // changed candidates spliced in.
-func Rewrite(body []byte, calls []interceptor.Call, fates []Fate, texts map[int]string) ([]byte, error) {
+func Rewrite(body []byte, calls []provider.Call, fates []Fate, texts map[int]string) ([]byte, error) {
 	if len(calls) != len(fates) {
 		return nil, errors.New("gemini response: a fate per call is needed")
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/interceptor"
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 func read(t testing.TB, name string) []byte {
@@ -54,7 +54,7 @@ type wantCall struct {
 	signed           bool
 }
 
-func checkCalls(t *testing.T, what string, got []interceptor.Call, want []wantCall) {
+func checkCalls(t *testing.T, what string, got []provider.Call, want []wantCall) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d calls, want %d: %+v", what, len(got), len(want), got)
@@ -316,8 +316,8 @@ func TestRewrite(t *testing.T) {
 }
 
 func TestFates(t *testing.T) {
-	calls := []interceptor.Call{{ID: "gemini-position-0"}, {ID: "gemini-position-1"}, {ID: "gemini-position-2"}}
-	v := interceptor.Verdict{Pass: []bool{true, true}, Refusals: []interceptor.Refusal{{CallID: "gemini-position-1", Content: "no"}}}
+	calls := []provider.Call{{ID: "gemini-position-0"}, {ID: "gemini-position-1"}, {ID: "gemini-position-2"}}
+	v := provider.Verdict{Pass: []bool{true, true}, Refusals: []provider.Refusal{{CallID: "gemini-position-1", Content: "no"}}}
 	f, c := Fates(v, calls)
 	if f[0] != Passed || f[1] != Refused || f[2] != Held || c[1] != "no" {
 		t.Fatalf("%v %q", f, c)

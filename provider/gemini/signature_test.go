@@ -7,7 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/gemini/geminitest"
 )
 
@@ -53,7 +53,7 @@ func TestHoldingTheSignedCallKeepsEveryHistoryValid(t *testing.T) {
 		t.Fatal("the checker took a Gemini 3 turn without a signature")
 	}
 
-	r := &restorer{step: step, r: interceptor.Restored{Message: stored, Results: []interceptor.Result{{CallID: "gemini-position-0", Content: "The person confirmed. 15°C."}}}}
+	r := &restorer{step: step, r: provider.Restored{Message: stored, Results: []provider.Result{{CallID: "gemini-position-0", Content: "The person confirmed. 15°C."}}}}
 	restored, err := RewriteRequest(context.Background(), asSent, testLinks{prefix}, r)
 	if err != nil {
 		t.Fatal(err)

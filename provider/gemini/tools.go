@@ -8,8 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-
-	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
 )
 
 // A Gemini request declares its functions under
@@ -72,7 +71,7 @@ func declarations(root gjson.Result, fn func(decl gjson.Result, schemaKey string
 // the rewritten declarations change, spliced in. Invalid JSON is an
 // error, as is a new schema that is not valid JSON or a declaration with
 // both schema keys.
-func RewriteTools(body []byte, rewrite interceptor.ToolRewrite) ([]byte, error) {
+func RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 	if !containsFoldBytes(body, []byte("tools")) {
 		return body, nil
 	}
