@@ -14,6 +14,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/interceptor/sse"
 	"github.com/toolgate/toolgate/provider/gemini/geminitest"
 )
 
@@ -292,7 +293,7 @@ func TestStreamJSONArray(t *testing.T) {
 
 // vertexNoArgs is the Vertex recording up to its no-args call, then its
 // final chunk (the streamed calls between fail closed).
-func vertexNoArgs(t *testing.T) []byte {
+func vertexNoArgs(t testing.TB) []byte {
 	evs := sseSplit{}.events(read(t, "vertex-stream-thought-no-args-and-partial-args.sse"))
 	var b []byte
 	for _, ev := range append(evs[:2:2], evs[len(evs)-1]) {
@@ -413,4 +414,93 @@ func TestStreamWithholdsTheEndForAContinuation(t *testing.T) {
 			t.Fatalf("%+v %d\n%q", parts, len(resps), out)
 		}
 	}
+}
+
+// FuzzStream writes any body to a Stream in the pieces cuts gives (each
+// byte a piece's length), in the framing bit 0 of mode picks, with every
+// tool gated and each call passed, held or refused by the bits of mode
+// (Continue by bit 7): no panic, and every chunk the app reads holds no
+// call but the ones Hold passed, whatever came.
+func FuzzStream(f *testing.F) {
+	for _, n := range []string{"stream-function-call.sse", "stream-parallel-function-calls.sse", "stream-function-call-gemini3.sse", "vertex-stream-partial-args.sse"} {
+		f.Add(read(f, n), []byte{7, 200, 1}, uint8(0b0110))
+		f.Add(read(f, n), []byte{}, uint8(0b1000_0100))
+	}
+	f.Add(vertexNoArgs(f), []byte{3, 17}, uint8(0b10))
+	for _, n := range []string{"stream-json-array-function-call.json", "stream-json-array-function-call-id.json"} {
+		f.Add(read(f, n), []byte{5, 90}, uint8(0b1001))
+		f.Add(read(f, n), []byte{}, uint8(0b1000_0101))
+	}
+	f.Add([]byte("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"},{\"function_call\":{\"name\":\"x\"}}]}}]}\n\ndata: {\"candidates\":[{\"content\":{\"parts\":[{\"FunctionCall\":{\"name\":\"y\",\"args\":{\"k\":1}}}]},\"finishReason\":\"STOP\"}]}\r\n\r\n"), []byte{40}, uint8(0b1010))
+	f.Fuzz(fuzzStream)
+}
+
+func fuzzStream(t *testing.T, body, cuts []byte, mode uint8) {
+	{
+		framing := SSE
+		if mode&1 == 1 {
+			framing = JSONArray
+		}
+		var dst bytes.Buffer
+		passed := make(map[string]int)
+		h := &judge{pick: mode >> 1, passed: passed}
+		s := NewStream(context.Background(), framing, &dst, nil, h)
+		s.Continue = mode&0x80 != 0
+		for _, c := range cuts {
+			n := min(int(c), len(body))
+			if _, err := s.Write(body[:n]); err != nil {
+				break
+			}
+			body = body[n:]
+		}
+		if _, err := s.Write(body); err == nil {
+			_ = s.Close()
+		}
+		check := func(data []byte) {
+			calls, err := Calls(data)
+			if err != nil {
+				t.Fatalf("the app reads a chunk the gate could not: %v\n%q", err, dst.Bytes())
+			}
+			for _, c := range calls {
+				k := c.Name + "\x00" + string(c.Arguments)
+				if passed[k] == 0 {
+					t.Fatalf("a call Hold did not pass reached the app: %s\n%q", c.Raw, dst.Bytes())
+				}
+				passed[k]--
+			}
+		}
+		if framing == SSE {
+			for _, ev := range sse.Parse(dst.Bytes()) {
+				check([]byte(ev.Data))
+			}
+			return
+		}
+		var r ArrayReader
+		_ = r.Write(dst.Bytes(), func(e Element) bool { check(e.Value); return true })
+	}
+}
+
+// judge gates every tool and judges calls by the bits of pick, in turn:
+// 0 held, 1 passed; every third call refused.
+type judge struct {
+	pick   uint8
+	n      int
+	passed map[string]int
+}
+
+func (*judge) Gated(string) bool { return true }
+
+func (j *judge) Hold(_ context.Context, calls []interceptor.Call, _ []byte) interceptor.Verdict {
+	v := interceptor.Verdict{Text: "wait", Pass: make([]bool, len(calls))}
+	for i, c := range calls {
+		j.n++
+		switch {
+		case j.n%3 == 0:
+			v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: "no"})
+		case j.pick>>(j.n%7)&1 == 1:
+			v.Pass[i] = true
+			j.passed[c.Name+"\x00"+string(c.Arguments)]++
+		}
+	}
+	return v
 }
