@@ -100,6 +100,12 @@ type Stream struct {
 	withheld bool
 	tail     []byte // the array's tail, when the end is withheld
 	settled  []Settlement
+
+	// A follow-up's stream (Follow): every chunk goes through
+	// ContinueChunk.
+	follow bool
+	carry  string // the usage of the responses before
+	sep    bool   // the answer showed text: the first text after a blank line
 }
 
 // Settlement is what Hold decided for one candidate of the stream, for
@@ -233,13 +239,36 @@ func (s *Stream) Withheld() bool { return s.withheld }
 // gated call, in the order they finished.
 func (s *Stream) Settlements() []Settlement { return s.settled }
 
-// First returns the first chunk of the response (for ContinueChunk and
-// FinishChunk), or nil.
+// First returns the first chunk of the answer (for ContinueChunk and
+// FinishChunk): of this response, or of the one a follow-up continues.
 func (s *Stream) First() []byte { return s.first }
 
-// Usage returns the last usageMetadata the response sent (raw JSON, "" for
-// none): what SumUsage carries into a follow-up.
-func (s *Stream) Usage() string { return s.usage }
+// Usage returns the answer's usage so far (raw JSON, "" for none): the
+// last usageMetadata this response sent, summed with the responses' before
+// it (SumUsage) for a follow-up. FinishChunk takes it.
+func (s *Stream) Usage() string {
+	if s.carry == "" {
+		return s.usage
+	}
+	return SumUsage(s.carry, s.usage)
+}
+
+// Follow makes s, before its first Write, the stream of a follow-up
+// response that continues prev's answer (prev withheld its end, and the
+// turn sent the follow-up): every chunk is written through ContinueChunk
+// (the first response's responseId and modelVersion, the usage summed
+// with prev's, the first text after a blank line when the answer showed
+// text), SSE events in prev's line ending, array elements after prev's
+// (the follow-up's "[" becomes a separator). Continue is prev's.
+func (s *Stream) Follow(prev *Stream) {
+	prev.fold()
+	s.follow, s.Continue = true, prev.Continue
+	s.first, s.carry, s.eol, s.elems = prev.first, prev.Usage(), prev.EOL(), prev.elems
+	s.sep = prev.sep
+	for _, c := range prev.cands {
+		s.sep = s.sep || c.texted || c.placed && c.text != ""
+	}
+}
 
 // EOL returns the line ending of the response's SSE events ("\r\n" or
 // "\n"; "\r\n" before any), for the events the turn writes itself.
@@ -304,10 +333,10 @@ func (s *Stream) event(ev []byte) {
 // chunk handles one chunk: raw is its SSE event, or its array Lead; data
 // the GenerateContentResponse.
 func (s *Stream) chunk(raw, data []byte) {
-	if s.first == nil && gjson.ValidBytes(data) {
+	if s.first == nil && !s.follow && gjson.ValidBytes(data) {
 		s.first = slices.Clone(data)
 	}
-	if len(s.held) == 0 && !s.withheld && !MayHoldCall(data) {
+	if len(s.held) == 0 && !s.withheld && !s.follow && !MayHoldCall(data) {
 		s.pass(raw, data)
 		s.logChunk(data)
 		return
@@ -663,6 +692,15 @@ func (s *Stream) writeHeld(j int, hc heldChunk, lastOf map[int]int) {
 // in Usage.
 func (s *Stream) write(hc heldChunk, changed bool) {
 	data := hc.data
+	if s.follow {
+		out, done, err := ContinueChunk(data, s.first, s.carry, s.sep)
+		if err != nil {
+			s.fail(fmt.Errorf("gemini stream: %w", err))
+			return
+		}
+		s.sep = s.sep && !done
+		data, changed = out, true
+	}
 	if s.withheld {
 		out, had, empty, err := WithholdFinish(data)
 		if err != nil {

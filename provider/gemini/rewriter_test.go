@@ -504,3 +504,51 @@ func (j *judge) Hold(_ context.Context, calls []interceptor.Call, _ []byte) inte
 	}
 	return v
 }
+
+// TestStreamFollowUp: the refused call's follow-up continues the answer
+// in the same body: go-genai reads one answer, one finish, the first
+// responseId, the usage of both responses.
+func TestStreamFollowUp(t *testing.T) {
+	body := read(t, "stream-function-call-gemini3.sse")
+	follow := sseOf(
+		`{"candidates":[{"content":{"parts":[{"text":"I cannot look that up."}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":6,"totalTokenCount":56},"modelVersion":"gemini-3-pro-preview","responseId":"second"}`,
+		`{"candidates":[{"content":{"parts":[{"text":" Sorry."}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":8,"totalTokenCount":58},"modelVersion":"gemini-3-pro-preview","responseId":"second"}`,
+	)
+	for _, cut := range []int{1, 7, 100, len(follow) / 2} {
+		var dst bytes.Buffer
+		h := &fakeHolder{fates: []Fate{Refused}}
+		s := NewStream(context.Background(), SSE, &dst, nil, h)
+		s.Continue = true
+		if _, err := s.Write(body); err != nil || s.Close() != nil || !s.Withheld() {
+			t.Fatal(err)
+		}
+		f := NewStream(context.Background(), SSE, &dst, nil, h)
+		f.Follow(s)
+		for _, p := range [][]byte{follow[:cut], follow[cut:]} {
+			if _, err := f.Write(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil || f.Withheld() {
+			t.Fatal(err)
+		}
+		parts, resps := genaiParts(t, dst.Bytes(), false)
+		text := ""
+		for _, p := range parts {
+			text += p.Text
+		}
+		last := resps[len(resps)-1]
+		if text != "I cannot look that up. Sorry." || last.ResponseID != "QUVVadTSNJ6_qtsPvN7J8Q0" || last.UsageMetadata.PromptTokenCount != 79 || last.UsageMetadata.ThoughtsTokenCount != 202 {
+			t.Fatalf("%q %+v\n%q", text, last, dst.Bytes())
+		}
+		finishes := 0
+		for _, r := range resps {
+			if r.Candidates[0].FinishReason != "" {
+				finishes++
+			}
+		}
+		if finishes != 1 || bytes.Contains(dst.Bytes(), []byte("get_country")) {
+			t.Fatalf("%d finishes\n%q", finishes, dst.Bytes())
+		}
+	}
+}
