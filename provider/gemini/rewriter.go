@@ -185,6 +185,9 @@ func (s *Stream) Write(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
+	if s.logBytes > streamMaxLog {
+		s.fold()
+	}
 	return len(p), nil
 }
 
@@ -460,13 +463,11 @@ func (s *Stream) lead(l []byte) []byte {
 }
 
 // logChunk keeps a passed chunk for the model content, read only when a
-// gated call turns up (or when the log grows large).
+// gated call turns up, or after a Write has flushed once the log grows
+// large (so that the reading never delays text).
 func (s *Stream) logChunk(data []byte) {
 	s.log = append(s.log, slices.Clone(data))
 	s.logBytes += len(data)
-	if s.logBytes > streamMaxLog {
-		s.fold()
-	}
 }
 
 // fold reads the logged chunks into their candidates' parts.
@@ -662,6 +663,10 @@ func (s *Stream) writeHeld(j int, hc heldChunk, lastOf map[int]int) {
 		s.fail(fmt.Errorf("gemini stream: %w", err))
 		return
 	}
+	if out, err = s.dropFinishMessage(out); err != nil {
+		s.fail(fmt.Errorf("gemini stream: %w", err))
+		return
+	}
 	// A signature on the candidate's first call, removed with no call
 	// after it in this chunk that stays, moves on to a later chunk.
 	for k, c := range hc.calls {
@@ -728,4 +733,36 @@ func (s *Stream) write(hc heldChunk, changed bool) {
 	s.out = append(s.out, s.lead(hc.raw)...)
 	s.out = append(s.out, data...)
 	s.elems++
+}
+
+// dropFinishMessage takes finishMessage ("Model generated function
+// call(s).") off the candidates of a chunk none of whose calls reached
+// the app, over the whole candidate: Rewrite sees one chunk, and Vertex
+// sends the finish in a chunk of its own.
+func (s *Stream) dropFinishMessage(chunk []byte) ([]byte, error) {
+	cands, err := candidates(gjson.ParseBytes(chunk))
+	if err != nil {
+		return nil, err
+	}
+	var edits []sedit
+	for _, c := range cands {
+		sc := s.cands[c.index]
+		fm := keyOf(c.raw, "finishmessage", "")
+		if sc == nil || sc.fates == nil || fm == "" || slices.Contains(sc.fates, Passed) {
+			continue
+		}
+		out, err := sjson.Delete(c.raw.Raw, fm)
+		if err != nil {
+			return nil, err
+		}
+		e, err := sEditOf(chunk, c.raw, out)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+	}
+	if len(edits) == 0 {
+		return chunk, nil
+	}
+	return applySEdits(chunk, edits), nil
 }

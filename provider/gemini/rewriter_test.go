@@ -330,9 +330,15 @@ func TestStreamCallsInSeparateChunks(t *testing.T) {
 		`{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me look."}]}}]}`,
 		`{"candidates":[{"content":{"role":"model","parts":[`+p0+`]}}]}`,
 		`{"candidates":[{"content":{"role":"model","parts":[`+p1+`]}}]}`,
-		`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP"}],"usageMetadata":{"totalTokenCount":9}}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","finishMessage":"Model generated function call(s)."}],"usageMetadata":{"totalTokenCount":9}}`,
 	)
 	out, _, h := everySplit(t, streamCase{body: body, framing: SSE, fates: []Fate{Held, Passed}, secrets: []string{"mellon"}})
+	if !bytes.Contains(out, []byte("finishMessage")) {
+		t.Fatal("finishMessage dropped though a call reached the app")
+	}
+	if out, _, _ := everySplit(t, streamCase{body: body, framing: SSE, fates: []Fate{Held, Held}, secrets: []string{"mellon", "radiance", "finishMessage"}}); !bytes.Contains(out, []byte(`"finishReason":"STOP"`)) {
+		t.Fatalf("%q", out)
+	}
 	parts, _ := genaiParts(t, out, true)
 	want := sig(t, ch, "candidates.0.content.parts.0.thoughtSignature")
 	if len(parts) != 4 || parts[0].Text != "Let me look." || parts[1].Text != "\n\n"+wait || parts[2].FunctionCall == nil ||
