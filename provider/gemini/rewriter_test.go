@@ -558,3 +558,27 @@ func TestStreamFollowUp(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamTwoCandidates: each candidate's calls go to Hold at its own
+// finish, and the chunks wait until neither waits.
+func TestStreamTwoCandidates(t *testing.T) {
+	body := sseOf(
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"delete","args":{"path":"/a/secret"}}}]},"index":0},{"content":{"role":"model","parts":[{"text":"Sure."}]},"index":1}]}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":0},{"content":{"role":"model","parts":[{"functionCall":{"name":"delete","args":{"path":"/b/secret"}}}]},"index":1}]}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":1}]}`,
+	)
+	out, s, h := everySplit(t, streamCase{body: body, framing: SSE, cont: true, fates: []Fate{Refused}, secrets: []string{"/a/secret", "/b/secret"}})
+	if len(h.holds) != 2 || h.holds[0].calls[0].Choice != 0 || h.holds[1].calls[0].Choice != 1 || h.holds[1].before != "" {
+		t.Fatalf("%+v", h.holds)
+	}
+	if s.Withheld() {
+		t.Fatal("two candidates: no continuation, the refusals are shown")
+	}
+	evs := sse.Parse(out)
+	if len(evs) != 3 || gjson.Get(evs[0].Data, "candidates.0.content.parts.0.text").Str != "Refused: delete needs a reason." ||
+		gjson.Get(evs[0].Data, "candidates.1.content.parts.0.text").Str != "Sure." ||
+		gjson.Get(evs[1].Data, "candidates.1.content.parts.0.text").Str != "\n\nRefused: delete needs a reason." {
+		t.Fatalf("%q", out)
+	}
+	var _ interceptor.Stream = s
+}
