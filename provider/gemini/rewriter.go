@@ -643,8 +643,8 @@ func (s *Stream) writeHeld(j int, hc heldChunk, lastOf map[int]int) {
 				sc.sig, sc.sigKey = "", ""
 			}
 		}
-		if sc == nil || sc.placed {
-			continue
+		if sc == nil || sc.fates == nil || sc.placed {
+			continue // no gated call, or its text written
 		}
 		if heldIn[c.index] || lastOf[c.index] == j && !slices.Contains(sc.fates, Held) {
 			t := sc.text

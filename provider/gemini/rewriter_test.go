@@ -582,3 +582,26 @@ func TestStreamTwoCandidates(t *testing.T) {
 	}
 	var _ interceptor.Stream = s
 }
+
+// TestStreamUngatedCandidateWaitsUnchanged: a candidate without a gated
+// call whose chunks waited for another's is written as it came.
+func TestStreamUngatedCandidateWaitsUnchanged(t *testing.T) {
+	body := sseOf(
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":"Sure."}]},"index":1}]}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"delete","args":{"path":"/a/secret"}}}]},"index":0},{"content":{"role":"model","parts":[{"text":" Done."}]},"index":1}]}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":0},{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":1}]}`,
+	)
+	out, _, _ := everySplit(t, streamCase{body: body, framing: SSE, secrets: []string{"/a/secret"}})
+	evs := sse.Parse(out)
+	if len(evs) != 3 || gjson.Get(evs[1].Data, "candidates.1.content.parts.#").Int() != 1 || evs[2].Data != string(chunks0(body)[2]) {
+		t.Fatalf("%q", out)
+	}
+}
+
+func chunks0(body []byte) [][]byte {
+	var out [][]byte
+	for _, ev := range sse.Parse(body) {
+		out = append(out, []byte(ev.Data))
+	}
+	return out
+}
