@@ -254,6 +254,13 @@ func TestStreamGemini3(t *testing.T) {
 	if last := resps[len(resps)-1]; last.Candidates[0].FinishReason != genai.FinishReasonStop || last.UsageMetadata.ThoughtsTokenCount != 202 {
 		t.Fatalf("%+v", last)
 	}
+	// The body ends without its last blank line: the last event is read
+	// at Close, as the readers do at the end of a body.
+	rec := read(t, "stream-function-call-gemini3.sse")
+	cut, _, _ := everySplit(t, streamCase{body: bytes.TrimSuffix(rec, []byte("\r\n\r\n")), framing: SSE, secrets: []string{"get_country"}})
+	if !bytes.Equal(cut, bytes.TrimSuffix(out, []byte("\r\n\r\n"))) {
+		t.Fatalf("%q", cut)
+	}
 }
 
 func TestStreamJSONArray(t *testing.T) {
