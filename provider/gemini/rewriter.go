@@ -56,13 +56,14 @@ const streamMaxLog = 256 << 10
 // that may never come. Hold still sees it in the model content. Ungated
 // calls after a gated one wait with it and then pass unchanged.
 //
-// Refusals: with Continue set (the turn can send a follow-up: a request
+// Refusals and waiting: with Continue set (the turn can send a follow-up: a request
 // body known, continuations left) and a single candidate, refused calls
 // are taken out without text and the end of the response is withheld
 // (WithholdFinish on every chunk from the settled one on, chunks left
 // empty dropped, the array's tail kept); Withheld reports it and
 // Settlements gives what Continuation needs. Otherwise refusals are shown
-// in place, after Verdict.Text.
+// in place, after Verdict.Text. With WaitForStep set, the end is also
+// withheld when a single candidate's calls all wait in one step.
 //
 // Errors fail closed: nothing of a waiting candidate is written. They
 // come from invalid JSON in a chunk that may hold a call or comes while a
@@ -74,6 +75,12 @@ type Stream struct {
 	// Continue lets refused calls go back to the model in a follow-up
 	// (see above). Set it before the first Write.
 	Continue bool
+	// WaitForStep withholds the end when the answer may wait for the
+	// person's answer to held calls (the turn allows resume and has a
+	// follow-up left): a single candidate whose calls were all held in
+	// one step (Verdict.Step), none passed. Set it before the first
+	// Write; the turn's Held reads the step from Settlements.
+	WaitForStep bool
 
 	ctx     context.Context
 	h       interceptor.Holder
@@ -536,7 +543,7 @@ func (s *Stream) settle(i int, sc *streamCand) {
 		}
 	}
 	sc.text, sc.placed, sc.waiting = text, text == "", false
-	if cont {
+	if cont || s.WaitForStep && v.Step != "" && len(s.cands) == 1 && !slices.Contains(sc.fates, Passed) {
 		s.withheld = true
 	}
 	s.settled = append(s.settled, Settlement{Choice: i, Calls: sc.calls, Fates: sc.fates, Contents: contents, Content: content, Verdict: v})

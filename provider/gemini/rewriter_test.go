@@ -25,6 +25,7 @@ type fakeHolder struct {
 	gated map[string]bool
 	fates []Fate
 	text  string
+	step  string
 	dst   *bytes.Buffer
 	holds []fakeHold
 }
@@ -43,7 +44,7 @@ func (h *fakeHolder) Hold(_ context.Context, calls []interceptor.Call, message [
 		fh.before = h.dst.String()
 	}
 	h.holds = append(h.holds, fh)
-	v := interceptor.Verdict{Text: h.text, Pass: make([]bool, len(calls))}
+	v := interceptor.Verdict{Text: h.text, Step: h.step, Pass: make([]bool, len(calls))}
 	for i, c := range calls {
 		f := Held
 		if i < len(h.fates) {
@@ -611,4 +612,36 @@ func chunks0(body []byte) [][]byte {
 		out = append(out, []byte(ev.Data))
 	}
 	return out
+}
+
+// TestStreamWaitsForTheStep: every call held in one step, resume allowed:
+// the end is withheld for the person's answer; a passed call reached the
+// app: it is not.
+func TestStreamWaitsForTheStep(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		fates []Fate
+		wait  bool
+	}{
+		{"stream-function-call.sse", []Fate{Held}, true},
+		{"stream-function-call-gemini3.sse", []Fate{Held}, true},
+		{"stream-parallel-function-calls.sse", []Fate{Held, Passed}, false},
+	} {
+		var dst bytes.Buffer
+		h := &fakeHolder{fates: c.fates, step: "s1"}
+		s := NewStream(context.Background(), SSE, &dst, nil, h)
+		s.WaitForStep = true
+		if _, err := s.Write(read(t, c.file)); err != nil || s.Close() != nil {
+			t.Fatal(err)
+		}
+		if s.Withheld() != c.wait || bytes.Contains(dst.Bytes(), []byte("finishReason")) == c.wait || s.Settlements()[0].Verdict.Step != "s1" {
+			t.Fatalf("%s: withheld %v\n%q", c.file, s.Withheld(), dst.Bytes())
+		}
+		if c.wait {
+			parts, _ := genaiParts(t, AppendEvent(slices.Clone(dst.Bytes()), FinishChunk(s.First(), "", s.Usage()), s.EOL()), false)
+			if len(parts) != 1 || parts[0].Text != wait {
+				t.Fatalf("%+v", parts)
+			}
+		}
+	}
 }
