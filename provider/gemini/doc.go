@@ -16,6 +16,12 @@
 //     Verdict read per call), Rewrite (held and refused calls out, the
 //     waiting text in place), Content/Parts/ContentOf (the model content
 //     Hold gets and the store keeps).
+//   - streams: Stream (NewStream) rewrites one streamed response as it
+//     arrives, in any byte split: chunks without a call pass byte for
+//     byte, a candidate with a gated call waits for its finishReason and
+//     Hold; Withheld, Settlements, First, Usage, EOL, Tail and Elements
+//     are what a turn needs to continue it, and Follow makes a follow-up
+//     response's stream continue the answer.
 //   - refusals and continuation: Continuation (the follow-up request),
 //     Merge and AppendText (a JSON answer made of several responses),
 //     SumUsage, AppendResumeContent, StreamsArguments.
@@ -49,6 +55,17 @@
 // cannot judge part by part: Calls fails closed with ErrStreamedArguments
 // on any such part, and StreamsArguments lets a gated route refuse the
 // request that asks for them before it goes upstream.
+//
+// A stream's calls. Gemini sends whole calls, but a candidate's parallel
+// calls may come in separate chunks (Vertex), so a Stream holds every
+// chunk from a candidate's first gated call to its finishReason and asks
+// Hold once, positions and synthetic ids counted over the candidate. An
+// ungated call before the first gated one has passed already (or passes
+// with the chunk it shares with it): the gate does not inspect it, and
+// holding text and calls back for a gated call that may never come would
+// delay every answer; Hold still sees it in the model content. A body
+// that ends before a waiting candidate's finishReason is an error, its
+// calls never written.
 //
 // Keys. Google writes camelCase; the API and python's SDK also take
 // snake_case, and go-genai matches keys without case. The gate reads every
