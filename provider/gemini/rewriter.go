@@ -12,8 +12,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/toolgate/toolgate/interceptor"
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 // streamMaxHeld bounds the bytes a Stream holds back while a candidate's
@@ -26,7 +26,7 @@ const streamMaxLog = 256 << 10
 
 // Stream rewrites one streamed Gemini response body (SSE by alt=sse, or
 // the JSON array; see Classify), written to it in any split, into dst. It
-// implements interceptor.Stream: Write, then Close. flush (may be nil) is
+// implements provider.Stream: Write, then Close. flush (may be nil) is
 // called once after each Write or Close that wrote anything. A Stream is
 // used by one goroutine; after an error every later call returns it and
 // writes nothing.
@@ -83,7 +83,7 @@ type Stream struct {
 	WaitForStep bool
 
 	ctx     context.Context
-	h       interceptor.Holder
+	h       provider.Holder
 	framing Framing
 	dst     io.Writer
 	flush   func() error
@@ -121,18 +121,18 @@ type Stream struct {
 // candidate's model content as sent, Verdict as Hold gave it.
 type Settlement struct {
 	Choice   int
-	Calls    []interceptor.Call
+	Calls    []provider.Call
 	Fates    []Fate
 	Contents []string
 	Content  []byte
-	Verdict  interceptor.Verdict
+	Verdict  provider.Verdict
 }
 
 // streamCand is one candidate as the stream has seen it.
 type streamCand struct {
 	parts   []string // raw parts so far, in order
 	texted  bool     // a visible text part among them
-	calls   []interceptor.Call
+	calls   []provider.Call
 	gated   []bool
 	ids     map[string]bool
 	waiting bool // a gated call seen, not yet settled
@@ -149,13 +149,13 @@ type streamCand struct {
 // candidate whether it showed text before this chunk.
 type heldChunk struct {
 	raw, data []byte
-	calls     []interceptor.Call
+	calls     []provider.Call
 	texted    map[int]bool
 }
 
 // NewStream returns the rewriter of a streamed response in framing f (SSE
 // or JSONArray).
-func NewStream(ctx context.Context, f Framing, dst io.Writer, flush func() error, h interceptor.Holder) *Stream {
+func NewStream(ctx context.Context, f Framing, dst io.Writer, flush func() error, h provider.Holder) *Stream {
 	s := &Stream{ctx: ctx, h: h, framing: f, dst: dst, flush: flush, cands: make(map[int]*streamCand)}
 	s.sp.Max, s.ar.Max = streamMaxHeld, streamMaxHeld
 	if f != SSE && f != JSONArray {
@@ -509,7 +509,7 @@ func (s *Stream) hold(hc heldChunk) {
 
 // settle hands candidate i's gated calls to Hold.
 func (s *Stream) settle(i int, sc *streamCand) {
-	var gated []interceptor.Call
+	var gated []provider.Call
 	for k, c := range sc.calls {
 		if sc.gated[k] {
 			gated = append(gated, c)

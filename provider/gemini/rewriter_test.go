@@ -13,9 +13,9 @@ import (
 	"github.com/tidwall/gjson"
 	"google.golang.org/genai"
 
-	"github.com/toolgate/toolgate/interceptor"
-	"github.com/toolgate/toolgate/interceptor/sse"
+	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/gemini/geminitest"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 // fakeHolder gates the tools in gated (nil: every tool) and judges the
@@ -31,20 +31,20 @@ type fakeHolder struct {
 }
 
 type fakeHold struct {
-	calls   []interceptor.Call
+	calls   []provider.Call
 	message []byte
 	before  string // what the app had read when Hold was asked
 }
 
 func (h *fakeHolder) Gated(name string) bool { return h.gated == nil || h.gated[name] }
 
-func (h *fakeHolder) Hold(_ context.Context, calls []interceptor.Call, message []byte) interceptor.Verdict {
+func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte) provider.Verdict {
 	fh := fakeHold{calls: calls, message: slices.Clone(message)}
 	if h.dst != nil {
 		fh.before = h.dst.String()
 	}
 	h.holds = append(h.holds, fh)
-	v := interceptor.Verdict{Text: h.text, Step: h.step, Pass: make([]bool, len(calls))}
+	v := provider.Verdict{Text: h.text, Step: h.step, Pass: make([]bool, len(calls))}
 	for i, c := range calls {
 		f := Held
 		if i < len(h.fates) {
@@ -54,7 +54,7 @@ func (h *fakeHolder) Hold(_ context.Context, calls []interceptor.Call, message [
 		case Passed:
 			v.Pass[i] = true
 		case Refused:
-			v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: "Refused: " + c.Name + " needs a reason."})
+			v.Refusals = append(v.Refusals, provider.Refusal{CallID: c.ID, Content: "Refused: " + c.Name + " needs a reason."})
 		}
 	}
 	if slices.Contains(h.fates[:min(len(h.fates), len(calls))], Held) || len(calls) > len(h.fates) {
@@ -504,13 +504,13 @@ type judge struct {
 
 func (*judge) Gated(string) bool { return true }
 
-func (j *judge) Hold(_ context.Context, calls []interceptor.Call, _ []byte) interceptor.Verdict {
-	v := interceptor.Verdict{Text: "wait", Pass: make([]bool, len(calls))}
+func (j *judge) Hold(_ context.Context, calls []provider.Call, _ []byte) provider.Verdict {
+	v := provider.Verdict{Text: "wait", Pass: make([]bool, len(calls))}
 	for i, c := range calls {
 		j.n++
 		switch {
 		case j.n%3 == 0:
-			v.Refusals = append(v.Refusals, interceptor.Refusal{CallID: c.ID, Content: "no"})
+			v.Refusals = append(v.Refusals, provider.Refusal{CallID: c.ID, Content: "no"})
 		case j.pick>>(j.n%7)&1 == 1:
 			v.Pass[i] = true
 			j.passed[c.Name+"\x00"+string(c.Arguments)]++
@@ -588,7 +588,7 @@ func TestStreamTwoCandidates(t *testing.T) {
 		gjson.Get(evs[1].Data, "candidates.1.content.parts.0.text").Str != "\n\nRefused: delete needs a reason." {
 		t.Fatalf("%q", out)
 	}
-	var _ interceptor.Stream = s
+	var _ provider.Stream = s
 }
 
 // TestStreamUngatedCandidateWaitsUnchanged: a candidate without a gated
