@@ -251,6 +251,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.Provider != "" && h.Provider != "auto" && provider.Lookup(h.Provider) == nil {
 		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(provider.Names(), ", "))
 	}
+	if p := provider.Lookup(h.Provider); p != nil && h.Owner == "" && len(h.OwnerFields) == 0 {
+		if r, ok := p.(interface{ RequiresOwner() bool }); ok && r.RequiresOwner() {
+			return fmt.Errorf("provider %q: its requests name no end user, so the route must set owner (a placeholder such as {http.request.header.X-User}) or owner_fields", h.Provider)
+		}
+	}
 	if err := h.checkAllow(); err != nil {
 		return err
 	}
