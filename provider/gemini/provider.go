@@ -178,6 +178,11 @@ func (Provider) RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte,
 	return RewriteTools(body, rewrite)
 }
 
+// AnswerKey is the top-level key a Gemini answer carries its calls under:
+// the Caddy glue refuses a body that names a gated tool without it (or
+// with another provider's call key beside it), as not Gemini's shape.
+func (Provider) AnswerKey() string { return "candidates" }
+
 // linkSet finds the gate's links (prefix and a step id) as wire/links does.
 type linkSet string
 
