@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -234,9 +236,15 @@ func TestGeminiAroundTheGateRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("%s %s: %d, want 403", tc.method, tc.path, resp.StatusCode)
+		}
+		// Google's error shape, as go-genai decodes it (APIError).
+		var body struct{ Error genai.APIError }
+		if err := json.Unmarshal(b, &body); err != nil || body.Error.Code != 403 || body.Error.Status != "PERMISSION_DENIED" || !strings.Contains(body.Error.Message, "allow ") {
+			t.Errorf("%s %s: refusal %s (%v)", tc.method, tc.path, b, err)
 		}
 	}
 	if n := len(g.Requests()); n != 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -182,6 +183,52 @@ func (Provider) RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte,
 // the Caddy glue refuses a body that names a gated tool without it (or
 // with another provider's call key beside it), as not Gemini's shape.
 func (Provider) AnswerKey() string { return "candidates" }
+
+// RefusalBody is the gate's refusal of a request to a Gemini path
+// (generate, or around the gate) in Google's error shape,
+// {"error":{"code","message","status"}}: go-genai reads code as a number
+// and shows message only from that shape. ok is false for other paths.
+func (Provider) RefusalBody(path string, status int, message string) ([]byte, bool) {
+	if !googlePath(path) {
+		return nil, false
+	}
+	st, ok := googleStatus[status]
+	if !ok {
+		st = "UNKNOWN"
+	}
+	b := []byte(`{"error":{"code":` + strconv.Itoa(status) + `,"message":`)
+	b = gjson.AppendJSONString(b, message)
+	return append(b, `,"status":"`+st+`"}}`...), true
+}
+
+// googlePath reports a path only Google's APIs have: a generate request,
+// or one around the gate that is not another provider's too (/v1/batches
+// is OpenAI's, /v1/messages/batches Anthropic's): a ':' method, cached
+// contents, the Live API, interactions, or any path under v1beta,
+// v1alpha or a Vertex project.
+func googlePath(path string) bool {
+	switch Classify(http.MethodPost, path, "").Kind {
+	case Generate:
+		return true
+	case AroundGate:
+		return strings.Contains(path, ":") || strings.HasPrefix(path, "/v1beta/") || strings.HasPrefix(path, "/v1alpha/") ||
+			strings.Contains(path, "/projects/") || strings.Contains(path, "cachedcontents") || strings.Contains(path, "interactions")
+	}
+	return false
+}
+
+// googleStatus is the google.rpc.Code name Google's APIs send with an
+// HTTP status.
+var googleStatus = map[int]string{
+	http.StatusBadRequest:            "INVALID_ARGUMENT",
+	http.StatusUnauthorized:          "UNAUTHENTICATED",
+	http.StatusForbidden:             "PERMISSION_DENIED",
+	http.StatusNotFound:              "NOT_FOUND",
+	http.StatusRequestEntityTooLarge: "INVALID_ARGUMENT",
+	http.StatusTooManyRequests:       "RESOURCE_EXHAUSTED",
+	http.StatusBadGateway:            "UNAVAILABLE",
+	http.StatusServiceUnavailable:    "UNAVAILABLE",
+}
 
 // linkSet finds the gate's links (prefix and a step id) as wire/links does.
 type linkSet string
