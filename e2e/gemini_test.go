@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -250,4 +254,149 @@ func TestGeminiAroundTheGateRefused(t *testing.T) {
 	if n := len(g.Requests()); n != 0 {
 		t.Errorf("%d requests reached the provider", n)
 	}
+}
+
+func TestGeminiStreamRefusedCallGoesBack(t *testing.T) {
+	pol := strings.Replace(policyYAML, `  weather:
+    effect: external
+    card:`, `  weather:
+    effect: external
+    schema:
+      type: object
+      properties:
+        city: {type: string, enum: [Paris]}
+      required: [city]
+    card:`, 1)
+	call := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me look."},{"functionCall":{"name":"weather","args":{"city":"Berlin"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":15},"responseId":"r1"}`
+	follow := `{"candidates":[{"content":{"role":"model","parts":[{"text":"I can only look up Paris."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":7},"responseId":"r2"}`
+	g := geminitest.New(geminitest.Response{Chunks: [][]byte{[]byte(call)}}, geminitest.Response{Chunks: [][]byte{[]byte(follow)}})
+	t.Cleanup(g.Close)
+	e := newEnv(t, envOptions{upstream: g.URL, policy: pol})
+	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, Headers: http.Header{"X-User-Id": {"ana"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	var last *genai.GenerateContentResponse
+	finishes := 0
+	for resp, err := range c.Models.GenerateContentStream(ctx, geminiModel, geminiAsk("weather in Berlin?"), geminiTools) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc := resp.FunctionCalls(); len(fc) != 0 {
+			t.Fatalf("the refused call reached the app: %+v", fc[0])
+		}
+		if resp.Candidates[0].FinishReason != "" {
+			finishes++
+		}
+		text.WriteString(resp.Text())
+		last = resp
+	}
+	if text.String() != "Let me look.\n\nI can only look up Paris." {
+		t.Errorf("text = %q", text.String())
+	}
+	if finishes != 1 || last.ResponseID != "r1" || last.UsageMetadata == nil || last.UsageMetadata.TotalTokenCount != 22 {
+		t.Errorf("%d finishes; last chunk id %q usage %+v: want one end, the first's id, the sum", finishes, last.ResponseID, last.UsageMetadata)
+	}
+	if reqs := g.Requests(); len(reqs) != 2 || reqs[1].Err != nil || reqs[1].Query != "alt=sse" {
+		t.Fatalf("requests: %+v", reqs)
+	}
+}
+
+// With resume_wait the streamed answer waits for the person (kept alive
+// with blank events, which go-genai skips; an SSE comment would break it)
+// and the model's reply after the confirmation continues it.
+func TestGeminiStreamResumes(t *testing.T) {
+	first := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me look."}]},"index":0}],"responseId":"r1"}`
+	second := `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{"city":"Berlin"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":15},"responseId":"r1"}`
+	g := geminitest.New(geminitest.Response{Chunks: [][]byte{[]byte(first), []byte(second)}},
+		geminitest.Response{Chunks: [][]byte{[]byte(geminiSunny)}})
+	t.Cleanup(g.Close)
+	e := newEnv(t, envOptions{upstream: g.URL, handler: resumeLines})
+	tee := &teeTransport{keepAlive: make(chan struct{})}
+	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI, HTTPClient: &http.Client{Transport: tee},
+		HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, Headers: http.Header{"X-User-Id": {"ana"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, rctx := newStreamRun(t)
+	var text strings.Builder
+	go func() {
+		sent := false
+		for resp, err := range c.Models.GenerateContentStream(rctx, geminiModel, geminiAsk("weather in Berlin?"), geminiTools) {
+			if err != nil {
+				run.done <- err
+				return
+			}
+			if fc := resp.FunctionCalls(); len(fc) != 0 {
+				run.done <- fmt.Errorf("the held call reached the app: %+v", fc[0])
+				return
+			}
+			text.WriteString(resp.Text())
+			run.seen(&sent, text.String())
+		}
+		run.done <- nil
+	}()
+	l := run.waitLink(t)
+	// go-genai has read a keep-alive (a blank event after the waiting
+	// text) before the person answers.
+	select {
+	case <-tee.keepAlive:
+	case err := <-run.done:
+		t.Fatalf("the stream ended while waiting: %v", err)
+	case <-time.After(bound):
+		t.Fatal("no keep-alive")
+	}
+	run.stillOpen(t)
+	if st := e.answerOnly(ana, l, "confirm"); st != http.StatusSeeOther {
+		t.Fatalf("confirm: %d", st)
+	}
+	if err := run.wait(t); err != nil {
+		t.Fatalf("the stream: %v", err)
+	}
+	if !strings.HasSuffix(text.String(), "\n\nIt is sunny in Berlin.") || !strings.HasPrefix(text.String(), "Let me look.\n\nWaiting for your confirmation") {
+		t.Errorf("text = %q", text.String())
+	}
+	if n := len(e.app.Calls()); n != 1 {
+		t.Errorf("the action ran %d times", n)
+	}
+	reqs := g.Requests()
+	if len(reqs) != 2 || reqs[1].Err != nil || !strings.Contains(string(reqs[1].Body), `"functionResponse"`) {
+		t.Fatalf("the resume request: %d requests, %v", len(reqs), reqs[len(reqs)-1].Err)
+	}
+}
+
+// teeTransport keeps what the app's client read of a response body and
+// closes keepAlive once it read a blank event after a data event (the
+// waiting stream's keep-alive, "\r\n\r\n" after "\r\n\r\n").
+type teeTransport struct {
+	keepAlive chan struct{}
+	once      sync.Once
+	mu        sync.Mutex
+	read      []byte
+}
+
+func (tt *teeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		resp.Body = &teeBody{ReadCloser: resp.Body, t: tt}
+	}
+	return resp, err
+}
+
+type teeBody struct {
+	io.ReadCloser
+	t *teeTransport
+}
+
+func (b *teeBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.t.mu.Lock()
+	b.t.read = append(b.t.read, p[:n]...)
+	if bytes.Contains(b.t.read, []byte("}\r\n\r\n\r\n\r\n")) {
+		b.t.once.Do(func() { close(b.t.keepAlive) })
+	}
+	b.t.mu.Unlock()
+	return n, err
 }

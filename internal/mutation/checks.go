@@ -668,4 +668,18 @@ var mutations = []mutation{
 		To:    "group := p.ID\n\tif id := primaryOf(p); id != \"\" {\n\t\treturn\n\t}",
 		Tests: []string{"./gate:TestAttachmentsOfAnEndedCardAnswerAsOne"},
 	},
+	{
+		Name:  "shapes: a Gemini stream's keep-alive is its own (go-genai refuses an SSE comment)",
+		File:  "interceptor/writer.go",
+		From:  "\t\tka = k.KeepAlive()",
+		To:    "\t\t_ = k.KeepAlive()",
+		Tests: []string{"./e2e:TestGeminiStreamResumes"},
+	},
+	{
+		Name:  "shapes: a gated Gemini route names its owner",
+		File:  "caddymodule/handler.go",
+		From:  "if r, ok := p.(interface{ RequiresOwner() bool }); ok && r.RequiresOwner() {",
+		To:    "if r, ok := p.(interface{ RequiresOwner() bool }); false && ok && r.RequiresOwner() {",
+		Tests: []string{"./e2e:TestGeminiRouteWithoutOwnerFailsToLoad"},
+	},
 }
