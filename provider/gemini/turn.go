@@ -3,6 +3,7 @@ package gemini
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"slices"
 
@@ -80,6 +81,11 @@ func (t *gemTurn) JSON(body []byte) error {
 
 // rewriteJSON judges a unary body's gated calls, candidate by candidate.
 func (t *gemTurn) rewriteJSON(body []byte) ([]byte, *gemStep, error) {
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' && MayHoldCall(body) {
+		// A JSON-array stream (no alt=sse) the glue buffered as JSON: its
+		// calls are not read here, so it fails closed.
+		return nil, nil, errors.New("gemini response: a streamed JSON array holding a call, read as one JSON body")
+	}
 	calls, err := Calls(body)
 	if err != nil || len(calls) == 0 {
 		return body, nil, err

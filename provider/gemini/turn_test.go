@@ -161,3 +161,16 @@ func TestTurnStreamFinishWritesTheWithheldEnd(t *testing.T) {
 		t.Errorf("keep-alive = %q", ka)
 	}
 }
+
+// TestTurnJSONArrayFailsClosed: a JSON-array stream buffered as one JSON
+// body is refused when it may hold a call, passed when it cannot.
+func TestTurnJSONArrayFailsClosed(t *testing.T) {
+	tr := Provider{}.NewTurn(context.Background(), &fakeHolder{}, []byte(turnRequest), 3)
+	if err := tr.JSON([]byte(`[{"candidates":[{"content":{"parts":[{"functionCall":{"name":"weather"}}]}}]}]`)); err == nil {
+		t.Error("an array holding a call passed")
+	}
+	tr = Provider{}.NewTurn(context.Background(), &fakeHolder{}, []byte(turnRequest), 3)
+	if err := tr.JSON([]byte(`[{"candidates":[{"content":{"parts":[{"text":"hi"}]}}]}]`)); err != nil {
+		t.Errorf("an array of text: %v", err)
+	}
+}
