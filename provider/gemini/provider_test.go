@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"net/url"
 	"strings"
 	"testing"
@@ -68,4 +69,25 @@ func TestProviderRefusalBody(t *testing.T) {
 			t.Errorf("%s: Google's shape on another provider's path", path)
 		}
 	}
+}
+
+// FuzzDropTools: whatever the body, DropTools does not panic; a valid
+// body stays valid JSON and keeps no declaration named "drop".
+func FuzzDropTools(f *testing.F) {
+	f.Add([]byte(`{"tools":[{"functionDeclarations":[{"name":"drop"},{"name":"keep"}]},{"googleSearch":{}}],"toolConfig":{}}`))
+	f.Add([]byte(`{"tools":[{"function_declarations":[{"name":"drop"}]}]}`))
+	f.Add([]byte(`{"Tools":[{"FunctionDeclarations":[{"name":"drop"}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, err := Provider{}.DropTools(body, func(n string) bool { return n == "drop" })
+		if err != nil || !gjson.ValidBytes(body) {
+			return
+		}
+		if !gjson.ValidBytes(out) {
+			t.Fatalf("invalid output %s from %s", out, body)
+		}
+		again, err := Provider{}.DropTools(out, func(n string) bool { return n == "drop" })
+		if err == nil && !bytes.Equal(again, out) {
+			t.Fatalf("a declaration named drop stayed: %s", out)
+		}
+	})
 }
