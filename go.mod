@@ -3,6 +3,8 @@ module github.com/toolgate/toolgate
 go 1.26.8
 
 require (
+	cel.dev/cel-go v0.32.0
+	cloud.google.com/go/auth v0.23.3
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/chromedp/cdproto v0.159.0
@@ -26,10 +28,8 @@ require (
 )
 
 require (
-	cel.dev/cel-go v0.32.0 // indirect
 	cel.dev/expr v0.25.3 // indirect
 	cloud.google.com/go v0.123.0 // indirect
-	cloud.google.com/go/auth v0.23.3 // indirect
 	cloud.google.com/go/auth/oauth2adapt v0.2.8 // indirect
 	cloud.google.com/go/compute/metadata v0.9.1 // indirect
 	dario.cat/mergo v1.0.2 // indirect

@@ -123,8 +123,8 @@ func knownPath(path string) bool {
 
 // foreignPath reports a canonical path of a provider the gate has no
 // adapter for, which a route with a fixed Provider must not read as its
-// own: a segment with a ':' method (Gemini and Vertex AI,
-// {model}:generateContent), Ollama's /api/chat and /api/generate,
+// own: a segment with a ':' method that no provider serves or knows
+// (Vertex AI's other methods), Ollama's /api/chat and /api/generate,
 // Bedrock's invoke and converse (and their streams), the Assistants API's
 // threads and runs.
 func foreignPath(path string) bool {
@@ -138,12 +138,16 @@ func foreignPath(path string) bool {
 	case "invoke", "invoke-with-response-stream", "converse", "converse-stream":
 		return true
 	}
+	colon := false
 	for _, s := range segs {
-		if strings.IndexByte(s, ':') >= 0 || s == "threads" || s == "runs" {
+		if s == "threads" || s == "runs" {
 			return true
 		}
+		colon = colon || strings.IndexByte(s, ':') >= 0
 	}
-	return false
+	// A ':' method is foreign unless a provider serves the path (Gemini's
+	// :generateContent) or knows it answers without calls (:countTokens).
+	return colon && provider.ForPath(path) == nil && !knownPath(path)
 }
 
 // allowsPath reports whether the operator lets POSTs to a canonical path

@@ -260,14 +260,18 @@ func TestFixedProviderReadsGatedPathsByTheirEnd(t *testing.T) {
 
 // A POST to a path that is neither gated nor known to answer without
 // calls is refused, on every route, unless allowed by name; so are the
-// paths of the providers the gate has no adapter for, even where a fixed
-// Provider or a gated end would read them.
+// paths of the providers the gate has no adapter for (a ':' method no
+// provider serves or knows), even where a fixed Provider or a gated end
+// would read them.
 func TestUnknownPostPaths(t *testing.T) {
 	for _, tc := range []struct {
 		provider, method, path string
 		refused                bool
 	}{
-		{"", "POST", "/v1beta/models/gemini-2.5-flash:generateContent", true},
+		{"", "POST", "/v1beta/models/gemini-2.5-flash:generateContent", false}, // the gemini provider's
+		{"", "POST", "/v1beta/models/gemini-2.5-flash:countTokens", false},
+		{"", "POST", "/v1/projects/p/locations/l/publishers/google/models/m:computeTokens", true},
+		{"openai-chat", "POST", "/v1/models/m:fooBar", true},
 		{"", "POST", "/v1/threads/thread_1/runs", true},
 		{"", "POST", "/v1/threads/runs", true},
 		{"", "POST", "/v1/threads/t/runs/r/submit_tool_outputs", true},
@@ -278,7 +282,7 @@ func TestUnknownPostPaths(t *testing.T) {
 		{"", "POST", "/v2/agents/run", true},
 		{"", "POST", "/v1/threads/thread_1/messages", true},
 		{"openai-chat", "POST", "/api/chat", true},
-		{"openai-chat", "POST", "/v1beta/models/g:streamGenerateContent", true},
+		{"openai-chat", "POST", "/v1beta/models/g:streamGenerateContent", false}, // read as gemini's
 		{"openai-chat", "POST", "/model/m/converse", true},
 		{"openai-chat", "POST", "/v2/generate", false},
 		{"", "post", "/api/chat", true},

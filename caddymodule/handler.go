@@ -251,6 +251,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.Provider != "" && h.Provider != "auto" && provider.Lookup(h.Provider) == nil {
 		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(provider.Names(), ", "))
 	}
+	if p := provider.Lookup(h.Provider); p != nil && h.Owner == "" && len(h.OwnerFields) == 0 {
+		if r, ok := p.(interface{ RequiresOwner() bool }); ok && r.RequiresOwner() {
+			return fmt.Errorf("provider %q: its requests name no end user, so the route must set owner (a placeholder such as {http.request.header.X-User}) or owner_fields", h.Provider)
+		}
+	}
 	if err := h.checkAllow(); err != nil {
 		return err
 	}
@@ -343,13 +348,13 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if protocol != "" && (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) {
 		// The Responses API's WebSocket mode (and any other upgrade) would
 		// carry tool calls around the gate.
-		return nil, nil, nil, nil, h.refuse(w, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
+		return nil, nil, nil, nil, h.refuse(w, r, &refusal{http.StatusBadRequest, "a WebSocket or other upgraded connection (" + r.URL.Path + ") cannot be gated; use HTTP (streaming works)"})
 	}
 	if around != nil {
-		return nil, nil, nil, nil, h.refuse(w, aroundRefusal(around, r.Method, r.URL.Path))
+		return nil, nil, nil, nil, h.refuse(w, r, aroundRefusal(around, r.Method, r.URL.Path))
 	}
 	if ref := h.unknownPost(method, path, r.URL.Path, protocol); ref != nil {
-		return nil, nil, nil, nil, h.refuse(w, ref)
+		return nil, nil, nil, nil, h.refuse(w, r, ref)
 	}
 	if protocol == "" || method != http.MethodPost {
 		// No adapter reads the answer: it passes unless it names a gated
@@ -364,10 +369,10 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	body, ref := readBody(r, buf, h.MaxRequestBody)
 	if ref != nil {
-		return fail(h.refuse(w, ref))
+		return fail(h.refuse(w, r, ref))
 	}
 	if a := prov.AroundParam(body); a != nil && !h.allows(a.Allow) {
-		return fail(h.refuse(w, aroundRefusal(a, r.Method, r.URL.Path)))
+		return fail(h.refuse(w, r, aroundRefusal(a, r.Method, r.URL.Path)))
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	original := body
@@ -454,7 +459,7 @@ func (h *Handler) guarded(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if errors.Is(err, interceptor.ErrNamesGated) {
 		why = fmt.Sprintf("it names the gated tool %s in a shape the gate does not read as a provider's answer, so the call could reach the app unchecked", g.Named())
 	}
-	return h.refuse(w, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: %s", r.Method, r.URL.Path, why)})
+	return h.refuse(w, r, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: %s", r.Method, r.URL.Path, why)})
 }
 
 // followUp sends one follow-up request (a continuation, or a resume) and
@@ -492,7 +497,7 @@ func (h *Handler) closed(w http.ResponseWriter, r *http.Request, rw *interceptor
 			delete(w.Header(), k) // the upstream's, e.g. a Content-Length that no longer holds
 		}
 		if errors.Is(closeErr, interceptor.ErrNamesGated) {
-			return h.refuse(w, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: it names a gated tool but is not in the shape this path is read as (another provider's answer, or two at once), so the call could reach the app unchecked", r.Method, r.URL.Path)})
+			return h.refuse(w, r, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: it names a gated tool but is not in the shape this path is read as (another provider's answer, or two at once), so the call could reach the app unchecked", r.Method, r.URL.Path)})
 		}
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
 	}
@@ -598,8 +603,23 @@ func readBody(r *http.Request, buf *bytes.Buffer, max int64) ([]byte, *refusal) 
 // refuse answers a model request with an error that OpenAI's and
 // Anthropic's SDKs both read: OpenAI's reads error.message, Anthropic's
 // the type "error" and error.type and message.
-func (h *Handler) refuse(w http.ResponseWriter, ref *refusal) error {
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) error {
 	h.logger.Info("request refused", zap.Int("status", ref.status), zap.String("why", ref.msg))
+	// A provider whose SDKs read another error shape (Gemini's) gives its
+	// own body for its paths.
+	path := canonicalPath(r.URL.Path)
+	for _, p := range provider.All() {
+		if rb, ok := p.(interface {
+			RefusalBody(path string, status int, message string) ([]byte, bool)
+		}); ok {
+			if b, ok := rb.RefusalBody(path, ref.status, "toolgate: "+ref.msg); ok {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(ref.status)
+				_, err := w.Write(b)
+				return err
+			}
+		}
+	}
 	typ := "invalid_request_error"
 	switch ref.status {
 	case http.StatusForbidden:

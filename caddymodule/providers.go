@@ -5,5 +5,6 @@ package caddymodule
 // provider option) and by path. A new provider is a new package and one
 // line here.
 import (
-	_ "github.com/toolgate/toolgate/interceptor" // openai-chat, openai-responses, anthropic
+	_ "github.com/toolgate/toolgate/interceptor"     // openai-chat, openai-responses, anthropic
+	_ "github.com/toolgate/toolgate/provider/gemini" // gemini
 )

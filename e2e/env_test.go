@@ -54,6 +54,9 @@ type envOptions struct {
 	// another app's: its delete_post reads and runs APP/shopitems/{post}.
 	shop bool
 	app  string // more lines for the toolgate global options
+	// upstream replaces the fake provider as the model route's upstream
+	// (a geminitest server, say).
+	upstream string
 }
 
 // policyYAML is the test policy; APP is replaced by the fake app's URL.
@@ -234,6 +237,10 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if pagesRoute == "" {
 		pagesRoute = fmt.Sprintf("basic_auth {\n\t\t\tana %s\n\t\t\tbo %s\n\t\t}\n\t\ttoolgate_pages", hash(t, "ana-pw"), hash(t, "bo-pw"))
 	}
+	upstream := e.provider.URL
+	if opts.upstream != "" {
+		upstream = opts.upstream
+	}
 	apiPort, pagesPort := testkit.FreePort(t), testkit.FreePort(t)
 	e.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 	pagesHost := fmt.Sprintf("127.0.0.1:%d", pagesPort)
@@ -275,7 +282,7 @@ http://%s {
 		%s
 	}
 }
-`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, opts.app, apiPort, policyFile, opts.handler, e.provider.URL, pagesHost, pagesRoute)
+`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, opts.app, apiPort, policyFile, opts.handler, upstream, pagesHost, pagesRoute)
 	if opts.shop {
 		shopFile := filepath.Join(dir, "shop.yaml")
 		shop := strings.ReplaceAll(strings.Replace(pol, "app: Test blog", "app: Test shop", 1), e.app.URL+"/posts/", e.app.URL+"/shopitems/")

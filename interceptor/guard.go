@@ -289,8 +289,13 @@ var callKeys = []string{"choices", "output", "content", "candidates", "message",
 // only of a body that names a gated tool (Names), so it is off the fast
 // path.
 func readsShape(a provider.Adapter, body []byte) bool {
-	k, ok := a.(interface{ answerKey() string })
-	if !ok {
+	var ak string
+	switch k := a.(type) {
+	case interface{ answerKey() string }:
+		ak = k.answerKey()
+	case interface{ AnswerKey() string }: // a provider outside this package (gemini)
+		ak = k.AnswerKey()
+	default:
 		return false
 	}
 	v := gjson.ParseBytes(body)
@@ -301,7 +306,7 @@ func readsShape(a provider.Adapter, body []byte) bool {
 	v.ForEach(func(key, val gjson.Result) bool {
 		name := key.String()
 		switch {
-		case strings.EqualFold(name, k.answerKey()):
+		case strings.EqualFold(name, ak):
 			own = val.IsArray() // Bedrock Converse's output is an object
 			foreign = !own
 		case isCallKey(name):

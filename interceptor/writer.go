@@ -416,7 +416,8 @@ func (rw *ResponseWriter) Held() string {
 // SSEDecoder); the blank line after it ends no event, as no field came.
 var keepAlive = []byte(": toolgate: waiting for the person's answer\n\n")
 
-// KeepAlive writes and flushes an SSE comment to a stream whose end is
+// KeepAlive writes and flushes an SSE comment (or what the turn's
+// KeepAlive method gives, when it has one) to a stream whose end is
 // withheld for held calls (see Held), so that the connection is not taken
 // for idle while the person answers. An error means the client cannot be
 // reached.
@@ -424,7 +425,13 @@ func (rw *ResponseWriter) KeepAlive() error {
 	if rw.Held() == "" {
 		return errors.New("interceptor: keep-alive on a stream that is not waiting")
 	}
-	if _, err := rw.ResponseWriter.Write(keepAlive); err != nil {
+	ka := keepAlive
+	if k, ok := rw.turn.(interface{ KeepAlive() []byte }); ok {
+		// The protocol's own: go-genai refuses an SSE comment, and a
+		// JSON-array stream takes only whitespace between elements.
+		ka = k.KeepAlive()
+	}
+	if _, err := rw.ResponseWriter.Write(ka); err != nil {
 		return err
 	}
 	return rw.flushFn()

@@ -682,4 +682,18 @@ var mutations = []mutation{
 		To:    "if true || !found || in.ID == h.ID || !decides(in.Answer) {\n\t\t\treturn store.Hold{}, false",
 		Tests: []string{"./gate:TestReleaseModelSeedsThatFailed"},
 	},
+	{
+		Name:  "shapes: a Gemini stream's keep-alive is its own (go-genai refuses an SSE comment)",
+		File:  "interceptor/writer.go",
+		From:  "\t\tka = k.KeepAlive()",
+		To:    "\t\t_ = k.KeepAlive()",
+		Tests: []string{"./e2e:TestGeminiStreamResumes"},
+	},
+	{
+		Name:  "shapes: a gated Gemini route names its owner",
+		File:  "caddymodule/handler.go",
+		From:  "if r, ok := p.(interface{ RequiresOwner() bool }); ok && r.RequiresOwner() {",
+		To:    "if r, ok := p.(interface{ RequiresOwner() bool }); false && ok && r.RequiresOwner() {",
+		Tests: []string{"./e2e:TestGeminiRouteWithoutOwnerFailsToLoad"},
+	},
 }

@@ -1,0 +1,50 @@
+package gemini
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestContainsFoldBytes(t *testing.T) {
+	for s, want := range map[string]bool{
+		"functioncall":           true,
+		"xxFUNCTIONCALL":         true,
+		"fFfunctionCalL":         true,
+		"functioncal":            false,
+		"":                       false,
+		"function_call":          false,
+		strings.Repeat("f", 100): false,
+		strings.Repeat("fF", 50) + "FunctionCall": true,
+	} {
+		if got := containsFoldBytes([]byte(s), []byte("functioncall")); got != want {
+			t.Errorf("%q: %v", s, got)
+		}
+	}
+}
+
+func FuzzContainsFoldBytes(f *testing.F) {
+	f.Add([]byte("xxFunctionCallyy"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := asciiContainsFold(b, "functioncall")
+		if got := containsFoldBytes(b, []byte("functioncall")); got != want {
+			t.Fatalf("%q: %v", b, got)
+		}
+	})
+}
+
+func asciiContainsFold(b []byte, lower string) bool {
+	for i := 0; i+len(lower) <= len(b); i++ {
+		ok := true
+		for j := 0; j < len(lower) && ok; j++ {
+			c := b[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			ok = c == lower[j]
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

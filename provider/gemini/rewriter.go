@@ -1,0 +1,775 @@
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/sse"
+)
+
+// streamMaxHeld bounds the bytes a Stream holds back while a candidate's
+// gated calls wait for its finishReason, and one event or element.
+const streamMaxHeld = 8 << 20
+
+// streamMaxLog bounds the passed chunks kept unread for the model content
+// Hold gets, before they are read into parts.
+const streamMaxLog = 256 << 10
+
+// Stream rewrites one streamed Gemini response body (SSE by alt=sse, or
+// the JSON array; see Classify), written to it in any split, into dst. It
+// implements provider.Stream: Write, then Close. flush (may be nil) is
+// called once after each Write or Close that wrote anything. A Stream is
+// used by one goroutine; after an error every later call returns it and
+// writes nothing.
+//
+// Chunks (SSE events, or array elements) that MayHoldCall says no to pass
+// byte for byte as they come, with no JSON work: text is not delayed. A
+// chunk that may hold a call is read; its calls of tools Holder.Gated
+// says no to pass with it. Once a candidate has a call of a gated tool,
+// that chunk and every later chunk (of any candidate, so that their order
+// stays) wait until every such candidate has its finishReason: Hold wants
+// a candidate's calls at once, and Vertex sends parallel calls in
+// separate chunks. At the finishReason Hold gets the candidate's gated
+// calls (Position and synthetic ids counted over the whole candidate, not
+// one chunk) and its model content, every part of every chunk as sent
+// (ContentOf). The chunks that waited are then written through Rewrite:
+// passed calls byte for byte, held and refused ones out, Verdict.Text in
+// the place of the first held call (after a blank line when the
+// candidate showed text before), the set's thoughtSignature moved to the
+// first call that stays (also into a later chunk), finishReason and
+// usageMetadata as sent. A rewritten SSE chunk is one data event in the
+// line ending of the event it replaces; an array element keeps its Lead.
+//
+// An ungated call before the candidate's first gated call has already
+// reached the app when the gated call shows up (it passed as it came, or
+// it waits only because it shares the gated call's chunk): the gate does
+// not inspect it, by policy, so it is not held back to wait for a call
+// that may never come. Hold still sees it in the model content. Ungated
+// calls after a gated one wait with it and then pass unchanged.
+//
+// Refusals and waiting: with Continue set (the turn can send a follow-up: a request
+// body known, continuations left) and a single candidate, refused calls
+// are taken out without text and the end of the response is withheld
+// (WithholdFinish on every chunk from the settled one on, chunks left
+// empty dropped, the array's tail kept); Withheld reports it and
+// Settlements gives what Continuation needs. Otherwise refusals are shown
+// in place, after Verdict.Text. With WaitForStep set, the end is also
+// withheld when a single candidate's calls all wait in one step.
+//
+// Errors fail closed: nothing of a waiting candidate is written. They
+// come from invalid JSON in a chunk that may hold a call or comes while a
+// call waits, what Calls refuses (streamed arguments: ErrStreamedArguments;
+// duplicate keys or ids), a malformed array, over 8 MiB held back, and dst
+// or flush. Close reports a body that ends while a gated candidate has no
+// finishReason (its calls are then never written), and a truncated array.
+type Stream struct {
+	// Continue lets refused calls go back to the model in a follow-up
+	// (see above). Set it before the first Write.
+	Continue bool
+	// WaitForStep withholds the end when the answer may wait for the
+	// person's answer to held calls (the turn allows resume and has a
+	// follow-up left): a single candidate whose calls were all held in
+	// one step (Verdict.Step), none passed. Set it before the first
+	// Write; the turn's Held reads the step from Settlements.
+	WaitForStep bool
+
+	ctx     context.Context
+	h       provider.Holder
+	framing Framing
+	dst     io.Writer
+	flush   func() error
+
+	sp      sse.Splitter
+	ar      ArrayReader
+	scratch []byte
+	out     []byte // what this Write writes
+	err     error
+	closed  bool
+
+	log      [][]byte // data of passed chunks not yet read into parts
+	logBytes int
+	cands    map[int]*streamCand
+	held     []heldChunk
+	heldSize int
+	elems    int // array elements written
+	eol      string
+	first    []byte // the first chunk's data
+	usage    string // the last usageMetadata seen (raw)
+	withheld bool
+	tail     []byte // the array's tail, when the end is withheld
+	settled  []Settlement
+
+	// A follow-up's stream (Follow): every chunk goes through
+	// ContinueChunk.
+	follow bool
+	carry  string // the usage of the responses before
+	sep    bool   // the answer showed text: the first text after a blank line
+}
+
+// Settlement is what Hold decided for one candidate of the stream, for
+// Continuation: Calls every call part of the candidate in order (ungated
+// ones included, Passed), Fates and Contents one per call, Content the
+// candidate's model content as sent, Verdict as Hold gave it.
+type Settlement struct {
+	Choice   int
+	Calls    []provider.Call
+	Fates    []Fate
+	Contents []string
+	Content  []byte
+	Verdict  provider.Verdict
+}
+
+// streamCand is one candidate as the stream has seen it.
+type streamCand struct {
+	parts   []string // raw parts so far, in order
+	texted  bool     // a visible text part among them
+	calls   []provider.Call
+	gated   []bool
+	ids     map[string]bool
+	waiting bool // a gated call seen, not yet settled
+	fates   []Fate
+	text    string
+	placed  bool // text written (or nothing to write)
+	sig     string
+	sigKey  string // the removed first call's signature, to move
+}
+
+// heldChunk is a chunk that waits: raw is the SSE event or the array
+// element's Lead; data the chunk (nil: an event without data, written as
+// it came); calls its calls with the candidate's positions; texted per
+// candidate whether it showed text before this chunk.
+type heldChunk struct {
+	raw, data []byte
+	calls     []provider.Call
+	texted    map[int]bool
+}
+
+// NewStream returns the rewriter of a streamed response in framing f (SSE
+// or JSONArray).
+func NewStream(ctx context.Context, f Framing, dst io.Writer, flush func() error, h provider.Holder) *Stream {
+	s := &Stream{ctx: ctx, h: h, framing: f, dst: dst, flush: flush, cands: make(map[int]*streamCand)}
+	s.sp.Max, s.ar.Max = streamMaxHeld, streamMaxHeld
+	if f != SSE && f != JSONArray {
+		s.err = fmt.Errorf("gemini stream: framing %v is not a stream", f)
+	}
+	return s
+}
+
+// Write takes the body's next bytes.
+func (s *Stream) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.closed {
+		return 0, errors.New("gemini stream: write after Close")
+	}
+	s.out = s.out[:0]
+	var err error
+	if s.framing == SSE {
+		err = s.sp.Split(p, func(ev []byte, _ int) bool {
+			s.event(ev)
+			return s.err == nil
+		})
+	} else {
+		err = s.ar.Write(p, func(e Element) bool {
+			s.chunk(e.Lead, e.Value)
+			return s.err == nil
+		})
+	}
+	if err != nil && s.err == nil {
+		s.err = fmt.Errorf("gemini stream: %w", err)
+	}
+	s.emit()
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.logBytes > streamMaxLog {
+		s.fold()
+	}
+	return len(p), nil
+}
+
+// Close ends the body.
+func (s *Stream) Close() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.out = s.out[:0]
+	if s.framing == SSE {
+		if rest := s.sp.Rest(); len(rest) > 0 {
+			// The last event lacks its blank line: read it as readers do
+			// at the end of the body.
+			s.event(slices.Clone(rest))
+		}
+	} else {
+		tail, err := s.ar.Close()
+		switch {
+		case err != nil:
+			s.fail(fmt.Errorf("gemini stream: %w", err))
+		case s.withheld:
+			s.tail = slices.Clone(tail)
+		default:
+			if s.elems == 0 && !bytes.Contains(tail, []byte("[")) {
+				s.out = append(s.out, ArrayOpen...) // every element was dropped
+			}
+			s.out = append(s.out, tail...)
+		}
+	}
+	if s.err == nil {
+		for i, c := range s.cands {
+			if c.waiting {
+				s.fail(fmt.Errorf("gemini stream: the body ended before candidate %d finished; its calls were not judged and are not written", i))
+				break
+			}
+		}
+	}
+	s.emit()
+	return s.err
+}
+
+// Withheld reports whether the end of the response was withheld for a
+// follow-up (refused calls go back to the model): its finishReason and
+// finishMessage were taken out, and for the JSON array the tail (Tail).
+func (s *Stream) Withheld() bool { return s.withheld }
+
+// Settlements returns what Hold decided, one per candidate that had a
+// gated call, in the order they finished.
+func (s *Stream) Settlements() []Settlement { return s.settled }
+
+// First returns the first chunk of the answer (for ContinueChunk and
+// FinishChunk): of this response, or of the one a follow-up continues.
+func (s *Stream) First() []byte { return s.first }
+
+// Usage returns the answer's usage so far (raw JSON, "" for none): the
+// last usageMetadata this response sent, summed with the responses' before
+// it (SumUsage) for a follow-up. FinishChunk takes it.
+func (s *Stream) Usage() string {
+	if s.carry == "" {
+		return s.usage
+	}
+	return SumUsage(s.carry, s.usage)
+}
+
+// Follow makes s, before its first Write, the stream of a follow-up
+// response that continues prev's answer (prev withheld its end, and the
+// turn sent the follow-up): every chunk is written through ContinueChunk
+// (the first response's responseId and modelVersion, the usage summed
+// with prev's, the first text after a blank line when the answer showed
+// text), SSE events in prev's line ending, array elements after prev's
+// (the follow-up's "[" becomes a separator). Continue is prev's.
+func (s *Stream) Follow(prev *Stream) {
+	prev.fold()
+	s.follow, s.Continue = true, prev.Continue
+	s.first, s.carry, s.eol, s.elems = prev.first, prev.Usage(), prev.EOL(), prev.elems
+	s.sep = prev.sep
+	for _, c := range prev.cands {
+		s.sep = s.sep || c.texted || c.placed && c.text != ""
+	}
+}
+
+// EOL returns the line ending of the response's SSE events ("\r\n" or
+// "\n"; "\r\n" before any), for the events the turn writes itself.
+func (s *Stream) EOL() string {
+	if s.eol == "" {
+		return "\r\n"
+	}
+	return s.eol
+}
+
+// Tail returns the JSON array's tail (its "]" and the whitespace around)
+// when the end was withheld: the turn writes it after its last element.
+func (s *Stream) Tail() []byte { return s.tail }
+
+// Elements reports how many array elements were written: the turn writes
+// its own with ArraySep when there were any, else ArrayOpen.
+func (s *Stream) Elements() int { return s.elems }
+
+func (s *Stream) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+	s.held, s.log = nil, nil
+}
+
+// emit writes what this call produced and flushes.
+func (s *Stream) emit() {
+	if len(s.out) == 0 {
+		return
+	}
+	if _, err := s.dst.Write(s.out); err != nil {
+		s.fail(err)
+		return
+	}
+	s.out = s.out[:0]
+	if s.flush != nil {
+		if err := s.flush(); err != nil {
+			s.fail(err)
+		}
+	}
+}
+
+// event handles one SSE event.
+func (s *Stream) event(ev []byte) {
+	if s.eol == "" {
+		s.eol = EOL(ev)
+	}
+	data, buf, ok := sse.Data(ev, s.scratch)
+	s.scratch = buf
+	if !ok {
+		// A blank event (keep-alive) or a comment: nothing to read.
+		if len(s.held) > 0 {
+			s.hold(heldChunk{raw: slices.Clone(ev)})
+			return
+		}
+		s.out = append(s.out, ev...)
+		return
+	}
+	s.chunk(ev, data)
+}
+
+// chunk handles one chunk: raw is its SSE event, or its array Lead; data
+// the GenerateContentResponse.
+func (s *Stream) chunk(raw, data []byte) {
+	if s.first == nil && !s.follow && gjson.ValidBytes(data) {
+		s.first = slices.Clone(data)
+	}
+	if len(s.held) == 0 && !s.withheld && !s.follow && !MayHoldCall(data) {
+		s.pass(raw, data)
+		s.logChunk(data)
+		return
+	}
+	if !gjson.ValidBytes(data) {
+		s.fail(errors.New("gemini stream: a chunk that may hold a call, or comes while one waits, is not valid JSON"))
+		return
+	}
+	if u, _, err := member(gjson.ParseBytes(data), "usagemetadata"); err == nil && u.IsObject() {
+		s.usage = u.Raw
+	}
+	calls, err := Calls(data)
+	if err != nil {
+		s.fail(fmt.Errorf("gemini stream: %w", err))
+		return
+	}
+	cands, err := candidates(gjson.ParseBytes(data))
+	if err != nil {
+		s.fail(fmt.Errorf("gemini stream: %w", err))
+		return
+	}
+	s.fold()
+	if s.err != nil {
+		return
+	}
+	hc := heldChunk{texted: make(map[int]bool)}
+	k := 0
+	var finished []int
+	for _, c := range cands {
+		sc := s.cand(c.index)
+		hc.texted[c.index] = sc.texted
+		for _, p := range c.parts {
+			sc.parts = append(sc.parts, p.raw.Raw)
+			sc.texted = sc.texted || p.text
+			if !p.call {
+				continue
+			}
+			call := calls[k]
+			k++
+			call.Position = len(sc.calls)
+			if p.id == "" {
+				call.ID = SyntheticID(call.Position)
+			}
+			if sc.ids[call.ID] {
+				s.fail(fmt.Errorf("gemini stream: two calls of candidate %d have the id %q", c.index, call.ID))
+				return
+			}
+			sc.ids[call.ID] = true
+			if sc.fates != nil {
+				s.fail(fmt.Errorf("gemini stream: candidate %d sent a call after its finishReason", c.index))
+				return
+			}
+			g := s.h.Gated(call.Name)
+			sc.waiting = sc.waiting || g
+			sc.calls = append(sc.calls, call)
+			sc.gated = append(sc.gated, g)
+			hc.calls = append(hc.calls, call)
+		}
+		if fr, _, _ := member(c.raw, "finishreason"); fr.Type == gjson.String && fr.Str != "" {
+			finished = append(finished, c.index)
+		}
+	}
+	waiting := false
+	for _, sc := range s.cands {
+		waiting = waiting || sc.waiting
+	}
+	if !waiting && len(s.held) == 0 {
+		// Nothing waits: the chunk's calls are all ungated.
+		s.write(heldChunk{raw: raw, data: data}, false)
+		return
+	}
+	hc.raw, hc.data = slices.Clone(raw), slices.Clone(data)
+	s.hold(hc)
+	if s.err != nil {
+		return
+	}
+	for _, i := range finished {
+		if sc := s.cands[i]; sc.waiting {
+			s.settle(i, sc)
+		}
+	}
+	for _, sc := range s.cands {
+		if sc.waiting {
+			return
+		}
+	}
+	s.release()
+}
+
+func (s *Stream) cand(i int) *streamCand {
+	sc := s.cands[i]
+	if sc == nil {
+		sc = &streamCand{ids: make(map[string]bool)}
+		s.cands[i] = sc
+	}
+	return sc
+}
+
+// pass writes a chunk that needs no reading as it came.
+func (s *Stream) pass(raw, data []byte) {
+	if s.framing == SSE {
+		s.out = append(s.out, raw...)
+		return
+	}
+	s.out = append(s.out, s.lead(raw)...)
+	s.out = append(s.out, data...)
+	s.elems++
+}
+
+// lead returns the Lead to write before the next element: its own,
+// unless an element before was dropped.
+func (s *Stream) lead(l []byte) []byte {
+	open := bytes.Contains(l, []byte("["))
+	switch {
+	case s.elems == 0 && !open:
+		return []byte(ArrayOpen)
+	case s.elems > 0 && open:
+		return []byte(ArraySep)
+	}
+	return l
+}
+
+// logChunk keeps a passed chunk for the model content, read only when a
+// gated call turns up, or after a Write has flushed once the log grows
+// large (so that the reading never delays text).
+func (s *Stream) logChunk(data []byte) {
+	s.log = append(s.log, slices.Clone(data))
+	s.logBytes += len(data)
+}
+
+// fold reads the logged chunks into their candidates' parts.
+func (s *Stream) fold() {
+	for _, d := range s.log {
+		if !gjson.ValidBytes(d) {
+			continue // no reader finds a part in it
+		}
+		cands, err := candidates(gjson.ParseBytes(d))
+		if err != nil {
+			continue // no call in it (MayHoldCall); a reader fails on it anyway
+		}
+		for _, c := range cands {
+			sc := s.cand(c.index)
+			for _, p := range c.parts {
+				sc.parts = append(sc.parts, p.raw.Raw)
+				sc.texted = sc.texted || p.text
+			}
+		}
+	}
+	s.log, s.logBytes = s.log[:0], 0
+}
+
+func (s *Stream) hold(hc heldChunk) {
+	s.heldSize += len(hc.raw) + len(hc.data)
+	if s.heldSize > streamMaxHeld {
+		s.fail(errors.New("gemini stream: over 8 MiB held back while calls wait"))
+		return
+	}
+	s.held = append(s.held, hc)
+}
+
+// settle hands candidate i's gated calls to Hold.
+func (s *Stream) settle(i int, sc *streamCand) {
+	var gated []provider.Call
+	for k, c := range sc.calls {
+		if sc.gated[k] {
+			gated = append(gated, c)
+		}
+	}
+	content := ContentOf(sc.parts)
+	s.emit() // what came before must not wait for Hold
+	if s.err != nil {
+		return
+	}
+	v := s.h.Hold(s.ctx, gated, content)
+	gf, gc := Fates(v, gated)
+	anyRefused := slices.Contains(gf, Refused)
+	cont := s.Continue && anyRefused && len(s.cands) == 1
+	text := v.Text
+	if !cont {
+		text = inPlace(v.Text, gf, gc)
+		for k, f := range gf {
+			if f == Refused {
+				gf[k] = Held
+			}
+		}
+	}
+	sc.fates = make([]Fate, len(sc.calls))
+	contents := make([]string, len(sc.calls))
+	k := 0
+	for j := range sc.calls {
+		if sc.gated[j] {
+			sc.fates[j], contents[j] = gf[k], gc[k]
+			k++
+		}
+	}
+	sc.text, sc.placed, sc.waiting = text, text == "", false
+	if cont || s.WaitForStep && v.Step != "" && len(s.cands) == 1 && !slices.Contains(sc.fates, Passed) {
+		s.withheld = true
+	}
+	s.settled = append(s.settled, Settlement{Choice: i, Calls: sc.calls, Fates: sc.fates, Contents: contents, Content: content, Verdict: v})
+}
+
+// inPlace is the text shown when refusals cannot go back to the model:
+// the verdict's text, then each refusal's content, blank lines between.
+func inPlace(text string, fates []Fate, contents []string) string {
+	var b strings.Builder
+	b.WriteString(text)
+	for i, f := range fates {
+		if f != Refused || contents[i] == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(contents[i])
+	}
+	return b.String()
+}
+
+// release writes the chunks that waited, rewritten, once no candidate
+// waits. Nothing is written unless all of them could be.
+func (s *Stream) release() {
+	at := len(s.out)
+	held := s.held
+	s.held, s.heldSize = nil, 0
+	// The last chunk of each candidate, where its text goes when it held
+	// no call.
+	lastOf := make(map[int]int)
+	for j, hc := range held {
+		for ch := range hc.texted {
+			lastOf[ch] = j
+		}
+	}
+	for j, hc := range held {
+		if hc.data == nil {
+			s.out = append(s.out, hc.raw...)
+			continue
+		}
+		s.writeHeld(j, hc, lastOf)
+		if s.err != nil {
+			s.out = s.out[:at]
+			return
+		}
+	}
+}
+
+// writeHeld writes the j-th chunk that waited, rewritten.
+func (s *Stream) writeHeld(j int, hc heldChunk, lastOf map[int]int) {
+	data := hc.data
+	fates := make([]Fate, len(hc.calls))
+	passedIn := make(map[int]bool) // candidates with a passed call in this chunk
+	heldIn := make(map[int]bool)
+	for k, c := range hc.calls {
+		fates[k] = Passed
+		if sc := s.cands[c.Choice]; sc.fates != nil {
+			fates[k] = sc.fates[c.Position]
+		}
+		switch fates[k] {
+		case Passed:
+			passedIn[c.Choice] = true
+		case Held:
+			heldIn[c.Choice] = true
+		}
+	}
+	cands, err := candidates(gjson.ParseBytes(data))
+	if err != nil {
+		s.fail(fmt.Errorf("gemini stream: %w", err))
+		return
+	}
+	texts := make(map[int]string)
+	var edits []sedit
+	k := 0
+	for _, c := range cands {
+		sc := s.cands[c.index]
+		visible := false // text before the first held call, in this chunk
+		seenHeld := false
+		for _, p := range c.parts {
+			if !p.call {
+				visible = visible || p.text && !seenHeld
+				continue
+			}
+			f := fates[k]
+			k++
+			seenHeld = seenHeld || f == Held
+			if f == Passed && sc.sigKey != "" {
+				// The removed first call's signature moves to the first
+				// call that stays, in a later chunk.
+				if !p.sig.Exists() {
+					raw, err := sjson.SetRaw(p.raw.Raw, gjson.Escape(sc.sigKey), sc.sig)
+					if err != nil {
+						s.fail(fmt.Errorf("gemini stream: %w", err))
+						return
+					}
+					e, err := sEditOf(data, p.raw, raw)
+					if err != nil {
+						s.fail(fmt.Errorf("gemini stream: %w", err))
+						return
+					}
+					edits = append(edits, e)
+				}
+				sc.sig, sc.sigKey = "", ""
+			}
+		}
+		if sc == nil || sc.fates == nil || sc.placed {
+			continue // no gated call, or its text written
+		}
+		if heldIn[c.index] || lastOf[c.index] == j && !slices.Contains(sc.fates, Held) {
+			t := sc.text
+			if hc.texted[c.index] && !visible {
+				t = "\n\n" + t
+			}
+			texts[c.index] = t
+			sc.placed = true
+		}
+	}
+	if len(edits) > 0 {
+		data = applySEdits(data, edits)
+	}
+	out, err := Rewrite(data, hc.calls, fates, texts)
+	if err != nil {
+		s.fail(fmt.Errorf("gemini stream: %w", err))
+		return
+	}
+	if out, err = s.dropFinishMessage(out); err != nil {
+		s.fail(fmt.Errorf("gemini stream: %w", err))
+		return
+	}
+	// A signature on the candidate's first call, removed with no call
+	// after it in this chunk that stays, moves on to a later chunk.
+	for k, c := range hc.calls {
+		if c.Position != 0 || fates[k] == Passed {
+			continue
+		}
+		after := false
+		for m := k + 1; m < len(hc.calls); m++ {
+			after = after || hc.calls[m].Choice == c.Choice && fates[m] == Passed
+		}
+		if after {
+			continue
+		}
+		if p, err := readPart(gjson.ParseBytes(c.Raw)); err == nil && p.sig.Exists() {
+			sc := s.cands[c.Choice]
+			sc.sig, sc.sigKey = p.sig.Raw, p.sigKey
+		}
+	}
+	s.write(heldChunk{raw: hc.raw, data: out}, len(out) != len(hc.data) || &out[0] != &hc.data[0])
+}
+
+// write writes a chunk that was read: as it came unless changed, else
+// rewritten in the framing (SSE: one data event in the line ending of the
+// event it replaces; array: after its Lead). Once the end is withheld,
+// finishReason and finishMessage come out, and a chunk left with no part
+// to read (its finish taken out, or its calls: the refused call of a
+// Gemini 3 stream leaves an empty chunk) is dropped; its usageMetadata is
+// in Usage.
+func (s *Stream) write(hc heldChunk, changed bool) {
+	data := hc.data
+	if s.follow {
+		out, done, err := ContinueChunk(data, s.first, s.carry, s.sep)
+		if err != nil {
+			s.fail(fmt.Errorf("gemini stream: %w", err))
+			return
+		}
+		s.sep = s.sep && !done
+		data, changed = out, true
+	}
+	if s.withheld {
+		out, had, empty, err := WithholdFinish(data)
+		if err != nil {
+			s.fail(fmt.Errorf("gemini stream: %w", err))
+			return
+		}
+		if empty && (had || changed) {
+			return // its finish withheld, or its calls taken out: nothing left to read
+		}
+		changed = changed || had
+		data = out
+	}
+	if !changed {
+		s.pass(hc.raw, data)
+		return
+	}
+	if s.framing == SSE {
+		eol := s.EOL()
+		if bytes.HasSuffix(hc.raw, []byte("\n")) {
+			eol = EOL(hc.raw)
+		}
+		s.out = AppendEvent(s.out, data, eol)
+		return
+	}
+	s.out = append(s.out, s.lead(hc.raw)...)
+	s.out = append(s.out, data...)
+	s.elems++
+}
+
+// dropFinishMessage takes finishMessage ("Model generated function
+// call(s).") off the candidates of a chunk none of whose calls reached
+// the app, over the whole candidate: Rewrite sees one chunk, and Vertex
+// sends the finish in a chunk of its own.
+func (s *Stream) dropFinishMessage(chunk []byte) ([]byte, error) {
+	cands, err := candidates(gjson.ParseBytes(chunk))
+	if err != nil {
+		return nil, err
+	}
+	var edits []sedit
+	for _, c := range cands {
+		sc := s.cands[c.index]
+		fm := keyOf(c.raw, "finishmessage", "")
+		if sc == nil || sc.fates == nil || fm == "" || slices.Contains(sc.fates, Passed) {
+			continue
+		}
+		out, err := sjson.Delete(c.raw.Raw, fm)
+		if err != nil {
+			return nil, err
+		}
+		e, err := sEditOf(chunk, c.raw, out)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+	}
+	if len(edits) == 0 {
+		return chunk, nil
+	}
+	return applySEdits(chunk, edits), nil
+}

@@ -1,0 +1,343 @@
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/turn"
+)
+
+// NewTurn returns the rewriter of the answer to one generateContent
+// request (see provider.Turn), assembled from the package's functions on
+// turn.Core, as the other adapters' turns are.
+//
+// JSON. Calls, Hold per candidate with gated calls (its Content), Fates,
+// Rewrite. When a single candidate has refused calls, all of them can go
+// back (request known with a contents array, a follow-up left), they are
+// taken out without text and Continuation gives the follow-up
+// (Continuation); its answer is merged into the first (Merge). Otherwise
+// the refusals' contents are shown in place, after Verdict.Text.
+//
+// Streams. NewStream, its framing read from the body's first byte ('['
+// is the JSON array, anything else SSE), with Continue and WaitForStep as
+// the turn allows; a follow-up's stream Follows the one it continues. An
+// end still withheld when the turn finishes is written then: FinishChunk
+// with the refusals' contents (no follow-up sent) or the Fail text.
+func (Provider) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
+	return &gemTurn{ctx: ctx, h: h, Core: turn.Core[gemStep]{Request: request, Max: continuations}}
+}
+
+// gemStep is a response's refused calls, to send back.
+type gemStep struct {
+	content  []byte
+	calls    []provider.Call
+	fates    []Fate
+	contents []string
+	fallback string // the refusals' contents, shown when no follow-up is sent
+}
+
+type gemTurn struct {
+	ctx context.Context
+	h   provider.Holder
+	turn.Core[gemStep]
+
+	resume  bool // AllowResume
+	reached bool // a call of the turn reached the app
+
+	cur    *sniffStream // the current response's stream
+	end    *Stream      // the stream whose end is withheld, not yet written
+	follow *Stream      // the stream the next response's continues
+}
+
+// allowed reports whether a response's refusals may go back to the model.
+func (t *gemTurn) allowed() bool {
+	if t.Done >= t.Max || t.Request == nil || !gjson.ValidBytes(t.Request) {
+		return false
+	}
+	l, _, err := member(gjson.ParseBytes(t.Request), "contents")
+	return err == nil && l.IsArray()
+}
+
+// AllowResume implements provider.Turn.
+func (t *gemTurn) AllowResume() {
+	t.resume = true
+	t.Core.AllowResume()
+}
+
+// JSON implements provider.Turn.
+func (t *gemTurn) JSON(body []byte) error {
+	out, step, err := t.rewriteJSON(body)
+	if err != nil {
+		return err
+	}
+	return t.TakeJSON(out, step, Merge)
+}
+
+// rewriteJSON judges a unary body's gated calls, candidate by candidate.
+func (t *gemTurn) rewriteJSON(body []byte) ([]byte, *gemStep, error) {
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' && MayHoldCall(body) {
+		// A JSON-array stream (no alt=sse) the glue buffered as JSON: its
+		// calls are not read here, so it fails closed.
+		return nil, nil, errors.New("gemini response: a streamed JSON array holding a call, read as one JSON body")
+	}
+	calls, err := Calls(body)
+	if err != nil || len(calls) == 0 {
+		return body, nil, err
+	}
+	cands, err := candidates(gjson.ParseBytes(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	fates := make([]Fate, len(calls)) // Passed unless judged otherwise
+	contents := make([]string, len(calls))
+	texts := make(map[int]string)
+	var step *gemStep
+	var choices []int
+	for _, c := range calls {
+		if !slices.Contains(choices, c.Choice) {
+			choices = append(choices, c.Choice)
+		}
+	}
+	for _, ch := range choices {
+		var idx []int
+		var gated []provider.Call
+		for i, c := range calls {
+			if c.Choice == ch && t.h.Gated(c.Name) {
+				idx = append(idx, i)
+				gated = append(gated, c)
+			}
+		}
+		if len(gated) == 0 {
+			continue
+		}
+		content, err := Content(body, ch)
+		if err != nil {
+			return nil, nil, err
+		}
+		v := t.h.Hold(t.ctx, gated, content)
+		gf, gc := Fates(v, gated)
+		cont := slices.Contains(gf, Refused) && len(cands) == 1 && t.allowed()
+		text := v.Text
+		if !cont {
+			text = inPlace(v.Text, gf, gc)
+			for k, f := range gf {
+				if f == Refused {
+					gf[k] = Held
+				}
+			}
+		}
+		for k, i := range idx {
+			fates[i], contents[i] = gf[k], gc[k]
+		}
+		texts[ch] = text
+		if cont {
+			step = &gemStep{content: content, fallback: inPlace("", gf, gc)}
+			for i, c := range calls {
+				if c.Choice == ch {
+					step.calls = append(step.calls, c)
+					step.fates = append(step.fates, fates[i])
+					step.contents = append(step.contents, contents[i])
+				}
+			}
+		}
+	}
+	out, err := Rewrite(body, calls, fates, texts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, step, nil
+}
+
+// Stream implements provider.Turn.
+func (t *gemTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
+	t.Streaming = true
+	t.cur = &sniffStream{t: t, dst: dst, flush: flush}
+	return t.cur
+}
+
+// start makes the current response's Stream in framing f.
+func (t *gemTurn) start(f Framing) *Stream {
+	c := t.cur
+	s := NewStream(t.ctx, f, c.dst, c.flush, t.h)
+	if t.follow != nil {
+		s.Follow(t.follow)
+		t.follow = nil
+	}
+	s.Continue = t.allowed()
+	s.WaitForStep = t.resume && !t.reached && t.Done < t.Max && t.Request != nil
+	return s
+}
+
+// closed notes what the current response's stream decided.
+func (t *gemTurn) closed(s *Stream) {
+	if !s.Withheld() {
+		t.end = nil
+	} else {
+		t.end = s
+	}
+	var last *Settlement
+	for i := range s.Settlements() {
+		st := &s.Settlements()[i]
+		last = st
+		if slices.Contains(st.Fates, Passed) {
+			t.reached = true
+		}
+	}
+	if !s.Withheld() || last == nil {
+		t.HoldsStep(provider.Verdict{}, false)
+		return
+	}
+	if slices.Contains(last.Fates, Refused) {
+		var refused []Fate
+		var rc []string
+		for k, f := range last.Fates {
+			if f == Refused {
+				refused = append(refused, f)
+				rc = append(rc, last.Contents[k])
+			}
+		}
+		t.Pending = &gemStep{content: last.Content, calls: last.Calls, fates: last.Fates, contents: last.Contents,
+			fallback: inPlace("", refused, rc)}
+	}
+	t.HoldsStep(last.Verdict, !t.reached && t.allowed())
+}
+
+// Continuation implements provider.Turn.
+func (t *gemTurn) Continuation() ([]byte, bool) {
+	ready := !t.Streaming || t.cur != nil && t.cur.s != nil && t.cur.s.err == nil && t.cur.s.closed && t.cur.s.Withheld()
+	return t.FollowUp(ready, func(req []byte, s *gemStep) ([]byte, error) {
+		return Continuation(req, s.content, s.calls, s.fates, s.contents)
+	})
+}
+
+// Continue implements provider.Turn.
+func (t *gemTurn) Continue() {
+	if t.Advance() && t.Streaming && t.cur != nil && t.cur.s != nil {
+		t.follow = t.cur.s
+	}
+}
+
+// Resume implements provider.Turn: the last request with the waiting text
+// appended as a model content (AppendResumeContent), history then
+// restored by restore.
+func (t *gemTurn) Resume(restore func([]byte) ([]byte, error)) ([]byte, bool) {
+	return t.ResumeWith(AppendResumeContent, restore)
+}
+
+// KeepAlive is what the stream writes while it waits for the person's
+// answer: a blank event in the stream's own line ending (SSE), or
+// whitespace between array elements; never an SSE comment, which
+// go-genai refuses.
+func (t *gemTurn) KeepAlive() []byte {
+	if t.cur == nil || t.cur.s == nil {
+		return KeepAlive(SSE, "\r\n")
+	}
+	return KeepAlive(t.cur.s.framing, t.cur.s.EOL())
+}
+
+// Finish implements provider.Turn.
+func (t *gemTurn) Finish() ([]byte, error) {
+	if t.Finished {
+		return t.Acc, nil
+	}
+	text := t.End(func(s *gemStep) string { return s.fallback })
+	if !t.Streaming {
+		return t.EndJSON(text, AppendText), nil
+	}
+	if t.cur != nil && t.cur.s != nil && t.cur.s.err != nil {
+		return nil, t.cur.s.err
+	}
+	e := t.end
+	if e == nil {
+		return nil, nil
+	}
+	t.end = nil
+	if text == "" && t.follow != nil {
+		text = provider.CouldNotContinue("the provider's answer ended early.")
+	}
+	chunk := FinishChunk(e.First(), text, e.Usage())
+	var out []byte
+	if e.framing == SSE {
+		out = AppendEvent(nil, chunk, e.EOL())
+	} else {
+		if e.Elements() > 0 {
+			out = append(out, ArraySep...)
+		} else {
+			out = append(out, ArrayOpen...)
+		}
+		out = append(out, chunk...)
+		tail := e.Tail()
+		if !bytes.Contains(tail, []byte("]")) {
+			tail = append(tail, ']')
+		}
+		out = append(out, tail...)
+	}
+	c := t.cur
+	if _, err := c.dst.Write(out); err != nil {
+		return nil, err
+	}
+	if c.flush != nil {
+		return nil, c.flush()
+	}
+	return nil, nil
+}
+
+// sniffStream is a response's provider.Stream: it reads the framing from
+// the body's first byte that is not blank and then hands everything to a
+// Stream.
+type sniffStream struct {
+	t     *gemTurn
+	dst   io.Writer
+	flush func() error
+	lead  []byte // blank bytes before the first other byte
+	s     *Stream
+}
+
+func (w *sniffStream) Write(p []byte) (int, error) {
+	if w.s == nil {
+		i := 0
+		for i < len(p) && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n') {
+			i++
+		}
+		if i == len(p) {
+			w.lead = append(w.lead, p...)
+			return len(p), nil
+		}
+		f := SSE
+		if p[i] == '[' {
+			f = JSONArray
+		}
+		w.s = w.t.start(f)
+		if len(w.lead) > 0 {
+			if _, err := w.s.Write(w.lead); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return w.s.Write(p)
+}
+
+func (w *sniffStream) Close() error {
+	if w.s == nil {
+		w.s = w.t.start(SSE)
+		if len(w.lead) > 0 {
+			if _, err := w.s.Write(w.lead); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.s.Close(); err != nil {
+		return err
+	}
+	w.t.closed(w.s)
+	return nil
+}
+
+// Interface guard
+var _ provider.Adapter = Provider{}
