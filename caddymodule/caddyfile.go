@@ -147,7 +147,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //
 //	toolgate {
 //		policy            <path>
-//		provider          auto|openai-chat|openai-responses|anthropic
+//		provider          auto|openai-chat|openai-responses|anthropic|gemini
 //		owner             <placeholder>
 //		owner_fields      <gjson path>...
 //		tenant            <placeholder>

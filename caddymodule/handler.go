@@ -92,7 +92,9 @@ type Handler struct {
 
 	// Provider fixes the wire protocol of the POSTs on the route whose
 	// path does not end as a gated endpoint's: "openai-chat",
-	// "openai-responses" or "anthropic". A path that does is read as its
+	// "openai-responses", "anthropic" or "gemini" (any name a provider
+	// package registers; "gemini" needs owner or owner_fields, as its
+	// requests name no end user). A path that does is read as its
 	// end says (an OpenAI-compatible server such as vLLM answers
 	// /v1/messages in Anthropic's shape). Default ("" or "auto"): by the
 	// path's end only, as listed above. Set it for an OpenAI-compatible
