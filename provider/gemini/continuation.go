@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // Continuation returns the body of the follow-up request that sends a
@@ -114,16 +115,16 @@ func appendResponse(b []byte, key string, c provider.Call, field, text string) [
 // appendContents returns req with contents (JSON objects, comma-separated)
 // appended to its contents array list.
 func appendContents(req []byte, list gjson.Result, contents []byte) ([]byte, error) {
-	e, err := sEditOf(req, list, list.Raw)
+	e, err := jsonedit.Of(req, list, list.Raw)
 	if err != nil {
 		return nil, fmt.Errorf("gemini request: %w", err)
 	}
-	at := e.end - 1 // the closing bracket
+	at := e.End - 1 // the closing bracket
 	repl := string(contents)
 	if len(list.Array()) > 0 {
 		repl = "," + repl
 	}
-	return applySEdits(req, []sedit{{start: at, end: at, repl: repl}}), nil
+	return jsonedit.Apply(req, []jsonedit.Edit{{Start: at, End: at, Repl: repl}}), nil
 }
 
 // AppendResumeContent returns req with the model content the app read
@@ -236,28 +237,28 @@ func Merge(acc, next []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	e, err := sEditOf(acc, a.raw, cand)
+	e, err := jsonedit.Of(acc, a.raw, cand)
 	if err != nil {
 		return nil, err
 	}
-	edits := []sedit{e}
+	edits := []jsonedit.Edit{e}
 	accRoot := gjson.ParseBytes(acc)
 	au, _, _ := member(accRoot, "usagemetadata")
 	nu, _, _ := member(gjson.ParseBytes(next), "usagemetadata")
 	if nu.IsObject() {
 		sum := SumUsage(au.Raw, nu.Raw)
 		if au.Exists() {
-			ue, err := sEditOf(acc, au, sum)
+			ue, err := jsonedit.Of(acc, au, sum)
 			if err != nil {
 				return nil, err
 			}
 			edits = append(edits, ue)
 		} else {
-			out := applySEdits(acc, edits)
+			out := jsonedit.Apply(acc, edits)
 			return sjson.SetRawBytes(out, "usageMetadata", []byte(sum))
 		}
 	}
-	return applySEdits(acc, edits), nil
+	return jsonedit.Apply(acc, edits), nil
 }
 
 // AppendText appends a text part holding text to candidate 0 of a unary
@@ -283,11 +284,11 @@ func AppendText(body []byte, text string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := sEditOf(body, c.raw, out)
+	e, err := jsonedit.Of(body, c.raw, out)
 	if err != nil {
 		return nil, err
 	}
-	return applySEdits(body, []sedit{e}), nil
+	return jsonedit.Apply(body, []jsonedit.Edit{e}), nil
 }
 
 // SumUsage returns usageMetadata a and b (raw JSON objects; either may be

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // Links finds this gate's links in a request. The glue gives the shared
@@ -85,7 +86,7 @@ func RewriteRequest(ctx context.Context, body []byte, links Links, r provider.Re
 	for i := len(contents) - 1; i >= 0; i-- {
 		person[i] = person[i+1] || roleOf(contents[i]) == "user" && personWrote(contents[i])
 	}
-	var edits []sedit
+	var edits []jsonedit.Edit
 	done := make(map[string]bool)
 	for i, m := range contents {
 		if roleOf(m) != "model" {
@@ -132,7 +133,7 @@ func RewriteRequest(ctx context.Context, body []byte, links Links, r provider.Re
 	if len(edits) == 0 {
 		return body, nil
 	}
-	return applySEdits(body, edits), nil
+	return jsonedit.Apply(body, edits), nil
 }
 
 // storedStep is one restored step, read.
@@ -145,7 +146,7 @@ type storedStep struct {
 // restoreContent returns the edits that put steps in place of the app's
 // model content m (parts ps, the last link in part lastLink) and their
 // results in the user content next (see RewriteRequest).
-func restoreContent(body []byte, m gjson.Result, ps []part, lastLink int, next gjson.Result, steps []provider.Restored, links Links, key string) ([]sedit, error) {
+func restoreContent(body []byte, m gjson.Result, ps []part, lastLink int, next gjson.Result, steps []provider.Restored, links Links, key string) ([]jsonedit.Edit, error) {
 	st := make([]storedStep, len(steps))
 	var waiting []struct{ step, call int } // calls with no Result: the app's to answer
 	for k, s := range steps {
@@ -283,17 +284,17 @@ func restoreContent(body []byte, m gjson.Result, ps []part, lastLink int, next g
 		before = append(before, userContent(results(k))...)
 		before = append(before, ',')
 	}
-	var edits []sedit
+	var edits []jsonedit.Edit
 	var mine []string // the results that go into next
 	if follow != nil {
 		before = before[:len(before)-1]
-		e, err := sEditOf(body, m, string(before)+","+modelContentLike(m, follow))
+		e, err := jsonedit.Of(body, m, string(before)+","+modelContentLike(m, follow))
 		if err != nil {
 			return nil, err
 		}
 		edits = append(edits, e)
 	} else {
-		e, err := sEditOf(body, m, string(before)+st[last].raw)
+		e, err := jsonedit.Of(body, m, string(before)+st[last].raw)
 		if err != nil {
 			return nil, err
 		}
@@ -311,14 +312,14 @@ func restoreContent(body []byte, m gjson.Result, ps []part, lastLink int, next g
 		if err != nil {
 			return nil, err
 		}
-		e, err := sEditOf(body, next, out)
+		e, err := jsonedit.Of(body, next, out)
 		if err != nil {
 			return nil, err
 		}
 		edits = append(edits, e)
 	case len(mine) > 0:
 		at := m.Index + len(m.Raw)
-		edits = append(edits, sedit{start: at, end: at, repl: "," + userContent(mine)})
+		edits = append(edits, jsonedit.Edit{Start: at, End: at, Repl: "," + userContent(mine)})
 	}
 	return edits, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // ErrStreamedArguments is returned for a functionCall part whose arguments
@@ -318,7 +319,7 @@ func Rewrite(body []byte, calls []provider.Call, fates []Fate, texts map[int]str
 	if err != nil {
 		return nil, err
 	}
-	var edits []sedit
+	var edits []jsonedit.Edit
 	k := 0 // index into calls
 	for _, c := range cands {
 		n := 0
@@ -339,13 +340,13 @@ func Rewrite(body []byte, calls []provider.Call, fates []Fate, texts map[int]str
 		if err != nil {
 			return nil, fmt.Errorf("gemini response: candidate %d: %w", c.index, err)
 		}
-		e, err := sEditOf(body, c.raw, out)
+		e, err := jsonedit.Of(body, c.raw, out)
 		if err != nil {
 			return nil, fmt.Errorf("gemini response: %w", err)
 		}
 		edits = append(edits, e)
 	}
-	return applySEdits(body, edits), nil
+	return jsonedit.Apply(body, edits), nil
 }
 
 // rewriteCandidate returns the candidate object c with its parts

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -617,7 +618,7 @@ func (s *Stream) writeHeld(j int, hc heldChunk, lastOf map[int]int) {
 		return
 	}
 	texts := make(map[int]string)
-	var edits []sedit
+	var edits []jsonedit.Edit
 	k := 0
 	for _, c := range cands {
 		sc := s.cands[c.index]
@@ -640,7 +641,7 @@ func (s *Stream) writeHeld(j int, hc heldChunk, lastOf map[int]int) {
 						s.fail(fmt.Errorf("gemini stream: %w", err))
 						return
 					}
-					e, err := sEditOf(data, p.raw, raw)
+					e, err := jsonedit.Of(data, p.raw, raw)
 					if err != nil {
 						s.fail(fmt.Errorf("gemini stream: %w", err))
 						return
@@ -663,7 +664,7 @@ func (s *Stream) writeHeld(j int, hc heldChunk, lastOf map[int]int) {
 		}
 	}
 	if len(edits) > 0 {
-		data = applySEdits(data, edits)
+		data = jsonedit.Apply(data, edits)
 	}
 	out, err := Rewrite(data, hc.calls, fates, texts)
 	if err != nil {
@@ -751,7 +752,7 @@ func (s *Stream) dropFinishMessage(chunk []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var edits []sedit
+	var edits []jsonedit.Edit
 	for _, c := range cands {
 		sc := s.cands[c.index]
 		fm := keyOf(c.raw, "finishmessage", "")
@@ -762,7 +763,7 @@ func (s *Stream) dropFinishMessage(chunk []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		e, err := sEditOf(chunk, c.raw, out)
+		e, err := jsonedit.Of(chunk, c.raw, out)
 		if err != nil {
 			return nil, err
 		}
@@ -771,5 +772,5 @@ func (s *Stream) dropFinishMessage(chunk []byte) ([]byte, error) {
 	if len(edits) == 0 {
 		return chunk, nil
 	}
-	return applySEdits(chunk, edits), nil
+	return jsonedit.Apply(chunk, edits), nil
 }

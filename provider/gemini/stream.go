@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // Writing Gemini's SSE. Gemini sends data-only events, one line of JSON
@@ -92,7 +93,7 @@ func WithholdFinish(chunk []byte) (out []byte, had, empty bool, err error) {
 	}
 	out = chunk
 	empty = true
-	var edits []sedit
+	var edits []jsonedit.Edit
 	for _, c := range cands {
 		for _, p := range c.parts {
 			if p.call || p.text || p.thought || !isEmptyText(p.raw) {
@@ -109,7 +110,7 @@ func WithholdFinish(chunk []byte) (out []byte, had, empty bool, err error) {
 			}
 		}
 		if cand != c.raw.Raw {
-			e, err := sEditOf(chunk, c.raw, cand)
+			e, err := jsonedit.Of(chunk, c.raw, cand)
 			if err != nil {
 				return nil, false, false, err
 			}
@@ -117,7 +118,7 @@ func WithholdFinish(chunk []byte) (out []byte, had, empty bool, err error) {
 		}
 	}
 	if len(edits) > 0 {
-		out = applySEdits(chunk, edits)
+		out = jsonedit.Apply(chunk, edits)
 	}
 	return out, had, empty, nil
 }
@@ -183,11 +184,11 @@ func ContinueChunk(chunk, first []byte, carry string, sep bool) (out []byte, don
 		if err != nil {
 			return nil, false, err
 		}
-		e, err := sEditOf(out, p.raw, np)
+		e, err := jsonedit.Of(out, p.raw, np)
 		if err != nil {
 			return nil, false, err
 		}
-		return applySEdits(out, []sedit{e}), true, nil
+		return jsonedit.Apply(out, []jsonedit.Edit{e}), true, nil
 	}
 	return out, false, nil
 }

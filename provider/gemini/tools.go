@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
 // A Gemini request declares its functions under
@@ -78,7 +79,7 @@ func RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, errors.New("gemini request: invalid JSON carrying tools")
 	}
-	var edits []sedit
+	var edits []jsonedit.Edit
 	var ferr error
 	err := declarations(gjson.ParseBytes(body), func(d gjson.Result, key string) bool {
 		name, _, _ := member(d, "name")
@@ -120,8 +121,8 @@ func RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 		if out == d.Raw {
 			return true
 		}
-		var e sedit
-		if e, ferr = sEditOf(body, d, out); ferr != nil {
+		var e jsonedit.Edit
+		if e, ferr = jsonedit.Of(body, d, out); ferr != nil {
 			return false
 		}
 		edits = append(edits, e)
@@ -133,7 +134,7 @@ func RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 	if len(edits) == 0 {
 		return body, nil
 	}
-	return applySEdits(body, edits), nil
+	return jsonedit.Apply(body, edits), nil
 }
 
 // ToolSchema returns the schema a request body declares for the function
