@@ -158,16 +158,7 @@ func contentParts(content []byte) ([]part, error) {
 	if !list.IsArray() {
 		return nil, errors.New("gemini content: no parts")
 	}
-	var ps []part
-	list.ForEach(func(_, p gjson.Result) bool {
-		var pt part
-		if pt, err = readPart(p); err != nil {
-			return false
-		}
-		ps = append(ps, pt)
-		return true
-	})
-	return ps, err
+	return readParts(list)
 }
 
 // Merge merges the follow-up response next (already rewritten) into the

@@ -385,7 +385,14 @@ func partsOfContent(c gjson.Result) ([]part, error) {
 	if err != nil || !list.IsArray() {
 		return nil, err
 	}
+	return readParts(list)
+}
+
+// readParts reads each part of a parts array; the first part that cannot
+// be read is the error.
+func readParts(list gjson.Result) ([]part, error) {
 	var ps []part
+	var err error
 	list.ForEach(func(_, p gjson.Result) bool {
 		var pt part
 		if pt, err = readPart(p); err != nil {

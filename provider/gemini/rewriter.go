@@ -527,12 +527,7 @@ func (s *Stream) settle(i int, sc *streamCand) {
 	cont := s.Continue && anyRefused && len(s.cands) == 1
 	text := v.Text
 	if !cont {
-		text = inPlace(v.Text, gf, gc)
-		for k, f := range gf {
-			if f == Refused {
-				gf[k] = Held
-			}
-		}
+		text = shownInPlace(v.Text, gf, gc)
 	}
 	sc.fates = make([]Fate, len(sc.calls))
 	contents := make([]string, len(sc.calls))
@@ -565,6 +560,18 @@ func inPlace(text string, fates []Fate, contents []string) string {
 		b.WriteString(contents[i])
 	}
 	return b.String()
+}
+
+// shownInPlace is inPlace for refusals that cannot go back to the model,
+// and marks them Held: they are shown where the held calls were.
+func shownInPlace(text string, fates []Fate, contents []string) string {
+	text = inPlace(text, fates, contents)
+	for k, f := range fates {
+		if f == Refused {
+			fates[k] = Held
+		}
+	}
+	return text
 }
 
 // release writes the chunks that waited, rewritten, once no candidate

@@ -125,12 +125,7 @@ func (t *gemTurn) rewriteJSON(body []byte) ([]byte, *gemStep, error) {
 		cont := slices.Contains(gf, Refused) && len(cands) == 1 && t.allowed()
 		text := v.Text
 		if !cont {
-			text = inPlace(v.Text, gf, gc)
-			for k, f := range gf {
-				if f == Refused {
-					gf[k] = Held
-				}
-			}
+			text = shownInPlace(v.Text, gf, gc)
 		}
 		for k, i := range idx {
 			fates[i], contents[i] = gf[k], gc[k]
