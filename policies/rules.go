@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -277,6 +278,11 @@ func decodeJSON(data []byte) (any, error) {
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
+	}
+	// One value and nothing after it: `{}0` is not an object, and a
+	// rule must not read the first value of a stream as the arguments.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON value")
 	}
 	return celJSON(v), nil
 }
