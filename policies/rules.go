@@ -15,6 +15,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/checker"
+	"cel.dev/cel-go/common"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
 	"go.yaml.in/yaml/v3"
@@ -523,8 +524,11 @@ func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checke
 }
 
 // compileRule checks and plans one expression in env. The error is one
-// line, naming the expression's column where cel-go gives one.
+// line, naming where in the expression it is: its column, and its line
+// too when the expression is written on several lines (as cel-go counts:
+// the line and column of the expression's own text, from 1).
 func compileRule(env *cel.Env, expr string) (cel.Program, ruleReads, error) {
+	multiline := strings.Contains(expr, "\n")
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		errs := iss.Errors()
@@ -533,22 +537,30 @@ func compileRule(env *cel.Env, expr string) (cel.Program, ruleReads, error) {
 			if i > 0 {
 				b.WriteString("; ")
 			}
-			if e.Location.Line() > 0 {
-				fmt.Fprintf(&b, "column %d: ", e.Location.Column()+1)
-			}
+			b.WriteString(exprAt(e.Location, multiline))
 			b.WriteString(strings.ReplaceAll(e.Message, " (in container '')", ""))
 		}
 		return nil, ruleReads{}, errors.New(b.String())
 	}
+	info := ast.NativeRep().SourceInfo()
+	root := ast.NativeRep().Expr()
 	if !ast.OutputType().IsExactType(types.BoolType) {
-		return nil, ruleReads{}, fmt.Errorf("the expression gives %s, not a bool", ast.OutputType())
+		// Where the value that is not a bool is made: the root's operator,
+		// or its start.
+		return nil, ruleReads{}, fmt.Errorf("%sthe expression gives %s, not a bool", exprAt(info.GetStartLocation(root.ID()), multiline), ast.OutputType())
 	}
 	est, err := env.EstimateCost(ast, sizeEstimator{})
 	if err != nil {
 		return nil, ruleReads{}, fmt.Errorf("estimating its cost: %w", err)
 	}
 	if est.Max > MaxRuleCost {
-		return nil, ruleReads{}, fmt.Errorf("it may cost up to %d, more than the limit of %d (with inputs of up to %d entries); make it simpler", est.Max, MaxRuleCost, maxRuleInputSize)
+		// A cost beyond the limit comes from a loop inside a loop: point at
+		// the outer one (else at the expression).
+		at := info.GetStartLocation(root.ID())
+		if id, ok := nestedLoop(root); ok {
+			at = info.GetStartLocation(id)
+		}
+		return nil, ruleReads{}, fmt.Errorf("%sit may cost up to %d, more than the limit of %d (with inputs of up to %d entries); make it simpler", exprAt(at, multiline), est.Max, MaxRuleCost, maxRuleInputSize)
 	}
 	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
@@ -562,6 +574,71 @@ func compileRule(env *cel.Env, expr string) (cel.Program, ruleReads, error) {
 	}
 	reads.args, reads.allArgs = argsRead(ast)
 	return prg, reads, nil
+}
+
+// exprAt is the place in an expression an error names ("column 4: ",
+// "line 2, column 4: "), from a cel-go location (1-based line, 0-based
+// column); "" when cel-go gives none.
+func exprAt(l common.Location, multiline bool) string {
+	if l == nil || l.Line() <= 0 {
+		return ""
+	}
+	if multiline {
+		return fmt.Sprintf("line %d, column %d: ", l.Line(), l.Column()+1)
+	}
+	return fmt.Sprintf("column %d: ", l.Column()+1)
+}
+
+// nestedLoop finds the outermost comprehension (all, exists, exists_one,
+// map, filter) with another one inside it: what makes an expression's
+// cost grow faster than its inputs.
+func nestedLoop(root celast.Expr) (int64, bool) {
+	var outer int64
+	found := false
+	var walk func(e celast.Expr, in int64)
+	walk = func(e celast.Expr, in int64) {
+		if found {
+			return
+		}
+		switch e.Kind() {
+		case celast.ComprehensionKind:
+			if in != 0 {
+				outer, found = in, true
+				return
+			}
+			c := e.AsComprehension()
+			walk(c.IterRange(), 0)
+			walk(c.AccuInit(), 0)
+			for _, x := range []celast.Expr{c.LoopCondition(), c.LoopStep(), c.Result()} {
+				walk(x, e.ID())
+			}
+		case celast.CallKind:
+			c := e.AsCall()
+			if c.IsMemberFunction() {
+				walk(c.Target(), in)
+			}
+			for _, a := range c.Args() {
+				walk(a, in)
+			}
+		case celast.SelectKind:
+			walk(e.AsSelect().Operand(), in)
+		case celast.ListKind:
+			for _, x := range e.AsList().Elements() {
+				walk(x, in)
+			}
+		case celast.MapKind:
+			for _, x := range e.AsMap().Entries() {
+				walk(x.AsMapEntry().Key(), in)
+				walk(x.AsMapEntry().Value(), in)
+			}
+		case celast.StructKind:
+			for _, x := range e.AsStruct().Fields() {
+				walk(x.AsStructField().Value(), in)
+			}
+		}
+	}
+	walk(root, 0)
+	return outer, found
 }
 
 // ruleReads is what a checked expression reads of its input.
