@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ import (
 	"cel.dev/cel-go/common"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
+	"github.com/tidwall/gjson"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -267,49 +269,123 @@ func (v *ruleVars) ResolveName(name string) (any, bool) {
 
 func (v *ruleVars) Parent() interpreter.Activation { return nil }
 
-// decodeJSON reads JSON into CEL's values: objects, lists, strings,
-// booleans and null as they are; a number as an int when it is whole and
-// fits, else a double.
+// decodeJSON reads JSON into CEL's values: objects (map[string]any),
+// arrays ([]any), strings, booleans and null (types.NullValue) as they
+// are; a number as an int64 when its text is a whole number that fits,
+// else a float64 (±Inf beyond the range). It reads what encoding/json
+// reads, to the same values, and refuses what it refuses (FuzzDecodeJSON
+// holds it to that), with two more refusals: an object that gives a key
+// twice (encoding/json keeps the last, the card's gjson reads the
+// first: a rule must not decide on another value than the person is
+// shown) and data after the value (`{}0` is not an object; a rule must
+// not read the first value of a stream as the arguments).
+//
+// It builds the values from gjson's reading, not encoding/json's
+// reflection: a rule's evaluation is mostly this decoding, and it is
+// part of every gated call's hold decision (docs/speed.md).
 func decodeJSON(data []byte) (any, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+	if !gjson.ValidBytes(data) {
+		return nil, invalidJSON(data)
 	}
-	// One value and nothing after it: `{}0` is not an object, and a
-	// rule must not read the first value of a stream as the arguments.
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON value")
+	var d jsonReader
+	v := d.value(gjson.ParseBytes(data), 1)
+	if d.err != nil {
+		return nil, d.err
 	}
-	return celJSON(v), nil
+	return v, nil
 }
 
-func celJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = celJSON(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = celJSON(e)
-		}
-		return x
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
+// errDuplicateKey is decodeJSON's refusal of an object that gives a key
+// twice.
+var errDuplicateKey = errors.New("an object gives a key twice")
+
+// maxRuleJSONDepth is how deeply encoding/json lets objects and arrays nest.
+const maxRuleJSONDepth = 10000
+
+// invalidJSON says why data is not one JSON value, in encoding/json's
+// words where it has them.
+func invalidJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON value")
+	}
+	return errors.New("not valid JSON")
+}
+
+// jsonReader builds CEL's values from a valid gjson value; err is the
+// first refusal.
+type jsonReader struct{ err error }
+
+func (d *jsonReader) value(r gjson.Result, depth int) any {
+	switch r.Type {
+	case gjson.Null:
+		return types.NullValue
+	case gjson.True:
+		return true
+	case gjson.False:
+		return false
+	case gjson.Number:
+		if i, err := strconv.ParseInt(r.Raw, 10, 64); err == nil {
 			return i
 		}
-		f, _ := x.Float64()
+		f, _ := strconv.ParseFloat(r.Raw, 64) // ±Inf when out of range, as json.Number.Float64
 		return f
-	case nil:
-		return types.NullValue
+	case gjson.String:
+		return d.str(r.Raw)
 	}
-	return v
+	if depth > maxRuleJSONDepth {
+		if d.err == nil {
+			d.err = errors.New("exceeded max depth")
+		}
+		return nil
+	}
+	if r.IsArray() {
+		out := []any{}
+		r.ForEach(func(_, v gjson.Result) bool {
+			out = append(out, d.value(v, depth+1))
+			return d.err == nil
+		})
+		return out
+	}
+	out := map[string]any{}
+	r.ForEach(func(k, v gjson.Result) bool {
+		key := d.str(k.Raw)
+		if _, ok := out[key]; ok && d.err == nil {
+			d.err = fmt.Errorf("%w: %q", errDuplicateKey, key)
+		}
+		out[key] = d.value(v, depth+1)
+		return d.err == nil
+	})
+	return out
+}
+
+// str is a JSON string's value from its text (quotes included): the
+// text itself when it has no escape and is valid UTF-8, else as
+// encoding/json reads it (escapes, and U+FFFD for each invalid byte or
+// lone surrogate).
+func (d *jsonReader) str(raw string) string {
+	if len(raw) < 2 {
+		if d.err == nil {
+			d.err = errors.New("not valid JSON")
+		}
+		return ""
+	}
+	s := raw[1 : len(raw)-1]
+	if strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var out string
+	if err := json.Unmarshal([]byte(raw), &out); err != nil && d.err == nil {
+		d.err = err
+	}
+	return out
 }
 
 // The object types of args and person. args has one type per action,
