@@ -120,6 +120,7 @@ func decodeJSONStd(data []byte) (any, error) {
 // a key twice (after its escapes are read), by encoding/json's tokens.
 func givesAKeyTwice(data []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // a number out of float64's range is still a token
 	type frame struct {
 		keys   map[string]bool
 		object bool

@@ -91,6 +91,8 @@ func TestRulesDecide(t *testing.T) {
 		{"record without status fails closed", `{"order":1,"amount":2000}`, []byte(`{}`), nil, -1, "rules[2]"},
 		{"record not read fails closed", `{"order":1,"amount":2000}`, nil, nil, -1, "the record was not read"},
 		{"record not an object fails closed", `{"order":1,"amount":2000}`, []byte(`[1]`), nil, -1, "rules[2]"},
+		{"record giving a key twice fails closed", `{"order":1,"amount":2000}`, []byte(`{"status":"draft","status":"shipped"}`), nil, -1, `evaluating: reading record: an object gives a key twice: "status"`},
+		{"record with data after it fails closed", `{"order":1,"amount":2000}`, []byte(`{"status":"shipped"}{}`), nil, -1, "reading record: data after the JSON value"},
 		{"missing amount fails closed", `{"order":1}`, shipped, nil, -1, `no field "amount"`},
 		{"args not an object", `[1]`, shipped, nil, -1, "not a JSON object"},
 	} {

@@ -598,6 +598,13 @@ var mutations = []mutation{
 		Tests: []string{"./gate:TestRulesDecideAtHoldTime", "./gate:TestRulesEvaluationErrorFailsClosed"},
 	},
 	{
+		Name:  "rules: a record or arguments giving a key twice",
+		File:  "policies/rules.go",
+		From:  "if _, ok := out[key]; ok && d.err == nil {",
+		To:    "if _, ok := out[key]; false && ok && d.err == nil {",
+		Tests: []string{"./policies:TestRulesDecide"},
+	},
+	{
 		Name:  "rules: a deny rule refuses the call",
 		File:  "gate/rules.go",
 		From:  "out.refusal = &refusal{\"rule_deny\",",
