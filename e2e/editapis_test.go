@@ -133,6 +133,19 @@ func TestEditReachesTheModelAnthropic(t *testing.T) {
 func TestEditReachesTheModelChatJSON(t *testing.T) {
 	e := newEditEnv(t)
 	l, msg := e.hold(t, "ana", mailCall)
+	// The JSON view holds the edit form: the subject opens on the model's
+	// value, the body (a direction character) on nothing, the account
+	// (it names the run URL) is not in it.
+	_, raw, _ := e.view(ana, l)
+	edit := gjson.GetBytes(raw, "holds.0.edit")
+	if props := edit.Get("requestedSchema.properties"); edit.Get("mode").String() != "form" ||
+		props.Get("subject.default").String() != "Hello" || !props.Get("body").Exists() || props.Get("body.default").Exists() ||
+		props.Get("account").Exists() || props.Get("to").Exists() {
+		t.Errorf("the JSON view's edit form: %s", edit.Raw)
+	}
+	if strings.Contains(string(raw), "gnp.exe") {
+		t.Errorf("the JSON view shows the model's unsafe body: %s", raw)
+	}
 	confirmEdited(t, e, l)
 	wantEditedRun(t, e)
 	req := e.next(t, "ana", msg, "thanks")

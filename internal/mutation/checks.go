@@ -690,6 +690,27 @@ var mutations = []mutation{
 		Tests: []string{"./policies:TestEditableMistakes"},
 	},
 	{
+		Name:  "edit: a rule that reads the arguments whole pins every editable field",
+		File:  "policies/editable.go",
+		From:  "if r.ArgsAll && a.Card != nil {",
+		To:    "if false && r.ArgsAll && a.Card != nil {",
+		Tests: []string{"./policies:TestEditableMistakes"},
+	},
+	{
+		Name:  "edit: the confirmed card's fingerprint is the edited card's",
+		File:  "gate/edit.go",
+		From:  "print = card.Fingerprint()",
+		To:    "_ = card.Fingerprint()",
+		Tests: []string{"./gate:TestEditRunsExactlyTheConfirmedArguments"},
+	},
+	{
+		Name:  "edit: the audit names the changed fields",
+		File:  "gate/edit.go",
+		From:  "Answer: store.AnswerConfirm, Changed: changed}",
+		To:    "Answer: store.AnswerConfirm}",
+		Tests: []string{"./gate:TestEditRunsExactlyTheConfirmedArguments"},
+	},
+	{
 		Name:  "intent: the attachments of an ended card answer as one",
 		File:  "gate/intent.go",
 		From:  "group := p.ID\n\tif id := primaryOf(p); id != \"\" {\n\t\tgroup = id\n\t}",
