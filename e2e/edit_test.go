@@ -371,6 +371,7 @@ func TestEditRacesASecondAnswer(t *testing.T) {
 		default:
 			t.Errorf("round %d: the card was answered %q", round, after.Holds[0].Answer)
 		}
+		t.Logf("round %d (script %v, lang %q): %s won", round, tc.script, tc.lang, after.Holds[0].Answer)
 		if tc.script {
 			axeSource(t)
 			audit(t, b, dir, fmt.Sprintf("race-%d-%s", round, after.Holds[0].Answer))

@@ -690,6 +690,13 @@ var mutations = []mutation{
 		Tests: []string{"./policies:TestEditableMistakes"},
 	},
 	{
+		Name:  "edit: a field named like one of the page's own keys cannot be editable",
+		File:  "policies/editable.go",
+		From:  "if slices.Contains(PageKeys, field) {",
+		To:    "if false && slices.Contains(PageKeys, field) {",
+		Tests: []string{"./policies:TestEditableMistakes"},
+	},
+	{
 		Name:  "edit: a rule that reads the arguments whole pins every editable field",
 		File:  "policies/editable.go",
 		From:  "if r.ArgsAll && a.Card != nil {",
