@@ -127,6 +127,11 @@ func TestEditRunsTheEditedArgumentsOnce(t *testing.T) {
 			if res != "The person confirmed with changes to: subject, body. Sent." {
 				t.Errorf("the model reads %q", res)
 			}
+			if tc.script {
+				audit(t, b, dir, "edit-done")
+			} else {
+				shot(t, b, dir, "edit-done-de")
+			}
 			// Reloading posts nothing again.
 			if err := chromedp.Do(b, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`h1.status`))); err != nil {
 				t.Fatal(err)

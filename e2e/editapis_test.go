@@ -188,7 +188,8 @@ func TestBrowserEditMCP(t *testing.T) {
 		if err == nil {
 			legend, _ := chromedp.Run(b, chromedp.Text(chromedp.CSS(`form.edit legend`)))
 			subject, _ := chromedp.Run(b, chromedp.Value(chromedp.CSS(`#f-subject`)))
-			opened = append(opened, squash(legend), subject)
+			body, _ := chromedp.Run(b, chromedp.Value(chromedp.CSS(`#f-body`)))
+			opened = append(opened, squash(legend), subject, body)
 			err = chromedp.Do(b,
 				// No script runs on the page: the input is cleared through
 				// its value attribute (it has not been typed in yet).
@@ -211,7 +212,7 @@ func TestBrowserEditMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"Sie können dies vor dem Bestätigen korrigieren.", "Numbers"}; !reflect.DeepEqual(opened, want) {
+	if want := []string{"Sie können dies vor dem Bestätigen korrigieren.", "Numbers", ""}; !reflect.DeepEqual(opened, want) {
 		t.Errorf("the page opened on %q, want %q (the body holds a line separator: empty)", opened, want)
 	}
 	if res.IsError || len(res.Content) != 2 {
