@@ -72,6 +72,10 @@ const streamMaxLog = 256 << 10
 // duplicate keys or ids), a malformed array, over 8 MiB held back, and dst
 // or flush. Close reports a body that ends while a gated candidate has no
 // finishReason (its calls are then never written), and a truncated array.
+// The first error, unless it came from dst or flush, ends what the app
+// reads with the gate's error (StopChunk: an SSE data event, or an array
+// element with no "]" after it), so that its client reports an error
+// instead of taking what came before for a whole answer.
 type Stream struct {
 	// Continue lets refused calls go back to the model in a follow-up
 	// (see above). Set it before the first Write.
@@ -95,6 +99,8 @@ type Stream struct {
 	out     []byte // what this Write writes
 	err     error
 	closed  bool
+	broken  bool // dst or flush failed: nothing more reaches the app
+	stopped bool // the error that ends the stream was written
 
 	log      [][]byte // data of passed chunks not yet read into parts
 	logBytes int
@@ -189,6 +195,7 @@ func (s *Stream) Write(p []byte) (int, error) {
 	if err != nil && s.err == nil {
 		s.err = fmt.Errorf("gemini stream: %w", err)
 	}
+	s.stop()
 	s.emit()
 	if s.err != nil {
 		return 0, s.err
@@ -223,10 +230,7 @@ func (s *Stream) Close() error {
 		case s.withheld:
 			s.tail = slices.Clone(tail)
 		default:
-			if s.elems == 0 && !bytes.Contains(tail, []byte("[")) {
-				s.out = append(s.out, ArrayOpen...) // every element was dropped
-			}
-			s.out = append(s.out, tail...)
+			s.tail = slices.Clone(tail)
 		}
 	}
 	if s.err == nil {
@@ -237,8 +241,40 @@ func (s *Stream) Close() error {
 			}
 		}
 	}
+	if s.framing == JSONArray && s.err == nil && !s.withheld {
+		// The array's end, once nothing waits (a candidate still waiting
+		// ends it with the error instead).
+		if s.elems == 0 && !bytes.Contains(s.tail, []byte("[")) {
+			s.out = append(s.out, ArrayOpen...) // every element was dropped
+		}
+		s.out = append(s.out, s.tail...)
+		s.tail = nil
+	}
+	s.stop()
 	s.emit()
 	return s.err
+}
+
+// stop writes, once, after the stream's first error, the error that ends
+// what the app reads (StopChunk): a data event in the stream's line
+// ending, or an array element after the elements written, with no "]"
+// after it. Nothing is written when dst or flush failed.
+func (s *Stream) stop() {
+	if s.err == nil || s.stopped || s.broken {
+		return
+	}
+	s.stopped = true
+	data := StopChunk(s.err)
+	if s.framing == SSE {
+		s.out = AppendEvent(s.out, data, s.EOL())
+		return
+	}
+	if s.elems == 0 {
+		s.out = append(s.out, ArrayOpen...)
+	} else {
+		s.out = append(s.out, ArraySep...)
+	}
+	s.out = append(s.out, data...)
 }
 
 // Withheld reports whether the end of the response was withheld for a
@@ -311,12 +347,14 @@ func (s *Stream) emit() {
 		return
 	}
 	if _, err := s.dst.Write(s.out); err != nil {
+		s.broken = true
 		s.fail(err)
 		return
 	}
 	s.out = s.out[:0]
 	if s.flush != nil {
 		if err := s.flush(); err != nil {
+			s.broken = true
 			s.fail(err)
 		}
 	}
