@@ -97,12 +97,14 @@ type Stream struct {
 	ar      ArrayReader
 	scratch []byte
 	out     []byte // what this Write writes
+	wrote   bool   // written to dst since the last flush
 	err     error
 	closed  bool
 	broken  bool // dst or flush failed: nothing more reaches the app
 	stopped bool // the error that ends the stream was written
 
-	log      [][]byte // data of passed chunks not yet read into parts
+	log      [][]byte // data of passed chunks not yet read into parts, in logBlock
+	logBlock []byte   // where logChunk copies them: one allocation for many chunks
 	logBytes int
 	cands    map[int]*streamCand
 	held     []heldChunk
@@ -343,15 +345,19 @@ func (s *Stream) fail(err error) {
 
 // emit writes what this call produced and flushes.
 func (s *Stream) emit() {
-	if len(s.out) == 0 {
+	if len(s.out) > 0 {
+		if _, err := s.dst.Write(s.out); err != nil {
+			s.broken = true
+			s.fail(err)
+			return
+		}
+		s.out = s.out[:0]
+		s.wrote = true
+	}
+	if !s.wrote {
 		return
 	}
-	if _, err := s.dst.Write(s.out); err != nil {
-		s.broken = true
-		s.fail(err)
-		return
-	}
-	s.out = s.out[:0]
+	s.wrote = false
 	if s.flush != nil {
 		if err := s.flush(); err != nil {
 			s.broken = true
@@ -373,7 +379,7 @@ func (s *Stream) event(ev []byte) {
 			s.hold(heldChunk{raw: slices.Clone(ev)})
 			return
 		}
-		s.out = append(s.out, ev...)
+		s.passNow(ev)
 		return
 	}
 	s.chunk(ev, data)
@@ -386,7 +392,11 @@ func (s *Stream) chunk(raw, data []byte) {
 		s.first = slices.Clone(data)
 	}
 	if len(s.held) == 0 && !s.withheld && !s.follow && !MayHoldCall(data) {
-		s.pass(raw, data)
+		if s.framing == SSE {
+			s.passNow(raw)
+		} else {
+			s.pass(raw, data)
+		}
 		s.logChunk(data)
 		return
 	}
@@ -495,6 +505,23 @@ func (s *Stream) pass(raw, data []byte) {
 	s.elems++
 }
 
+// passNow writes an SSE event that needs no reading and waits for
+// nothing: straight to dst, without a copy, unless bytes of this Write are
+// still to go out before it. Only the fast path uses it: a chunk written
+// while chunks wait is released (or dropped) with them, through s.out.
+func (s *Stream) passNow(ev []byte) {
+	if len(s.out) > 0 {
+		s.out = append(s.out, ev...)
+		return
+	}
+	if _, err := s.dst.Write(ev); err != nil {
+		s.broken = true
+		s.fail(err)
+		return
+	}
+	s.wrote = true
+}
+
 // lead returns the Lead to write before the next element: its own,
 // unless an element before was dropped.
 func (s *Stream) lead(l []byte) []byte {
@@ -512,9 +539,17 @@ func (s *Stream) lead(l []byte) []byte {
 // gated call turns up, or after a Write has flushed once the log grows
 // large (so that the reading never delays text).
 func (s *Stream) logChunk(data []byte) {
-	s.log = append(s.log, slices.Clone(data))
+	if cap(s.logBlock)-len(s.logBlock) < len(data) {
+		s.logBlock = make([]byte, 0, max(logBlockSize, len(data)))
+	}
+	at := len(s.logBlock)
+	s.logBlock = append(s.logBlock, data...)
+	s.log = append(s.log, s.logBlock[at:len(s.logBlock):len(s.logBlock)])
 	s.logBytes += len(data)
 }
+
+// logBlockSize is the size of the blocks logChunk copies chunks into.
+const logBlockSize = 16 << 10
 
 // fold reads the logged chunks into their candidates' parts.
 func (s *Stream) fold() {
@@ -534,7 +569,9 @@ func (s *Stream) fold() {
 			}
 		}
 	}
+	clear(s.log) // the parts read are copies: the blocks may go
 	s.log, s.logBytes = s.log[:0], 0
+	s.logBlock = s.logBlock[:0]
 }
 
 func (s *Stream) hold(hc heldChunk) {
