@@ -780,4 +780,11 @@ var mutations = []mutation{
 		To:    "if r, ok := p.(interface{ RequiresOwner() bool }); false && ok && r.RequiresOwner() {",
 		Tests: []string{"./e2e:TestGeminiRouteWithoutOwnerFailsToLoad"},
 	},
+	{
+		Name:  "shapes: a Gemini stream the gate stops ends in an error its client reports",
+		File:  "provider/gemini/rewriter.go",
+		From:  "if s.err == nil || s.stopped || s.broken {",
+		To:    "if true || s.err == nil || s.stopped || s.broken {",
+		Tests: []string{"./provider/gemini:TestStreamCutBeforeTheFinishEndsInAnError", "./provider/gemini:TestStreamCutArrayEndsInAnError", "./provider/gemini:TestTurnStreamCutEndsInAnError"},
+	},
 }
