@@ -156,6 +156,17 @@ func (t *gemTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
 	return t.cur
 }
 
+// ArrayStream implements provider.ArrayTurn: the current response's body
+// is a streamed JSON array (the request had no alt=sse), read as one from
+// its first byte: a body that is not an array (a single JSON object, an
+// event stream) fails closed, where Stream would read it as SSE.
+func (t *gemTurn) ArrayStream(dst io.Writer, flush func() error) provider.Stream {
+	t.Streaming = true
+	t.cur = &sniffStream{t: t, dst: dst, flush: flush}
+	t.cur.s = t.start(JSONArray)
+	return t.cur
+}
+
 // start makes the current response's Stream in framing f.
 func (t *gemTurn) start(f Framing) *Stream {
 	c := t.cur
@@ -334,5 +345,8 @@ func (w *sniffStream) Close() error {
 	return nil
 }
 
-// Interface guard
-var _ provider.Adapter = Provider{}
+// Interface guards
+var (
+	_ provider.Adapter   = Provider{}
+	_ provider.ArrayTurn = (*gemTurn)(nil)
+)
