@@ -94,7 +94,8 @@ type Handler struct {
 	// path does not end as a gated endpoint's: "openai-chat",
 	// "openai-responses", "anthropic" or "gemini" (any name a provider
 	// package registers; "gemini" needs owner or owner_fields, as its
-	// requests name no end user). A path that does is read as its
+	// requests name no end user, and on a route with neither a Gemini
+	// request is refused with 403). A path that does is read as its
 	// end says (an OpenAI-compatible server such as vLLM answers
 	// /v1/messages in Anthropic's shape). Default ("" or "auto"): by the
 	// path's end only, as listed above. Set it for an OpenAI-compatible
@@ -119,8 +120,14 @@ type Handler struct {
 	//     background request 400).
 	//   - "realtime": the Realtime API under /v1/realtime, its WebSocket
 	//     and its HTTP endpoints (calls, sessions, client secrets) (403).
+	//   - "ambiguous_alt": a Gemini :streamGenerateContent request whose
+	//     alt is given twice with different values ("alt=sse&alt=json") or
+	//     is neither sse nor json, so that the gate cannot tell how the
+	//     server will frame the answer (400). Allowed, it is still gated:
+	//     its answer is read as its Content-Type says, and one the gate
+	//     cannot read that may hold a call is refused (502).
 	//
-	// What is allowed passes as it came, unchecked.
+	// What else is allowed passes as it came, unchecked.
 	Allow []string `json:"allow,omitempty"`
 
 	// AllowPaths lets POSTs to these paths through this route. A POST is

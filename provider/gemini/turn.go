@@ -24,9 +24,10 @@ import (
 // (Continuation); its answer is merged into the first (Merge). Otherwise
 // the refusals' contents are shown in place, after Verdict.Text.
 //
-// Streams. NewStream, its framing read from the body's first byte ('['
-// is the JSON array, anything else SSE), with Continue and WaitForStep as
-// the turn allows; a follow-up's stream Follows the one it continues. An
+// Streams. NewStream, with Continue and WaitForStep as the turn allows:
+// in the JSON-array framing for ArrayStream (the request had no alt=sse;
+// a body that is no array fails), else in the framing read from the body's
+// first byte ('[' is the JSON array, anything else SSE); a follow-up's stream Follows the one it continues. An
 // end still withheld when the turn finishes is written then: FinishChunk
 // with the refusals' contents (no follow-up sent) or the Fail text.
 func (Provider) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
