@@ -622,6 +622,7 @@ func TestGeminiAmbiguousAltRefused(t *testing.T) {
 		t.Fatalf("%d requests reached the provider", n)
 	}
 	testkit.Run(t, strings.Replace(e.caddy, "owner {http.request.header.X-User-Id}", "owner {http.request.header.X-User-Id}\n\t\tallow ambiguous_alt", 1))
+	http.DefaultClient.CloseIdleConnections() // the reload closed them; a POST is not retried
 	// geminitest answers alt=sse&alt=json with SSE (it reads the first);
 	// the gate reads it by its label, and holds the call.
 	b := e.postAs(t, "ana", base+"alt=sse&alt=json", geminiArrayRequest)
