@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +128,9 @@ func (e *env) ruleOutcome(t *testing.T, api string, c ruleCall, refused bool) st
 		got, err := e.client(c.owner).Chat.Completions.New(ctx, userAsks("Go ahead."), opts...)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(got.Choices) != 1 {
+			t.Fatalf("the app read %d choices: %s", len(got.Choices), got.RawJSON())
 		}
 		m := got.Choices[0].Message
 		for _, tc := range m.ToolCalls {
@@ -394,4 +400,67 @@ func TestOfferWhenMCP(t *testing.T) {
 		t.Fatalf("bo's call: %+v", res)
 	}
 	e.wantNoCalls(t, "wipe_all")
+}
+
+// TestRulesShadowEndToEnd: delete_post in shadow mode, on each provider
+// API. Whatever its rules decide (deny, allow, an evaluation error), the
+// app's SDK client reads the call untouched and the gate runs nothing;
+// the audit (toolgate audit export) records what the rules decided, with
+// the rule, for each call.
+func TestRulesShadowEndToEnd(t *testing.T) {
+	const at = "  delete_post:\n    effect: destructive\n"
+	if !strings.Contains(rulesPolicyYAML, at) {
+		t.Fatal("delete_post moved in the policy")
+	}
+	e := newEnv(t, envOptions{policy: strings.Replace(rulesPolicyYAML, at, at+"    mode: shadow\n", 1), handler: "roles {http.request.header.X-Roles}"})
+	start := time.Now().Add(-time.Second)
+	// Each case its own post: the record is read on the side, after the
+	// call passed, so one record must not change under another's read.
+	cases := []struct {
+		post, record   string
+		reason, detail string
+		rule           string // the rule the audit names
+	}{
+		{"11", `{"title":"Spring meetup","status":"published","locked":true}`, "rule_deny", lockedRefusal, "rules[6] locked"},
+		{"12", `{"title":"Spring meetup","status":"draft"}`, "rule_allow", "", `rules[5] record.status == "draft"`},
+		{"13", `{"title":"Spring meetup","status":"broken"}`, "rule_error", ruleError, `rules[9] record.status == "broken" && record.nope == 1`},
+	}
+	protocols := map[string]string{"chat": "openai-chat", "responses": "openai-responses", "anthropic": "anthropic"}
+	var want []string
+	for _, c := range cases {
+		e.app.SetRecord("/posts/"+c.post, c.record)
+		for _, api := range rulesAPIs {
+			if got := e.ruleOutcome(t, api, ruleCall{owner: "ana", tool: "delete_post", args: `{"post":` + c.post + `}`}, false); got != "pass" {
+				t.Fatalf("%s %s: %s, want the call untouched", api, c.reason, got)
+			}
+			want = append(want, fmt.Sprintf("%s %s %q rule=%q", protocols[api], c.reason, c.detail, c.rule))
+		}
+	}
+	// The record is read on the side after the call passed: the export
+	// waits for that work (Caddy stops first).
+	lines := e.auditExport(t, start)
+	var got []string
+	for _, l := range lines {
+		if l.Kind != "shadowed" {
+			t.Errorf("shadow mode audited a %s event: %+v", l.Kind, l)
+			continue
+		}
+		var shown struct {
+			Rule struct {
+				Label string `json:"label"`
+			} `json:"rule"`
+		}
+		if err := json.Unmarshal(l.Shown, &shown); err != nil || l.Action != "delete_post" || l.Owner != "ana" {
+			t.Errorf("shadowed event %+v (%v)", l, err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %q rule=%q", l.Protocol, l.Reason, l.Detail, shown.Rule.Label))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the audit recorded\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := len(e.app.Calls()); n != 0 {
+		t.Errorf("the gate ran %d calls", n)
+	}
 }

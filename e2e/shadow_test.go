@@ -261,6 +261,8 @@ type auditLine struct {
 	Tenant   string          `json:"tenant"`
 	Protocol string          `json:"protocol"`
 	HoldKind string          `json:"hold_kind"`
+	Reason   string          `json:"reason"` // a refusal's fixed word, or rule_allow
+	Detail   string          `json:"detail"` // a refusal's text, as the model would read it
 	Shown    json.RawMessage `json:"shown"`
 }
 
