@@ -28,7 +28,9 @@ func newBenchEnv(b *testing.B, body []byte, events [][]byte) *benchEnv {
 	b.Helper()
 	return startBench(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		if strings.Contains(r.URL.RawQuery, "stream") {
+		// A stream: the benchmark's ?stream (OpenAI, Anthropic), or
+		// Gemini's :streamGenerateContent, which says it in the path.
+		if strings.Contains(r.URL.RequestURI(), "stream") {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fl := w.(http.Flusher)
 			for _, ev := range events {
@@ -225,4 +227,49 @@ func BenchmarkPassThroughResponsesStream(b *testing.B) {
 		next("response.completed", `"response":{"id":"resp_bench","object":"response","status":"completed","output":[{"id":"msg_b","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"..."}],"role":"assistant"}]}`))
 	e := newBenchEnv(b, nil, ev)
 	e.compare(b, "/v1/responses?stream", chatRequest(true), eventsLen(ev))
+}
+
+// geminiRequest is a 2 KB generateContent request with a short history.
+func geminiRequest() []byte {
+	var contents []string
+	for i := 0; len(strings.Join(contents, ",")) < 1900; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "model"
+		}
+		contents = append(contents, fmt.Sprintf(`{"role":%q,"parts":[{"text":"Message %d: tell me about the spring meetup and what we planned."}]}`, role, i))
+	}
+	return []byte(`{"contents":[` + strings.Join(contents, ",") + `],"generationConfig":{"temperature":0.2}}`)
+}
+
+// geminiText is a GenerateContentResponse of one text part; finish adds
+// the finishReason and usageMetadata.
+func geminiText(text string, finish bool) []byte {
+	b := `{"candidates":[{"content":{"parts":[{"text":` + jsonString(text) + `}],"role":"model"}`
+	if finish {
+		b += `,"finishReason":"STOP"`
+	}
+	b += `,"index":0}]`
+	if finish {
+		b += `,"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":300,"totalTokenCount":310}`
+	}
+	return []byte(b + `,"modelVersion":"gemini-2.5-flash","responseId":"bench"}`)
+}
+
+// BenchmarkPassThroughGeminiJSON: a 2 KB generateContent text answer.
+func BenchmarkPassThroughGeminiJSON(b *testing.B) {
+	body := geminiText(strings.Repeat("The meetup moved to Friday. ", 60), true)
+	e := newBenchEnv(b, body, nil)
+	e.compare(b, "/v1beta/models/gemini-2.5-flash:generateContent", geminiRequest(), len(body))
+}
+
+// BenchmarkPassThroughGeminiStream: a 200-event alt=sse text stream, in
+// Gemini's CRLF framing.
+func BenchmarkPassThroughGeminiStream(b *testing.B) {
+	var ev [][]byte
+	for i := range 200 {
+		ev = append(ev, []byte("data: "+string(geminiText(fmt.Sprintf("word%d ", i), i == 199))+"\r\n\r\n"))
+	}
+	e := newBenchEnv(b, nil, ev)
+	e.compare(b, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", geminiRequest(), eventsLen(ev))
 }

@@ -6,21 +6,31 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/gemini"
 )
 
-// FuzzGeminiStream: generated Gemini streams, written the way the gate may
-// write one (data-only events of one data: line, whole JSON responses,
-// the stream's own line ends, CRLF blank line pairs as keep-alives, cut
-// anywhere between two writes), read by go-genai, @google/genai and
-// @ai-sdk/google: all three must see the same calls (name, args, id,
-// thoughtSignature) and text, or all fail. The gate's rewriter can be
-// checked against the same readers later by writing its output here.
+// FuzzGeminiStream: generated Gemini streams, written the way a provider
+// may write one (data-only events of one data: line, whole JSON responses,
+// the stream's own line ends, CRLF blank line pairs as keep-alives), go
+// through the gate's writer (interceptor.Wrap with the Gemini provider, as
+// the toolgate handler runs it, in the two writes the cut gives) with the
+// function names the gate byte picks gated and every gated call held; what
+// the gate wrote, in the pieces it flushed, is read by go-genai,
+// @google/genai and @ai-sdk/google. None of them may read a gated call,
+// and all three must see the same calls (name, args, id, thoughtSignature)
+// and text, or all fail (a stream the gate stops ends in an error event).
+// With nothing gated the gate's output is the upstream's bytes.
 
 // geminiStreamPlan builds a stream from the fuzz input: each plan byte is
 // one step, words gives the strings ("|"-separated, used in turn).
@@ -161,11 +171,13 @@ func FuzzGeminiStream(f *testing.F) {
 	if !ok {
 		f.Skip("the Node Gemini clients are not installed (see the log line above)")
 	}
-	f.Add([]byte{3, 6, 7, 0}, "get_weather|city|Paris", uint16(40), false, false)
-	f.Add([]byte{2, 0, 5, 4, 3, 0, 5, 5, 8, 6, 7}, "t|delete_post|post|42|call_1|sig", uint16(0), false, false)
-	f.Add([]byte{1, 1, 0, 3, 9, 0, 1, 6}, "Hello, |wörld \"quoted\"\n|f.x:y-z|k|v|n", uint16(123), true, true)
-	f.Add([]byte{4, 4, 4, 6}, "a|id-a|s1|b|id-b|s2", uint16(7), false, true)
-	f.Fuzz(func(t *testing.T, plan []byte, words string, cut uint16, lf, noSpace bool) {
+	f.Add([]byte{3, 6, 7, 0}, "get_weather|city|Paris", uint16(40), false, false, uint8(1))
+	f.Add([]byte{2, 0, 5, 4, 3, 0, 5, 5, 8, 6, 7}, "t|delete_post|post|42|call_1|sig", uint16(0), false, false, uint8(0b11))
+	f.Add([]byte{1, 1, 0, 3, 9, 0, 1, 6}, "Hello, |wörld \"quoted\"\n|f.x:y-z|k|v|n", uint16(123), true, true, uint8(0b10))
+	f.Add([]byte{4, 4, 4, 6}, "a|id-a|s1|b|id-b|s2", uint16(7), false, true, uint8(0b101))
+	f.Add([]byte{1, 0, 3, 7}, "Let me look.|weather|city|Berlin", uint16(90), false, false, uint8(1)) // cut before the finish
+	f.Add([]byte{1, 0, 3, 4, 0, 6}, "x|ok|k|v|delete|id|sig", uint16(0), false, false, uint8(0b10))
+	f.Fuzz(func(t *testing.T, plan []byte, words string, cut uint16, lf, noSpace bool, gate uint8) {
 		if len(plan) > 64 || len(words) > 4096 {
 			t.Skip("too long")
 		}
@@ -177,9 +189,19 @@ func FuzzGeminiStream(f *testing.F) {
 			t.Fatalf("starting parse-gemini.mjs: %v", fuzzGeminiErr)
 		}
 		body, names := geminiStream(plan, words, lf, noSpace)
-		pieces := [][]byte{body}
+		upstream := [][]byte{body}
 		if k := int(cut); k > 0 && k < len(body) {
-			pieces = [][]byte{body[:k], body[k:]}
+			upstream = [][]byte{body[:k], body[k:]}
+		}
+		gated := make(map[string]bool)
+		for i, n := range names {
+			if gate>>(i%8)&1 == 1 {
+				gated[n] = true
+			}
+		}
+		pieces := geminiThroughGate(upstream, gated)
+		if len(gated) == 0 && !passedOrStopped(body, bytes.Join(pieces, nil)) {
+			t.Fatalf("nothing gated, and the gate changed the stream:\n%q\n%q", body, bytes.Join(pieces, nil))
 		}
 		name := "fuzz-" + strconv.FormatInt(fuzzGeminiN.Add(1), 10)
 		srv := fuzzGeminiSrv
@@ -206,6 +228,11 @@ func FuzzGeminiStream(f *testing.F) {
 		}
 		failed := 0
 		for _, c := range geminiClients {
+			for _, call := range got[c].Calls {
+				if gated[call.Name] {
+					t.Fatalf("%s read the gated call %s through the gate (upstream %.600q)\ngate wrote %.600q\n %s", c, call.Name, body, bytes.Join(pieces, nil), got[c])
+				}
+			}
 			if got[c].Error != "" {
 				failed++
 			}
@@ -217,10 +244,79 @@ func FuzzGeminiStream(f *testing.F) {
 		for _, c := range geminiClients[1:] {
 			o := got[c]
 			if failed > 0 || !sameCalls(o.Calls, g.Calls) || o.Text != g.Text {
-				t.Errorf("the Gemini clients read a stream differently (%d pieces, body %.600q)\n %s: %s\n %s: %s\n %s: %s",
-					len(pieces), body, goGenai, got[goGenai], jsGenai, got[jsGenai], aiSDK, got[aiSDK])
+				t.Errorf("the Gemini clients read the gate's stream differently (upstream %.600q)\ngate wrote %d pieces: %.600q\n %s: %s\n %s: %s\n %s: %s",
+					body, len(pieces), bytes.Join(pieces, nil), goGenai, got[goGenai], jsGenai, got[jsGenai], aiSDK, got[aiSDK])
 				return
 			}
 		}
 	})
+}
+
+// geminiWait is the waiting text the fuzzed gate writes for a held call.
+const geminiWait = "Waiting for your confirmation: http://127.0.0.1:1/toolgate/h/aaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+// holdNames gates the names in its map and holds every gated call.
+type holdNames map[string]bool
+
+func (h holdNames) Gated(name string) bool { return h[name] }
+
+func (holdNames) Hold(context.Context, []provider.Call, []byte) provider.Verdict {
+	return provider.Verdict{Text: geminiWait}
+}
+
+// geminiStreamURL is the path go-genai asks a stream at.
+var geminiStreamURL = &url.URL{Path: "/v1beta/models/" + geminiModel + ":streamGenerateContent", RawQuery: "alt=sse"}
+
+// geminiThroughGate writes an upstream Gemini stream (200, text/event-stream,
+// in the writes given) through the gate's writer with the Gemini provider
+// and the names gated, as the toolgate handler does (no follow-up: the
+// request is not given), and returns what it wrote, one piece per flush.
+func geminiThroughGate(upstream [][]byte, gated map[string]bool) [][]byte {
+	w := &pieceWriter{ResponseRecorder: httptest.NewRecorder()}
+	var prov provider.Provider = gemini.Provider{}
+	rw := interceptor.Wrap(w, prov, context.Background(), holdNames(gated), 0)
+	rw.SetStreams(prov.Streams(http.MethodPost, geminiStreamURL, nil))
+	var tools []string
+	for n := range gated {
+		tools = append(tools, n)
+	}
+	rw.GuardNames(interceptor.NewNames(tools))
+	rw.Header().Set("Content-Type", "text/event-stream")
+	rw.WriteHeader(http.StatusOK)
+	for _, p := range upstream {
+		if _, err := rw.Write(p); err != nil {
+			break // reverse_proxy stops copying at a write error
+		}
+		_ = rw.FlushError()
+	}
+	_ = rw.Close() // a failure is in the body: the stream's error event
+	w.Flush()
+	return w.pieces
+}
+
+// passedOrStopped reports whether the gate wrote a stream without gated
+// calls as it came, or stopped it (a stream it refuses whatever the
+// policy, e.g. two calls with one id): the events before, as they came,
+// then its error event.
+func passedOrStopped(upstream, out []byte) bool {
+	if bytes.Equal(upstream, out) {
+		return true
+	}
+	i := bytes.LastIndex(out, []byte(`data: {"error":{"code":502,"message":"Toolgate stopped this response: `))
+	return i >= 0 && bytes.HasPrefix(upstream, out[:i])
+}
+
+// pieceWriter records a response's body one piece per flush.
+type pieceWriter struct {
+	*httptest.ResponseRecorder
+	pieces [][]byte
+	at     int
+}
+
+func (w *pieceWriter) Flush() {
+	b := w.Body.Bytes()
+	if len(b) > w.at {
+		w.pieces = append(w.pieces, bytes.Clone(b[w.at:]))
+		w.at = len(b)
+	}
 }

@@ -72,6 +72,12 @@ const streamMaxLog = 256 << 10
 // duplicate keys or ids), a malformed array, over 8 MiB held back, and dst
 // or flush. Close reports a body that ends while a gated candidate has no
 // finishReason (its calls are then never written), and a truncated array.
+// The first error, unless it came from dst or flush, ends what the app
+// reads with the gate's error (StopChunk: an SSE data event, or an array
+// element with no "]" after it), so that its client reports an error
+// instead of taking what came before for a whole answer; an array of
+// which nothing was written yet gets no element, since the writer still
+// holds its header and answers 502.
 type Stream struct {
 	// Continue lets refused calls go back to the model in a follow-up
 	// (see above). Set it before the first Write.
@@ -93,10 +99,15 @@ type Stream struct {
 	ar      ArrayReader
 	scratch []byte
 	out     []byte // what this Write writes
+	wrote   bool   // written to dst since the last flush
 	err     error
 	closed  bool
+	broken  bool // dst or flush failed: nothing more reaches the app
+	stopped bool // the error that ends the stream was written
+	shown   bool // something was written to dst
 
-	log      [][]byte // data of passed chunks not yet read into parts
+	log      [][]byte // data of passed chunks not yet read into parts, in logBlock
+	logBlock []byte   // where logChunk copies them: one allocation for many chunks
 	logBytes int
 	cands    map[int]*streamCand
 	held     []heldChunk
@@ -189,6 +200,7 @@ func (s *Stream) Write(p []byte) (int, error) {
 	if err != nil && s.err == nil {
 		s.err = fmt.Errorf("gemini stream: %w", err)
 	}
+	s.stop()
 	s.emit()
 	if s.err != nil {
 		return 0, s.err
@@ -223,10 +235,7 @@ func (s *Stream) Close() error {
 		case s.withheld:
 			s.tail = slices.Clone(tail)
 		default:
-			if s.elems == 0 && !bytes.Contains(tail, []byte("[")) {
-				s.out = append(s.out, ArrayOpen...) // every element was dropped
-			}
-			s.out = append(s.out, tail...)
+			s.tail = slices.Clone(tail)
 		}
 	}
 	if s.err == nil {
@@ -237,8 +246,46 @@ func (s *Stream) Close() error {
 			}
 		}
 	}
+	if s.framing == JSONArray && s.err == nil && !s.withheld {
+		// The array's end, once nothing waits (a candidate still waiting
+		// ends it with the error instead).
+		if s.elems == 0 && !bytes.Contains(s.tail, []byte("[")) {
+			s.out = append(s.out, ArrayOpen...) // every element was dropped
+		}
+		s.out = append(s.out, s.tail...)
+		s.tail = nil
+	}
+	s.stop()
 	s.emit()
 	return s.err
+}
+
+// stop writes, once, after the stream's first error, the error that ends
+// what the app reads (StopChunk): a data event in the stream's line
+// ending, or an array element after the elements written, with no "]"
+// after it. Nothing is written when dst or flush failed.
+func (s *Stream) stop() {
+	if s.err == nil || s.stopped || s.broken {
+		return
+	}
+	if s.framing != SSE && !s.shown && !s.follow {
+		// Nothing of the array reached the app: the writer still holds
+		// the response's header and answers 502 instead, which every
+		// client reports, without a 200 before it.
+		return
+	}
+	s.stopped = true
+	data := StopChunk(s.err)
+	if s.framing == SSE {
+		s.out = AppendEvent(s.out, data, s.EOL())
+		return
+	}
+	if s.elems == 0 {
+		s.out = append(s.out, ArrayOpen...)
+	} else {
+		s.out = append(s.out, ArraySep...)
+	}
+	s.out = append(s.out, data...)
 }
 
 // Withheld reports whether the end of the response was withheld for a
@@ -307,16 +354,22 @@ func (s *Stream) fail(err error) {
 
 // emit writes what this call produced and flushes.
 func (s *Stream) emit() {
-	if len(s.out) == 0 {
+	if len(s.out) > 0 {
+		if _, err := s.dst.Write(s.out); err != nil {
+			s.broken = true
+			s.fail(err)
+			return
+		}
+		s.out = s.out[:0]
+		s.wrote, s.shown = true, true
+	}
+	if !s.wrote {
 		return
 	}
-	if _, err := s.dst.Write(s.out); err != nil {
-		s.fail(err)
-		return
-	}
-	s.out = s.out[:0]
+	s.wrote = false
 	if s.flush != nil {
 		if err := s.flush(); err != nil {
+			s.broken = true
 			s.fail(err)
 		}
 	}
@@ -335,7 +388,7 @@ func (s *Stream) event(ev []byte) {
 			s.hold(heldChunk{raw: slices.Clone(ev)})
 			return
 		}
-		s.out = append(s.out, ev...)
+		s.passNow(ev)
 		return
 	}
 	s.chunk(ev, data)
@@ -348,7 +401,11 @@ func (s *Stream) chunk(raw, data []byte) {
 		s.first = slices.Clone(data)
 	}
 	if len(s.held) == 0 && !s.withheld && !s.follow && !MayHoldCall(data) {
-		s.pass(raw, data)
+		if s.framing == SSE {
+			s.passNow(raw)
+		} else {
+			s.pass(raw, data)
+		}
 		s.logChunk(data)
 		return
 	}
@@ -457,6 +514,23 @@ func (s *Stream) pass(raw, data []byte) {
 	s.elems++
 }
 
+// passNow writes an SSE event that needs no reading and waits for
+// nothing: straight to dst, without a copy, unless bytes of this Write are
+// still to go out before it. Only the fast path uses it: a chunk written
+// while chunks wait is released (or dropped) with them, through s.out.
+func (s *Stream) passNow(ev []byte) {
+	if len(s.out) > 0 {
+		s.out = append(s.out, ev...)
+		return
+	}
+	if _, err := s.dst.Write(ev); err != nil {
+		s.broken = true
+		s.fail(err)
+		return
+	}
+	s.wrote = true
+}
+
 // lead returns the Lead to write before the next element: its own,
 // unless an element before was dropped.
 func (s *Stream) lead(l []byte) []byte {
@@ -474,9 +548,17 @@ func (s *Stream) lead(l []byte) []byte {
 // gated call turns up, or after a Write has flushed once the log grows
 // large (so that the reading never delays text).
 func (s *Stream) logChunk(data []byte) {
-	s.log = append(s.log, slices.Clone(data))
+	if cap(s.logBlock)-len(s.logBlock) < len(data) {
+		s.logBlock = make([]byte, 0, max(logBlockSize, len(data)))
+	}
+	at := len(s.logBlock)
+	s.logBlock = append(s.logBlock, data...)
+	s.log = append(s.log, s.logBlock[at:len(s.logBlock):len(s.logBlock)])
 	s.logBytes += len(data)
 }
+
+// logBlockSize is the size of the blocks logChunk copies chunks into.
+const logBlockSize = 16 << 10
 
 // fold reads the logged chunks into their candidates' parts.
 func (s *Stream) fold() {
@@ -496,7 +578,9 @@ func (s *Stream) fold() {
 			}
 		}
 	}
+	clear(s.log) // the parts read are copies: the blocks may go
 	s.log, s.logBytes = s.log[:0], 0
+	s.logBlock = s.logBlock[:0]
 }
 
 func (s *Stream) hold(hc heldChunk) {

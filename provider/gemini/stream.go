@@ -76,6 +76,19 @@ func KeepAlive(f Framing, eol string) []byte {
 	return []byte(eol + eol)
 }
 
+// StopChunk is the chunk that ends a stream the gate stops after err:
+// Google's error shape, {"error":{"code":502,"message":"Toolgate stopped
+// this response: …","status":"UNAVAILABLE"}}. In a data event all three
+// clients report it as an error (go-genai an APIError with the code,
+// @google/genai an ApiError, @ai-sdk/google an error part; see
+// docs/gemini-clients.md); @ai-sdk/google reads on, so nothing may follow
+// it.
+func StopChunk(err error) []byte {
+	b := []byte(`{"error":{"code":502,"message":`)
+	b = gjson.AppendJSONString(b, "Toolgate stopped this response: "+err.Error())
+	return append(b, `,"status":"UNAVAILABLE"}}`...)
+}
+
 // Streams continued by a follow-up (a refusal sent back, or a resume once
 // the person answered) read as one answer: the end of each response but
 // the last is withheld, and the follow-up's chunks continue it.
