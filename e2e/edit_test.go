@@ -13,6 +13,8 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/toolgate/toolgate/internal/testkit"
 )
 
 // editPolicy adds an external action whose card shows validated arguments
@@ -318,10 +320,11 @@ func jsonPost(t *testing.T, p person, link string, body []byte) int {
 
 // TestEditRacesASecondAnswer: the person's edited confirmation in the
 // browser races a decline of the same card from a second tab; exactly one
-// wins, and what ran agrees with the winner (the edited arguments once, or
-// nothing). Rounds with and without JavaScript, in English and German;
-// the page the browser ends on passes axe, light and dark, wide and at
-// 320 px.
+// wins, the other gets 409 (or the page that says so), and what ran agrees
+// with the winner (the edited arguments once, or nothing). Rounds with and
+// without JavaScript, in English and German, the decline sent off before
+// the click or while the confirmed call is at the app; the page the
+// browser ends on passes axe, light and dark, wide and at 320 px.
 func TestEditRacesASecondAnswer(t *testing.T) {
 	for round, tc := range []struct {
 		lang, done, refused string
@@ -351,15 +354,35 @@ func TestEditRacesASecondAnswer(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		var declined int
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			declined, _ = e.answer(ana, l, h.ID, s.Tokens[h.ID], "decline", nil)
-		}()
+		decline := func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				declined, _ = e.answer(ana, l, h.ID, s.Tokens[h.ID], "decline", nil)
+			}()
+		}
+		// Even rounds send the decline off before the click (it wins:
+		// the edit's checks make the browser's post the slower to claim,
+		// even when the decline leaves as the browser sends its post).
+		// Odd rounds send it while the edited call is at the app (the
+		// confirmation has won; the decline must lose, and nothing runs
+		// twice).
+		posted := make(chan struct{})
+		if round%2 == 0 {
+			decline()
+			close(posted)
+		} else {
+			var once sync.Once
+			e.app.Script(func(string) (testkit.Behaviour, int) {
+				once.Do(func() { decline(); close(posted) })
+				return testkit.Respond, http.StatusOK
+			})
+		}
 		// The answer's page has no edit form, whoever won.
 		if err := chromedp.Do(b, chromedp.Click(chromedp.CSS(`form.edit button.confirm`)), chromedp.WaitNotPresent(chromedp.CSS(`form.edit`)), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
 			t.Fatal(err)
 		}
+		<-posted
 		wg.Wait()
 		page := squash(text(t, b, `main`))
 		calls := e.app.Calls()

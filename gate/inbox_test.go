@@ -101,6 +101,14 @@ func TestInbox(t *testing.T) {
 	if filed, err := r.db.Indexed(ctx, inboxKey(ana)); err != nil || slices.Contains(filed, anaCard) {
 		t.Errorf("ana's index after a read: %v, %v", filed, err)
 	}
+	// Past their TTL, holds wait no more: the inbox is empty, though no
+	// sweeper ran.
+	r.clock.Advance(24 * time.Hour)
+	for _, who := range []Person{ana, cyEditor, bo, anaGlobex} {
+		if got, _ := inboxSteps(t, r, who, 0); len(got) != 0 {
+			t.Errorf("%+v's inbox past the TTL: %v", who, got)
+		}
+	}
 }
 
 // TestInboxKeyNamesTheIdentity: the own inbox's key carries the tenant and
