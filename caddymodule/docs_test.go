@@ -11,13 +11,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/toolgate/toolgate/policies"
 )
@@ -146,12 +149,20 @@ func checkDocBlock(t *testing.T, b docBlock) {
 			t.Errorf("the Caddyfile adapts with a warning: %s", w.String())
 		}
 	case "yaml":
-		file := filepath.Join(t.TempDir(), "policy.yaml")
-		if err := os.WriteFile(file, []byte(b.text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := policies.Load(file); err != nil {
-			t.Errorf("the policy does not load: %v", err)
+		switch rest {
+		case "": // a policy file: it loads and matches the file's JSON Schema
+			file := filepath.Join(t.TempDir(), "policy.yaml")
+			if err := os.WriteFile(file, []byte(b.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := policies.Load(file); err != nil {
+				t.Errorf("the policy does not load: %v", err)
+			}
+			validateYAML(t, docsPolicySchema, b.text)
+		case "cases": // a toolgate policy test file: it matches its JSON Schema
+			validateYAML(t, docsCasesSchema, b.text)
+		default:
+			t.Fatalf("yaml %q: want no word (a policy), or cases", rest)
 		}
 	case "json":
 		checkJSON(t, []byte(b.text))
@@ -170,7 +181,46 @@ func checkDocBlock(t *testing.T, b docBlock) {
 	case "", "text":
 		// Output as a command prints it, or a picture: nothing to run.
 	default:
-		t.Errorf("info string %q: TestDocs knows caddyfile, yaml, json, sh, go, text and none; say how to check it", b.info)
+		t.Errorf("info string %q: TestDocs knows caddyfile, yaml, yaml cases, json, sh, go, text and none; say how to check it", b.info)
+	}
+}
+
+// The JSON Schemas of the policy file and of a cases file.
+const (
+	docsPolicySchema = "../policies/policy.schema.json"
+	docsCasesSchema  = "../policies/cases.schema.json"
+)
+
+// docsSchemas are the schemas validateYAML compiled, by file.
+var docsSchemas sync.Map
+
+// validateYAML checks that a YAML document matches the JSON Schema in
+// file, as an editor reading its "# yaml-language-server: $schema=" line
+// does.
+func validateYAML(t *testing.T, file, text string) {
+	t.Helper()
+	sch, ok := docsSchemas.Load(file)
+	if !ok {
+		c, err := jsonschema.NewCompiler().Compile(file)
+		if err != nil {
+			t.Fatalf("compiling %s: %v", file, err)
+		}
+		sch, _ = docsSchemas.LoadOrStore(file, c)
+	}
+	var doc any
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatalf("the YAML does not parse: %v", err)
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatalf("the YAML is not JSON data: %v", err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.(*jsonschema.Schema).Validate(v); err != nil {
+		t.Errorf("it does not match %s: %#v", filepath.Base(file), err)
 	}
 }
 

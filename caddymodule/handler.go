@@ -94,7 +94,8 @@ type Handler struct {
 	// path does not end as a gated endpoint's: "openai-chat",
 	// "openai-responses", "anthropic" or "gemini" (any name a provider
 	// package registers; "gemini" needs owner or owner_fields, as its
-	// requests name no end user). A path that does is read as its
+	// requests name no end user, and on a route with neither a Gemini
+	// request is refused with 403). A path that does is read as its
 	// end says (an OpenAI-compatible server such as vLLM answers
 	// /v1/messages in Anthropic's shape). Default ("" or "auto"): by the
 	// path's end only, as listed above. Set it for an OpenAI-compatible
@@ -119,8 +120,14 @@ type Handler struct {
 	//     background request 400).
 	//   - "realtime": the Realtime API under /v1/realtime, its WebSocket
 	//     and its HTTP endpoints (calls, sessions, client secrets) (403).
+	//   - "ambiguous_alt": a Gemini :streamGenerateContent request whose
+	//     alt is given twice with different values ("alt=sse&alt=json") or
+	//     is neither sse nor json, so that the gate cannot tell how the
+	//     server will frame the answer (400). Allowed, it is still gated:
+	//     its answer is read as its Content-Type says, and one the gate
+	//     cannot read that may hold a call is refused (502).
 	//
-	// What is allowed passes as it came, unchecked.
+	// What else is allowed passes as it came, unchecked.
 	Allow []string `json:"allow,omitempty"`
 
 	// AllowPaths lets POSTs to these paths through this route. A POST is
@@ -364,6 +371,14 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 		return nil, nil, nil, nil, h.guarded(w, r, next, pol.names)
 	}
 	prov := provider.Lookup(protocol)
+	if ref := h.ownerless(prov, r.Method, r.URL.Path); ref != nil {
+		return nil, nil, nil, nil, h.refuse(w, r, ref)
+	}
+	if c, ok := prov.(provider.URLChecker); ok {
+		if a := c.AroundURL(method, r.URL); a != nil && !h.allows(a.Allow) {
+			return nil, nil, nil, nil, h.refuse(w, r, aroundRefusal(a, r.Method, r.URL.Path))
+		}
+	}
 	buf := bodyPool.Get().(*bytes.Buffer)
 	fail := func(err error) (provider.Provider, *gate.Front, []byte, *bytes.Buffer, error) {
 		putBody(buf)
@@ -411,12 +426,18 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, prov provider.Provider, front *gate.Front, body []byte, names *interceptor.Names) error {
 	rw := interceptor.Wrap(w, prov, r.Context(), front, h.MaxResponseBody)
 	rw.SetRequest(body)
-	rw.SetStreams(prov.Streams(r.Method, r.URL, body))
+	streams := prov.Streams(r.Method, r.URL, body)
+	array := streamsJSON(prov, r, body)
+	rw.SetStreams(streams)
+	rw.SetStreamsJSON(array)
 	rw.GuardNames(names)
 	if h.ResumeWait > 0 {
 		rw.AllowResume()
 	}
-	out, watched := teeShadow(rw, r.Context(), prov, front.Watcher(), h.MaxResponseBody, h.logger)
+	out, watched := teeShadow(rw, r.Context(), prov, front.Watcher(), h.MaxResponseBody, h.logger, func(watch *interceptor.ResponseWriter) {
+		watch.SetStreams(streams)
+		watch.SetStreamsJSON(array)
+	})
 	nextErr := next.ServeHTTP(out, r)
 	watched()
 	// A refused call goes back to the provider at once, with a tool result
@@ -433,6 +454,29 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		}
 	}
 	return h.closed(w, r, rw, nextErr)
+}
+
+// streamsJSON reports whether the answer to a gated request is a streamed
+// JSON array, as its provider says (provider.JSONStreamer).
+func streamsJSON(prov provider.Provider, r *http.Request, body []byte) bool {
+	j, ok := prov.(provider.JSONStreamer)
+	return ok && j.StreamsJSON(r.Method, r.URL, body)
+}
+
+// ownerless returns the refusal of a request to a provider whose requests
+// name no end user (RequiresOwner) on a route that reads the owner from
+// the body alone (neither Owner nor OwnerFields set: an auto route, whose
+// other providers' requests name one), or nil. No gated call of it could
+// be held for anyone, so it is refused before it goes upstream. A fixed
+// provider's route is refused at load instead (Provision).
+func (h *Handler) ownerless(prov provider.Provider, method, path string) *refusal {
+	if h.Owner != "" || len(h.OwnerFields) > 0 {
+		return nil
+	}
+	if ro, ok := prov.(interface{ RequiresOwner() bool }); !ok || !ro.RequiresOwner() {
+		return nil
+	}
+	return &refusal{http.StatusForbidden, fmt.Sprintf("%s %s is a %s request, which names no end user, and this route reads the conversation's owner from the request body only; the operator must set owner (a placeholder such as {http.request.header.X-User-Id}) or owner_fields on the route", method, path, prov.Name())}
 }
 
 // guarded passes a request no adapter reads, and its answer unless that

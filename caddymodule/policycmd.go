@@ -29,7 +29,13 @@ file, the action and the key. It exits 1 when any file has a mistake.
 explain says what the gate would do with one call of a tool on a model
 route: pass it to the app, hold it for a card (which rows, read from which
 record) or a form (which fields), or refuse it and why, from the policy and
-the arguments alone. Nothing is read, stored or run.
+the arguments alone. Nothing is read, stored or run. When the action's rules
+decide, it names the rule and the values it read (the arguments, and the
+record and person given with --record, --person, --tenant, --roles).
+
+test runs a cases file (policies/cases.schema.json): each case gives a
+tool, arguments, an optional record and person, and the outcome expected.
+One line per case; it exits 1 when any case fails, naming it.
 
 schema prints the policy file's JSON Schema, for editors that read a
 "# yaml-language-server: $schema=" line.`,

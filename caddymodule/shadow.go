@@ -32,14 +32,21 @@ type shadowTee struct {
 }
 
 // teeShadow returns w, or, when watcher is not nil, a writer that also
-// lets watcher see what is written; done closes the watching side.
-func teeShadow(w http.ResponseWriter, ctx context.Context, adapter provider.Adapter, watcher provider.Holder, max int64, log *zap.Logger) (http.ResponseWriter, func()) {
+// lets watcher see what is written; done closes the watching side. like
+// is given the watching side's writer before anything is written, to be
+// told what the gate's writer is told of the request (SetStreams,
+// SetStreamsJSON): without it the watching side would read a streamed
+// JSON array as one JSON body, which it cannot read.
+func teeShadow(w http.ResponseWriter, ctx context.Context, adapter provider.Adapter, watcher provider.Holder, max int64, log *zap.Logger, like func(*interceptor.ResponseWriter)) (http.ResponseWriter, func()) {
 	if watcher == nil {
 		return w, func() {}
 	}
 	s := &sink{h: http.Header{}}
 	t := &shadowTee{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, sink: s}
 	t.watch = interceptor.Wrap(s, adapter, ctx, watcher, max)
+	if like != nil {
+		like(t.watch)
+	}
 	return t, func() {
 		if err := t.watch.Close(); err != nil {
 			log.Debug("shadow: reading the response", zap.Error(err))

@@ -71,15 +71,21 @@ func newApproverEnv(t *testing.T) *env {
 	if !strings.Contains(approverPolicy, "four_eyes") || !strings.Contains(approverPolicy, "ids: [dee]") {
 		t.Fatal("the approvers were not written into the policy")
 	}
-	auth := signIn(t, staff)
-	return newEnv(t, envOptions{policy: approverPolicy, pagesRoute: fmt.Sprintf(`forward_auth %s {
+	return newEnv(t, envOptions{policy: approverPolicy, pagesRoute: staffPages(t)})
+}
+
+// staffPages is a pages route behind the platform's sign-in service for
+// staff (forward_auth): the answerer and their roles come from it.
+func staffPages(t *testing.T) string {
+	t.Helper()
+	return fmt.Sprintf(`forward_auth %s {
 			uri /check
 			copy_headers X-Auth-User X-Auth-Roles
 		}
 		toolgate_pages {
 			answerer {http.request.header.X-Auth-User}
 			roles {http.request.header.X-Auth-Roles}
-		}`, auth)})
+		}`, signIn(t, staff))
 }
 
 // getAs reads a page as p with extra request headers (as JSON when

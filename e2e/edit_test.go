@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -126,6 +127,11 @@ func TestEditRunsTheEditedArgumentsOnce(t *testing.T) {
 			if res != "The person confirmed with changes to: subject, body. Sent." {
 				t.Errorf("the model reads %q", res)
 			}
+			if tc.script {
+				audit(t, b, dir, "edit-done")
+			} else {
+				shot(t, b, dir, "edit-done-de")
+			}
 			// Reloading posts nothing again.
 			if err := chromedp.Do(b, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`h1.status`))); err != nil {
 				t.Fatal(err)
@@ -141,12 +147,21 @@ func TestEditRunsTheEditedArgumentsOnce(t *testing.T) {
 // pattern, which no input can express) comes back under its field, with
 // and without JavaScript; nothing runs, and the card still waits.
 func TestEditRefusedBySchema(t *testing.T) {
-	for _, script := range []bool{true, false} {
-		t.Run(map[bool]string{true: "script", false: "no script"}[script], func(t *testing.T) {
+	for _, tc := range []struct {
+		name, lang, notice string
+		script             bool
+	}{
+		{"script", "", "Please fix the fields marked below. Nothing ran.", true},
+		{"no script", "", "Please fix the fields marked below. Nothing ran.", false},
+		{"no script, German", "de-DE,de;q=0.9", "Bitte korrigieren Sie die markierten Felder. Es wurde nichts ausgeführt.", false},
+		{"script, German", "de", "Bitte korrigieren Sie die markierten Felder. Es wurde nichts ausgeführt.", true},
+	} {
+		script := tc.script
+		t.Run(tc.name, func(t *testing.T) {
 			e := newEditEnv(t)
 			dir := artifacts(t)
 			l, _ := e.hold(t, "ana", mailCall)
-			b := browserWith(t, ana, browserOptions{timeout: 3 * time.Minute})
+			b := browserWith(t, ana, browserOptions{lang: tc.lang, timeout: 3 * time.Minute})
 			if !script {
 				if _, err := chromedp.Call(b, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 					t.Fatal(err)
@@ -163,8 +178,8 @@ func TestEditRefusedBySchema(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := text(t, b, `p.notice`); got != "Please fix the fields marked below. Nothing ran." {
-				t.Errorf("notice = %q", got)
+			if got := text(t, b, `p.notice`); got != tc.notice {
+				t.Errorf("notice = %q, want %q", got, tc.notice)
 			}
 			if got := text(t, b, `#err-subject`); got == "" || strings.Contains(got, "Hello!") {
 				t.Errorf("the subject's error = %q", got)
@@ -178,6 +193,8 @@ func TestEditRefusedBySchema(t *testing.T) {
 			if script {
 				axeSource(t)
 				audit(t, b, dir, "edit-errors")
+			} else {
+				shot(t, b, dir, "edit-errors")
 			}
 			if n := len(e.app.Calls()); n != 0 {
 				t.Fatalf("a refused edit ran %d times", n)
@@ -191,54 +208,93 @@ func TestEditRefusedBySchema(t *testing.T) {
 
 // TestEditForgedField: a confirmation that gives a value for an argument
 // the policy does not let the person edit — the account, which names the
-// run URL — is refused with 409, from the page (a field added to its form)
-// and from the JSON API; nothing runs and the card still waits.
+// run URL — is refused with 409, from the page (a field added to its form
+// with JavaScript, or an input renamed without it, in German) and from the
+// form post and the JSON API; nothing runs and the card still waits. The
+// refusal's page passes axe, light and dark, wide and at 320 px.
 func TestEditForgedField(t *testing.T) {
-	e := newEditEnv(t)
-	l, _ := e.hold(t, "ana", mailCall)
-	b := browser(t, ana)
-	// The body opens empty (the model's holds a direction character) and
-	// is required: the person fills it.
-	err := chromedp.Do(b, chromedp.Navigate(l), chromedp.WaitVisible(chromedp.CSS(`form.edit`)), chromedp.SendKeys(chromedp.CSS(`#f-body`), "Body."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Run(b, chromedp.Evaluate[bool](`(function () {
-		var i = document.createElement('input'); i.type = 'hidden'; i.name = 'account'; i.value = 'other';
-		document.querySelector('form.edit').appendChild(i); return true; })()`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(b, chromedp.Click(chromedp.CSS(`form.edit button.confirm`)), chromedp.WaitVisible(chromedp.CSS(`main a`))); err != nil {
-		t.Fatal(err)
-	}
-	if got := squash(text(t, b, `main`)); got != "Not accepted This answer changes something that cannot be changed here. Nothing ran. Show the question" {
-		t.Errorf("the forged edit's page reads %q", got)
-	}
-	_, _, s := e.view(ana, l)
-	h := s.Holds[0]
-	u, _ := url.Parse(l)
-	origin := map[string]string{"Origin": u.Scheme + "://" + u.Host}
-	st, _ := e.post(ana, l, url.Values{"hold": {h.ID}, "token": {s.Tokens[h.ID]}, "answer": {"confirm"}, "_edit": {"1"}, "subject": {"Hello"}, "body": {"x"}, "to": {"eve@example.com"}}, origin)
-	if st != http.StatusConflict {
-		t.Errorf("a form changing the recipient: %d, want 409", st)
-	}
-	body, _ := json.Marshal(map[string]any{"hold": h.ID, "token": s.Tokens[h.ID], "answer": "confirm", "values": map[string]any{"subject": "Hi", "body": "x", "account": "other"}})
-	if st := jsonPost(t, ana, l, body); st != http.StatusConflict {
-		t.Errorf("JSON values changing the account: %d, want 409", st)
-	}
-	if n := len(e.app.Calls()); n != 0 {
-		t.Fatalf("a forged edit ran %d times", n)
-	}
-	if _, _, s := e.view(ana, l); s.Holds[0].State != "waiting" {
-		t.Errorf("after forged edits the card is %s", s.Holds[0].State)
-	}
-	// The JSON API's own edit goes through, once.
-	body, _ = json.Marshal(map[string]any{"hold": h.ID, "token": s.Tokens[h.ID], "answer": "confirm", "values": map[string]any{"subject": "Hi", "body": "x"}})
-	if st := jsonPost(t, ana, l, body); st != http.StatusOK {
-		t.Fatalf("the JSON edit: %d", st)
-	}
-	if calls := e.app.Calls(); len(calls) != 1 || string(calls[0].Body) != `{"to":"bo@example.com","subject":"Hi","body":"x","account":"team"}` {
-		t.Errorf("the app got %v", calls)
+	for _, tc := range []struct {
+		name, lang, page string
+		script           bool
+	}{
+		{"script", "", "Not accepted This answer changes something that cannot be changed here. Nothing ran. Show the question", true},
+		{"no script, German", "de-DE,de;q=0.9", "Nicht angenommen Diese Antwort ändert etwas, das hier nicht geändert werden kann. Es wurde nichts ausgeführt. Zur Frage", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEditEnv(t)
+			dir := artifacts(t)
+			l, _ := e.hold(t, "ana", mailCall)
+			b := browserWith(t, ana, browserOptions{lang: tc.lang, timeout: 3 * time.Minute})
+			if !tc.script {
+				noScript(t, b)
+			}
+			// The body opens empty (the model's holds a direction
+			// character) and is required: the person fills it.
+			err := chromedp.Do(b, chromedp.Navigate(l), chromedp.WaitVisible(chromedp.CSS(`form.edit`)), chromedp.SendKeys(chromedp.CSS(`#f-body`), "Body."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.script {
+				if _, err := chromedp.Run(b, chromedp.Evaluate[bool](`(function () {
+				var i = document.createElement('input'); i.type = 'hidden'; i.name = 'account'; i.value = 'other';
+				document.querySelector('form.edit').appendChild(i); return true; })()`)); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				// Without scripts: the DevTools protocol renames the
+				// body's input, which then posts the account.
+				if err := chromedp.Do(b, chromedp.SetAttributeValue(chromedp.CSS(`#f-body`), "name", "account")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := chromedp.Do(b, chromedp.Click(chromedp.CSS(`form.edit button.confirm`)), chromedp.WaitVisible(chromedp.CSS(`main a`))); err != nil {
+				t.Fatal(err)
+			}
+			if got := squash(text(t, b, `main`)); got != tc.page {
+				t.Errorf("the forged edit's page reads %q, want %q", got, tc.page)
+			}
+			if tc.script {
+				axeSource(t)
+				audit(t, b, dir, "edit-forged")
+			} else {
+				shot(t, b, dir, "edit-forged-de")
+			}
+			if n := len(e.app.Calls()); n != 0 {
+				t.Fatalf("a forged edit ran %d times", n)
+			}
+			_, _, s := e.view(ana, l)
+			if s.Holds[0].State != "waiting" {
+				t.Errorf("after a forged edit the card is %s", s.Holds[0].State)
+			}
+			if !tc.script {
+				return
+			}
+			h := s.Holds[0]
+			u, _ := url.Parse(l)
+			origin := map[string]string{"Origin": u.Scheme + "://" + u.Host}
+			st, _ := e.post(ana, l, url.Values{"hold": {h.ID}, "token": {s.Tokens[h.ID]}, "answer": {"confirm"}, "_edit": {"1"}, "subject": {"Hello"}, "body": {"x"}, "to": {"eve@example.com"}}, origin)
+			if st != http.StatusConflict {
+				t.Errorf("a form changing the recipient: %d, want 409", st)
+			}
+			body, _ := json.Marshal(map[string]any{"hold": h.ID, "token": s.Tokens[h.ID], "answer": "confirm", "values": map[string]any{"subject": "Hi", "body": "x", "account": "other"}})
+			if st := jsonPost(t, ana, l, body); st != http.StatusConflict {
+				t.Errorf("JSON values changing the account: %d, want 409", st)
+			}
+			if n := len(e.app.Calls()); n != 0 {
+				t.Fatalf("a forged edit ran %d times", n)
+			}
+			if _, _, s := e.view(ana, l); s.Holds[0].State != "waiting" {
+				t.Errorf("after forged edits the card is %s", s.Holds[0].State)
+			}
+			// The JSON API's own edit goes through, once.
+			body, _ = json.Marshal(map[string]any{"hold": h.ID, "token": s.Tokens[h.ID], "answer": "confirm", "values": map[string]any{"subject": "Hi", "body": "x"}})
+			if st := jsonPost(t, ana, l, body); st != http.StatusOK {
+				t.Fatalf("the JSON edit: %d", st)
+			}
+			if calls := e.app.Calls(); len(calls) != 1 || string(calls[0].Body) != `{"to":"bo@example.com","subject":"Hi","body":"x","account":"team"}` {
+				t.Errorf("the app got %v", calls)
+			}
+		})
 	}
 }
 
@@ -263,14 +319,28 @@ func jsonPost(t *testing.T, p person, link string, body []byte) int {
 // TestEditRacesASecondAnswer: the person's edited confirmation in the
 // browser races a decline of the same card from a second tab; exactly one
 // wins, and what ran agrees with the winner (the edited arguments once, or
-// nothing).
+// nothing). Rounds with and without JavaScript, in English and German;
+// the page the browser ends on passes axe, light and dark, wide and at
+// 320 px.
 func TestEditRacesASecondAnswer(t *testing.T) {
-	for round := range 3 {
+	for round, tc := range []struct {
+		lang, done, refused string
+		script              bool
+	}{
+		{"", "Done.", "Not accepted", true},
+		{"", "Done.", "Not accepted", false},
+		{"de", "Erledigt.", "Nicht angenommen", false},
+		{"de", "Erledigt.", "Nicht angenommen", true},
+	} {
 		e := newEditEnv(t)
+		dir := artifacts(t)
 		l, _ := e.hold(t, "ana", mailCall)
 		_, _, s := e.view(ana, l)
 		h := s.Holds[0]
-		b := browser(t, ana)
+		b := browserWith(t, ana, browserOptions{lang: tc.lang, timeout: 3 * time.Minute})
+		if !tc.script {
+			noScript(t, b)
+		}
 		err := chromedp.Do(b,
 			chromedp.Navigate(l),
 			chromedp.WaitVisible(chromedp.CSS(`form.edit`)),
@@ -286,7 +356,8 @@ func TestEditRacesASecondAnswer(t *testing.T) {
 			defer wg.Done()
 			declined, _ = e.answer(ana, l, h.ID, s.Tokens[h.ID], "decline", nil)
 		}()
-		if err := chromedp.Do(b, chromedp.Click(chromedp.CSS(`form.edit button.confirm`)), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
+		// The answer's page has no edit form, whoever won.
+		if err := chromedp.Do(b, chromedp.Click(chromedp.CSS(`form.edit button.confirm`)), chromedp.WaitNotPresent(chromedp.CSS(`form.edit`)), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()
@@ -295,15 +366,20 @@ func TestEditRacesASecondAnswer(t *testing.T) {
 		_, _, after := e.view(ana, l)
 		switch after.Holds[0].Answer {
 		case "confirm":
-			if declined != http.StatusConflict || len(calls) != 1 || !strings.Contains(string(calls[0].Body), `"body":"Edited."`) || !strings.HasPrefix(page, "Done.") {
+			if declined != http.StatusConflict || len(calls) != 1 || !strings.Contains(string(calls[0].Body), `"body":"Edited."`) || !strings.HasPrefix(page, tc.done) {
 				t.Errorf("round %d: confirm won, but decline got %d, the app ran %d times, page %q", round, declined, len(calls), page)
 			}
 		case "decline":
-			if declined != http.StatusSeeOther || len(calls) != 0 || !strings.HasPrefix(page, "Not accepted") {
+			if declined != http.StatusSeeOther || len(calls) != 0 || !strings.HasPrefix(page, tc.refused) {
 				t.Errorf("round %d: decline won (%d), but the app ran %d times, page %q", round, declined, len(calls), page)
 			}
 		default:
 			t.Errorf("round %d: the card was answered %q", round, after.Holds[0].Answer)
+		}
+		t.Logf("round %d (script %v, lang %q): %s won", round, tc.script, tc.lang, after.Holds[0].Answer)
+		if tc.script {
+			axeSource(t)
+			audit(t, b, dir, fmt.Sprintf("race-%d-%s", round, after.Holds[0].Answer))
 		}
 	}
 }

@@ -31,15 +31,16 @@ const secret = "test-secret-0123456789abcdef"
 
 // env is one running gate with its fakes.
 type env struct {
-	t        *testing.T
-	provider *testkit.Provider
-	app      *testkit.App
-	caddy    string // the Caddyfile loaded
-	apiURL   string // the model route
-	shopURL  string // the other app's model route (envOptions.shop)
-	pagesURL string // the pages' base URL
-	storeDir string
-	lastSent string // the body the last request through (shadow_test.go) sent
+	t         *testing.T
+	provider  *testkit.Provider
+	app       *testkit.App
+	caddy     string // the Caddyfile loaded
+	apiURL    string // the model route
+	shopURL   string // the other app's model route (envOptions.shop)
+	pagesURL  string // the pages' base URL
+	storeDir  string
+	lastSent  string // the body the last request through (shadow_test.go) sent
+	responses int    // the Responses answers heldOn gave (rules_recheck_test.go), for their ids
 }
 
 type envOptions struct {

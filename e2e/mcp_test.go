@@ -139,6 +139,13 @@ type echoIn struct {
 	Text string `json:"text"`
 }
 
+// mailIn is send_mail's input (editapis_test.go).
+type mailIn struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+	Body    string `json:"body"`
+}
+
 type askSrvIn struct {
 	Topic string `json:"topic"`
 	Note  string `json:"note"`
@@ -166,6 +173,10 @@ func newMCPServer(t *testing.T, o mcpEnvOptions) *mcpServer {
 	mcp.AddTool(srv, &mcp.Tool{Name: "wipe_all", Description: "Wipe."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 		s.record("wipe_all", in)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wiped"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "send_mail", Description: "Send an email."}, func(ctx context.Context, req *mcp.CallToolRequest, in mailIn) (*mcp.CallToolResult, any, error) {
+		s.record("send_mail", in)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sent"}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo."}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 		s.record("echo", in)

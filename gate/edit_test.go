@@ -150,6 +150,19 @@ func TestEditOverMCP(t *testing.T) {
 	r.policy = p
 	r.app.SetRecord("/posts/1", `{"title":"One"}`)
 	state, step := r.askMCPConfirm(ana)
+	// The URL the client is given leads to the card's page, which shows
+	// the edit form as for any other card (and in its JSON view).
+	view, err := r.gate.View(context.Background(), step, ana, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := view.Holds[0].Edit; e == nil || len(e.Fields()) != 1 || e.Fields()[0].Key != "note" || e.Fields()[0].Value != nil {
+		t.Fatalf("the MCP card's page offers no edit of the note: %+v", view.Holds[0].Edit)
+	}
+	page, _ := json.Marshal(view)
+	if !gjson.GetBytes(page, "holds.0.edit.requestedSchema.properties.note").Exists() {
+		t.Errorf("the JSON view holds no edit form: %s", page)
+	}
 	if _, err := r.gate.Confirm(context.Background(), step, r.step(step)[0].ID, ana, "", Edits{JSON: []byte(`{"note":"typo fixed"}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,16 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
@@ -368,5 +373,142 @@ func TestRulesOnTheMCPFront(t *testing.T) {
 	}
 	if n := len(r.app.Calls()); n != 0 {
 		t.Fatalf("the gate ran %d calls", n)
+	}
+}
+
+// newRulesLogRig is newRulesRig with the gate's logs kept and the policy
+// edited by edit (nil: as it is).
+func newRulesLogRig(t *testing.T, edit func(string) string) (*rig, *observer.ObservedLogs) {
+	t.Helper()
+	r := newRulesRig(t)
+	if edit != nil {
+		p, err := policies.Parse("policy.yaml", []byte(edit(strings.ReplaceAll(rulesPolicy, "APP", r.app.URL))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.policy = p
+	}
+	core, logs := observer.New(zapcore.InfoLevel)
+	r.gate.Stop(5 * time.Second)
+	r.gate = New(Config{Store: r.db, Actions: r.actions, Pages: "http://gate.test/toolgate", Policy: r.policyOf,
+		Observer: r.events, Secret: []byte(testSecret), Now: r.clock.Now, ActionTimeout: r.timeout, Logger: zap.New(core)})
+	return r, logs
+}
+
+// TestRulesEvaluationErrorFailsClosed: a rule that cannot be evaluated at
+// hold time (amount 130 reaches a rule reading a field the record lacks)
+// refuses the call on both fronts: nothing runs, nothing is held, the
+// model reads that the policy could not decide, and the operator's log
+// names the action and the rule's index.
+func TestRulesEvaluationErrorFailsClosed(t *testing.T) {
+	r, logs := newRulesLogRig(t, nil)
+	const want = "Toolgate refused refund_order: the gate's policy could not decide on this call; nothing ran."
+	step, v := r.hold(ana, refundCall(1, "130"))
+	if step != "" || len(v.Pass) != 1 || v.Pass[0] || len(v.Refusals) != 1 || v.Refusals[0].Content != want {
+		t.Fatalf("model front: step %q, verdict %+v; want refused with %q", step, v, want)
+	}
+	mv := r.mcpFront(ana).MCP(context.Background(), MCPCall{Name: "refund_order", Arguments: []byte(`{"order":1,"amount":130}`), Modern: true, Elicit: modernURL})
+	if !strings.Contains(string(mv.Result), want[len("Toolgate refused refund_order: "):]) || !strings.Contains(string(mv.Result), `"isError":true`) {
+		t.Fatalf("mcp front: %s", mv.Result)
+	}
+	if n := len(r.app.Calls()); n != 0 {
+		t.Fatalf("%d runs after a rule failed", n)
+	}
+	if page, err := r.db.List(context.Background(), store.HoldFilter{}, "", 10); err != nil || len(page.Holds) != 0 {
+		t.Fatalf("holds %+v, %v; want none", page.Holds, err)
+	}
+	seen := logs.FilterMessage("policy error: a rule could not be evaluated; call refused").All()
+	if len(seen) != 2 {
+		t.Fatalf("error logs %+v, want one per front", logs.All())
+	}
+	for _, e := range seen {
+		m := e.ContextMap()
+		if e.Level != zapcore.ErrorLevel || m["action"] != "refund_order" || !strings.HasPrefix(m["rule"].(string), "rules[2] ") ||
+			!strings.Contains(fmt.Sprint(m["error"]), "nope") || m["owner"] != "ana" {
+			t.Errorf("logged %s %v", e.Level, m)
+		}
+	}
+	if ev := r.auditEvents(store.EventRefused); len(ev) != 2 || ev[0].Reason != "rule_error" || !strings.Contains(string(ev[0].Shown), `"index":2`) {
+		t.Fatalf("refused events %+v", ev)
+	}
+}
+
+// TestRulesInShadowMode: for an action in shadow mode each rule's
+// decision (allow, deny, ask, and an evaluation error) is worked out,
+// logged and audited naming the rule, and nothing is held or refused for
+// real: every call passes untouched, the app's endpoint gets nothing from
+// the gate, the store keeps no hold.
+func TestRulesInShadowMode(t *testing.T) {
+	r, logs := newRulesLogRig(t, func(s string) string {
+		return strings.Replace(s, "    reply: Refunded.\n", "    reply: Refunded.\n    mode: shadow\n", 1)
+	})
+	calls := []provider.Call{refundCall(1, "20"), refundCall(1, "50000"), refundCall(1, "2000"), refundCall(1, "130")}
+	for i := range calls {
+		calls[i].Position = i
+	}
+	v := r.front(ana).Hold(context.Background(), calls, []byte(`{}`))
+	if len(v.Pass) != 4 || !v.Pass[0] || !v.Pass[1] || !v.Pass[2] || !v.Pass[3] || v.Text != "" || v.Step != "" || len(v.Refusals) != 0 {
+		t.Fatalf("verdict %+v, want every call passed", v)
+	}
+	mv := r.mcpFront(ana).MCP(context.Background(), MCPCall{Name: "refund_order", Arguments: []byte(`{"order":1,"amount":50000}`), Modern: true, Elicit: modernURL})
+	if mv.Result != nil || mv.Rewritten {
+		t.Fatalf("mcp front refused or rewrote a shadow call: %+v", mv)
+	}
+	settleShadow(t, r)
+	if n := len(r.app.Calls()); n != 0 {
+		t.Fatalf("%d runs", n)
+	}
+	if page, err := r.db.List(context.Background(), store.HoldFilter{}, "", 10); err != nil || len(page.Holds) != 0 {
+		t.Fatalf("holds %+v, %v; want none", page.Holds, err)
+	}
+	// The log: what enforce mode would have done, naming the rule.
+	rule := func(msg string) []string {
+		var out []string
+		for _, e := range logs.FilterMessage(msg).All() {
+			m := e.ContextMap()
+			if m["action"] != "refund_order" || m["owner"] != "ana" {
+				t.Errorf("%s: logged %v", msg, m)
+			}
+			if s, ok := m["rule"].(string); ok {
+				out = append(out, s+" "+fmt.Sprint(m["reason"]))
+			} else {
+				out = append(out, string(mustJSON(t, m["card"])))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := rule("shadow: call would pass, allowed by a rule"); len(got) != 1 || !strings.HasPrefix(got[0], "rules[0] ") {
+		t.Errorf("allow logged %q", got)
+	}
+	if got := rule("shadow: call would be refused"); len(got) != 3 || !strings.HasPrefix(got[0], "rules[1] over the limit rule_deny") ||
+		!strings.HasPrefix(got[1], "rules[1] over the limit rule_deny") || !strings.HasPrefix(got[2], "rules[2] ") || !strings.HasSuffix(got[2], " rule_error") {
+		t.Errorf("refusals logged %q", got)
+	}
+	if got := rule("shadow: call would wait for confirmation"); len(got) != 1 || !strings.Contains(got[0], `"label":"rules[3] shipped needs finance"`) {
+		t.Errorf("card logged %q", got)
+	}
+	if len(logs.FilterMessage("policy error: a rule could not be evaluated; call refused").All()) != 1 {
+		t.Errorf("the evaluation error is not logged as one: %+v", logs.All())
+	}
+	// The audit: one shadowed event per call, each naming its rule; no
+	// held or refused event.
+	log := r.auditLog()
+	if kinds(log) != "shadowed shadowed shadowed shadowed shadowed" {
+		t.Fatalf("audit: %s", kinds(log))
+	}
+	var audited []string
+	for _, e := range log {
+		var s struct {
+			Rule *heldRule `json:"rule"`
+		}
+		if err := json.Unmarshal(e.Shown, &s); err != nil || s.Rule == nil || e.Action != "refund_order" || e.HoldID != "" {
+			t.Fatalf("audited %+v (shown %s): no rule", e.Event, e.Shown)
+		}
+		audited = append(audited, fmt.Sprintf("%d %s %s", s.Rule.Index, e.Reason, e.HoldKind))
+	}
+	slices.Sort(audited)
+	if want := []string{"0 rule_allow ", "1 rule_deny ", "1 rule_deny ", "2 rule_error ", "3  card"}; !slices.Equal(audited, want) {
+		t.Errorf("audited %q, want %q", audited, want)
 	}
 }

@@ -47,6 +47,12 @@ const DefaultMaxJSON = 8 << 20
 //     Content-Length is dropped, the header is written at once
 //     (caddyserver/caddy#6293), and the body goes through the adapter's
 //     Turn as it comes.
+//   - A stream framed as a JSON array (SetStreamsJSON: Gemini without
+//     alt=sse), whatever its label: as an event stream, through the
+//     turn's ArrayStream (provider.ArrayTurn), except that the header
+//     waits for the first byte the turn writes, so that a body that is
+//     not an array (a single JSON object) is refused with nothing
+//     written. An adapter without ArrayStream fails it closed.
 //   - JSON: the header and body are held (up to maxJSON bytes, else Close
 //     returns ErrTooLarge), and Close rewrites the body, sets
 //     Content-Length and writes both. A body that is not JSON fails there
@@ -76,6 +82,7 @@ type ResponseWriter struct {
 	maxJSON int64
 	request []byte       // SetRequest; nil: no continuation
 	streams streamsSaid  // SetStreams
+	array   bool         // SetStreamsJSON
 	resume  bool         // AllowResume
 	names   *Names       // GuardNames
 	guard   *GuardWriter // guarded mode
@@ -86,6 +93,8 @@ type ResponseWriter struct {
 	turn     provider.Turn   // streaming and buffering modes
 	stream   provider.Stream // the current response's (stream mode)
 	flushFn  func() error    // stream mode
+	dst      io.Writer       // where a stream's turn writes (stream mode)
+	lazy     *headerOnWrite  // the array stream's header, written with its first byte
 	buf      *bytes.Buffer   // buffer mode, pooled
 	body     bool            // a body byte arrived (buffer mode)
 	tooLarge bool            // buffer mode went over maxJSON
@@ -158,6 +167,12 @@ func (rw *ResponseWriter) SetStreams(streams bool) {
 	}
 }
 
+// SetStreamsJSON tells the writer that the request asked for a stream
+// framed as one JSON array (provider.JSONStreamer): its answer is read as
+// that stream whatever its Content-Type (see kindOf). Call it before the
+// next handler runs.
+func (rw *ResponseWriter) SetStreamsJSON(yes bool) { rw.array = yes }
+
 // GuardNames gives the writer the gated tools' names: a response it
 // cannot read as its adapter's answer (a JSON body in another shape, a
 // stream labelled as newline-delimited JSON or an AWS event stream) is
@@ -196,9 +211,24 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 		h.Del("Content-Length")
 		rw.ResponseWriter.WriteHeader(status)
 		rw.flushFn = flusher(rw.ResponseWriter)
+		rw.dst = rw.ResponseWriter
 		rw.turn = rw.newTurn()
-		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
+		rw.stream = rw.turn.Stream(rw.dst, rw.flushFn)
 		guardStream(rw.stream, rw.adapter, rw.names)
+	case kind == arrayBody:
+		rw.mode, rw.kind = streaming, arrayBody
+		h.Del("Content-Length")
+		rw.lazy = &headerOnWrite{w: rw.ResponseWriter, status: status}
+		rw.dst = rw.lazy
+		flush := flusher(rw.ResponseWriter)
+		rw.flushFn = func() error {
+			if !rw.lazy.sent {
+				return nil // a flush would send the header before a byte is known
+			}
+			return flush()
+		}
+		rw.turn = rw.newTurn()
+		rw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)
 	default:
 		rw.mode, rw.kind = buffering, jsonBody
 		rw.status = status
@@ -235,8 +265,11 @@ func (rw *ResponseWriter) followUpHeader(status int) {
 		rw.mode, rw.failure = discarding, "the provider's answer could not be read."
 	case kind == sseBody:
 		rw.mode = streaming
-		rw.stream = rw.turn.Stream(rw.ResponseWriter, rw.flushFn)
+		rw.stream = rw.turn.Stream(rw.dst, rw.flushFn)
 		guardStream(rw.stream, rw.adapter, rw.names)
+	case kind == arrayBody:
+		rw.mode = streaming
+		rw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)
 	default:
 		rw.mode = buffering
 		rw.buf, rw.body, rw.tooLarge = getBuf(), false, false
@@ -267,6 +300,14 @@ func (rw *ResponseWriter) Write(p []byte) (int, error) {
 			return 0, errors.New("interceptor: write after the response ended")
 		}
 		if _, err := rw.stream.Write(p); err != nil {
+			if rw.round == 0 && rw.lazy != nil && !rw.lazy.sent {
+				// Nothing of the array stream is out, its header
+				// included: Close reports err and the caller answers
+				// 502, where a Write error would make reverse_proxy cut
+				// the connection.
+				rw.mode, rw.ended, rw.endErr = discarding, true, err
+				return len(p), nil
+			}
 			return 0, err
 		}
 		return len(p), nil
@@ -431,7 +472,7 @@ func (rw *ResponseWriter) KeepAlive() error {
 		// JSON-array stream takes only whitespace between elements.
 		ka = k.KeepAlive()
 	}
-	if _, err := rw.ResponseWriter.Write(ka); err != nil {
+	if _, err := rw.dst.Write(ka); err != nil {
 		return err
 	}
 	return rw.flushFn()
@@ -514,6 +555,12 @@ func (rw *ResponseWriter) finish() error {
 	case rw.kind == sseBody:
 		_, err := rw.turn.Finish()
 		return err
+	case rw.kind == arrayBody:
+		if _, err := rw.turn.Finish(); err != nil {
+			return err
+		}
+		rw.lazy.send() // a body the turn wrote nothing of (none is Gemini's)
+		return nil
 	case rw.kind == jsonBody:
 		if rw.turn == nil {
 			// No body (a HEAD, say): the upstream's headers stand.
@@ -560,7 +607,44 @@ const (
 	jsonBody
 	sseBody
 	foreignBody // a stream no adapter reads: newline-delimited JSON, an AWS event stream
+	arrayBody   // a stream framed as one JSON array (SetStreamsJSON)
 )
+
+// arrayStream returns the turn's rewriter of a streamed JSON array, or,
+// when the adapter reads none, one that fails at its first byte.
+func arrayStream(t provider.Turn, dst io.Writer, flush func() error) provider.Stream {
+	if a, ok := t.(provider.ArrayTurn); ok {
+		return a.ArrayStream(dst, flush)
+	}
+	return failStream{errors.New("interceptor: the answer is a streamed JSON array, which this adapter does not read")}
+}
+
+// failStream is a Stream that takes nothing.
+type failStream struct{ err error }
+
+func (f failStream) Write([]byte) (int, error) { return 0, f.err }
+func (f failStream) Close() error              { return f.err }
+
+// headerOnWrite writes the held status header before the first byte of the
+// body, or when send is called: an array stream refused before any byte of
+// it is written still gets its 502.
+type headerOnWrite struct {
+	w      http.ResponseWriter
+	status int
+	sent   bool
+}
+
+func (h *headerOnWrite) send() {
+	if !h.sent {
+		h.sent = true
+		h.w.WriteHeader(h.status)
+	}
+}
+
+func (h *headerOnWrite) Write(p []byte) (int, error) {
+	h.send()
+	return h.w.Write(p)
+}
 
 // flusher flushes w for a stream. A writer that cannot flush still gets
 // every byte, later: that is not an error.
@@ -601,7 +685,17 @@ func readStatus(status int) bool {
 // text. So it is read as the request asked: as an event stream when the
 // request asked for one (SetStreams), else as JSON, which refuses a body that may
 // hold a call and is no JSON.
+//
+// A request that asked for a stream framed as a JSON array (SetStreamsJSON)
+// is answered with one whatever the label: its clients (python-api-core's
+// response iterator, llm-gemini's ijson, a fetch and JSON.parse) read the
+// array without looking at the Content-Type, Gemini labels it
+// application/json, and reading it as one JSON body would hold every chunk
+// back until the end.
 func (rw *ResponseWriter) kindOf(h http.Header) bodyType {
+	if rw.array {
+		return arrayBody
+	}
 	if v := h.Values("Content-Type"); len(v) == 1 {
 		if k := bodyKind(v[0]); k != otherBody {
 			return k

@@ -358,3 +358,97 @@ func TestWriterUnwrap(t *testing.T) {
 		t.Errorf("flush: %v, %v", err, rec.flushed)
 	}
 }
+
+// arrayAdapter is Chat whose turns also read a streamed JSON array: its
+// ArrayStream passes the body through as it comes and fails on a body
+// whose first byte that is not blank is not '['.
+type arrayAdapter struct{ Chat }
+
+func (a arrayAdapter) NewTurn(ctx context.Context, h provider.Holder, request []byte, n int) provider.Turn {
+	return arrayTurn{a.Chat.NewTurn(ctx, h, request, n)}
+}
+
+type arrayTurn struct{ provider.Turn }
+
+func (arrayTurn) ArrayStream(dst io.Writer, flush func() error) provider.Stream {
+	return &passArray{dst: dst, flush: flush}
+}
+
+type passArray struct {
+	dst     io.Writer
+	flush   func() error
+	started bool
+}
+
+func (p *passArray) Write(b []byte) (int, error) {
+	if !p.started {
+		t := bytes.TrimLeft(b, " \r\n\t")
+		if len(t) == 0 {
+			return len(b), nil
+		}
+		if t[0] != '[' {
+			return 0, errors.New("not an array")
+		}
+		p.started = true
+	}
+	if _, err := p.dst.Write(b); err != nil {
+		return 0, err
+	}
+	return len(b), p.flush()
+}
+
+func (p *passArray) Close() error { return nil }
+
+// TestWriterJSONLabelledStream: a request that asked for a stream framed
+// as a JSON array (SetStreamsJSON) has its answer, labelled
+// application/json, read as a stream through the turn's ArrayStream: each
+// element written and flushed as it comes, the header with the first
+// byte. A body that is not an array is refused with nothing written, its
+// header included; so is any array stream when the adapter reads none.
+func TestWriterJSONLabelledStream(t *testing.T) {
+	parts := []string{"[{\"candidates\":[]}", "\n,\r\n{\"candidates\":[]}", "\n]"}
+	rec := newRecorder()
+	rw := Wrap(rec, arrayAdapter{}, context.Background(), newHolder("delete_post"), 0)
+	rw.SetStreamsJSON(true)
+	rw.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	rw.Header().Set("Content-Length", "99")
+	rw.WriteHeader(http.StatusOK)
+	if len(rec.headers) != 0 {
+		t.Fatalf("the header went before a byte of the body: %v", rec.headers)
+	}
+	for i, p := range parts {
+		if _, err := rw.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Body.String(); got != strings.Join(parts[:i+1], "") || len(rec.flushed) != i+1 {
+			t.Fatalf("part %d: body %q, flushes %v: want each part written and flushed as it comes", i, got, rec.flushed)
+		}
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.headers) != 1 || rec.headers[0] != 200 || rec.Header().Get("Content-Length") != "" {
+		t.Errorf("headers %v, Content-Length %q", rec.headers, rec.Header().Get("Content-Length"))
+	}
+
+	for name, a := range map[string]provider.Adapter{"one object": arrayAdapter{}, "no ArrayStream": Chat{}} {
+		rec := newRecorder()
+		rw := Wrap(rec, a, context.Background(), newHolder("delete_post"), 0)
+		rw.SetStreamsJSON(true)
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusOK)
+		body := `[{"candidates":[]}]`
+		if name == "one object" {
+			body = `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete_post"}}]}}]}`
+		}
+		if n, err := rw.Write([]byte(body)); err != nil || n != len(body) {
+			t.Errorf("%s: Write = %d, %v: want the body taken (a Write error makes reverse_proxy cut the connection)", name, n, err)
+		}
+		if err := rw.Close(); err == nil {
+			t.Errorf("%s: Close passed", name)
+		}
+		if len(rec.headers) != 0 || rec.Body.Len() != 0 {
+			t.Errorf("%s: written %v %q: want nothing, for the caller's 502", name, rec.headers, rec.Body.String())
+		}
+	}
+}

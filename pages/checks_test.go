@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -467,4 +468,27 @@ func TestStoreDownIsSaid(t *testing.T) {
 	r := s.answer(link, ana, url.Values{"hold": {holds[0].ID}, "token": {s.token(holds[0].ID, ana)}, "answer": {"confirm"}})
 	wantStatus(t, "answer", r, http.StatusServiceUnavailable, "cannot take answers right now")
 	s.wantNothingRan(link)
+}
+
+// TestPageKeysAreThePolicysReserved: the keys a page's post carries beside
+// a form's fields are exactly policies.PageKeys, which no editable field
+// may be named (a field of one of these names would be dropped from the
+// edit or read as the answer).
+func TestPageKeysAreThePolicysReserved(t *testing.T) {
+	form := url.Values{"subject": {"Hi"}}
+	for _, k := range policies.PageKeys {
+		form.Set(k, "x")
+	}
+	r := httptest.NewRequest("POST", "/h/x", strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	a, err := readAnswer(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.form) != 1 || a.form.Get("subject") != "Hi" || !a.edit {
+		t.Errorf("the page's own keys are not policies.PageKeys: fields %v, edit %v", a.form, a.edit)
+	}
+	if !slices.Contains(policies.PageKeys, gate.EditMarker) {
+		t.Errorf("policies.PageKeys lacks the edit marker %q", gate.EditMarker)
+	}
 }

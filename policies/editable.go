@@ -3,6 +3,7 @@ package policies
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -53,9 +54,17 @@ func (a *Action) PinnedFields() map[string]string {
 	return pinned
 }
 
+// PageKeys are the names the card page's edit form posts beside the
+// editable fields (pages: hold, answer, token, and gate.EditMarker). A
+// field of one of these names could not be told from them: the page would
+// drop its value (and the edit would run it as emptied) or read it as the
+// answer. No such field is editable.
+var PageKeys = []string{"hold", "answer", "token", "_edit"}
+
 // checkEditable checks card.editable once the whole action is read (the
 // form properties depend on its forbidden keys): every field is a property
-// of the schema that a form can hold, and none is pinned (PinnedFields).
+// of the schema that a form can hold, none is pinned (PinnedFields), and
+// none has the name of one of the page's own keys (PageKeys).
 // n is the card's node, for the error's line.
 func (l *loader) checkEditable(a *Action, n *yaml.Node) error {
 	if a.Card == nil || len(a.Card.Editable) == 0 {
@@ -80,6 +89,9 @@ func (l *loader) checkEditable(a *Action, n *yaml.Node) error {
 		}
 		if where, ok := pinned[field]; ok {
 			return l.errf(at, "card.editable", "field %q is used in %s, so an edit could make the call about another record, send it elsewhere or dodge a rule; it cannot be editable", field, where)
+		}
+		if slices.Contains(PageKeys, field) {
+			return l.errf(at, "card.editable", "field %q has the name of one of the card page's own fields (%s); it cannot be editable", field, strings.Join(PageKeys, ", "))
 		}
 		if props[i].Kind == "" {
 			return l.errf(at, "card.editable", "field %q cannot be edited: %s", field, props[i].Unaskable)

@@ -57,11 +57,15 @@ func TestEditableLoads(t *testing.T) {
 
 func TestEditableMistakes(t *testing.T) {
 	const act = `action "send_email": `
-	sw := func(old, new string) string {
-		if !strings.Contains(emailPolicy, old) {
-			t.Fatalf("emailPolicy lacks %q", old)
+	sw := func(oldNew ...string) string {
+		out := emailPolicy
+		for i := 0; i < len(oldNew); i += 2 {
+			if !strings.Contains(out, oldNew[i]) {
+				t.Fatalf("emailPolicy lacks %q", oldNew[i])
+			}
+			out = strings.Replace(out, oldNew[i], oldNew[i+1], 1)
 		}
-		return strings.Replace(emailPolicy, old, new, 1)
+		return out
 	}
 	tests := []struct{ name, body, want string }{
 		{"unknown field", sw("editable: [subject, body]", "editable: [subject, bcc]"), act + `card.editable: names unknown field "bcc"`},
@@ -77,6 +81,12 @@ func TestEditableMistakes(t *testing.T) {
 		{"args row without schema", "actions:\n  x:\n    effect: external\n    card: {reason: Go, rows: {A: args.a}}\n    run: {url: 'http://x/'}\n", `action "x": card.rows.A: an args row needs the action's schema`},
 		{"record row without record", sw("To: args.to", "To: to"), act + "card.rows.To: a row needs card.record, or a path args.<field>"},
 		{"field a rule reads", sw("    run:\n", "    rules:\n      - {when: 'args.to.endsWith(\"@example.com\")', then: allow}\n      - {when: 'args.body.size() > 10000', then: deny, because: Too long.}\n    run:\n"), act + `card.editable: field "body" is used in rules[1].when`},
+		// The card page posts hold, answer, token and _edit beside the
+		// fields: a field of one of these names would be dropped from the
+		// edit (and run as emptied) or taken for the answer.
+		{"field named hold", sw("        account: {type: string}\n", "        account: {type: string}\n        hold: {type: string}\n", "editable: [subject, body]", "editable: [subject, hold]"), act + `card.editable: field "hold" has the name of one of the card page's own fields`},
+		{"field named answer", sw("        account: {type: string}\n", "        account: {type: string}\n        answer: {type: string}\n", "editable: [subject, body]", "editable: [answer]"), act + `card.editable: field "answer" has the name of one of the card page's own fields`},
+		{"field named _edit", sw("        account: {type: string}\n", "        account: {type: string}\n        _edit: {type: boolean}\n", "editable: [subject, body]", "editable: [body, _edit]"), act + `card.editable: field "_edit" has the name of one of the card page's own fields`},
 		{"args read whole", sw("    run:\n", "    rules:\n      - {when: '[args][0].to == \"x@example.com\"', then: allow}\n    run:\n"), act + `card.editable: field "subject" is used in rules[0].when`},
 	}
 	for _, tt := range tests {

@@ -9,14 +9,17 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/checker"
+	"cel.dev/cel-go/common"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
+	"github.com/tidwall/gjson"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -266,49 +269,123 @@ func (v *ruleVars) ResolveName(name string) (any, bool) {
 
 func (v *ruleVars) Parent() interpreter.Activation { return nil }
 
-// decodeJSON reads JSON into CEL's values: objects, lists, strings,
-// booleans and null as they are; a number as an int when it is whole and
-// fits, else a double.
+// decodeJSON reads JSON into CEL's values: objects (map[string]any),
+// arrays ([]any), strings, booleans and null (types.NullValue) as they
+// are; a number as an int64 when its text is a whole number that fits,
+// else a float64 (±Inf beyond the range). It reads what encoding/json
+// reads, to the same values, and refuses what it refuses (FuzzDecodeJSON
+// holds it to that), with two more refusals: an object that gives a key
+// twice (encoding/json keeps the last, the card's gjson reads the
+// first: a rule must not decide on another value than the person is
+// shown) and data after the value (`{}0` is not an object; a rule must
+// not read the first value of a stream as the arguments).
+//
+// It builds the values from gjson's reading, not encoding/json's
+// reflection: a rule's evaluation is mostly this decoding, and it is
+// part of every gated call's hold decision (docs/speed.md).
 func decodeJSON(data []byte) (any, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+	if !gjson.ValidBytes(data) {
+		return nil, invalidJSON(data)
 	}
-	// One value and nothing after it: `{}0` is not an object, and a
-	// rule must not read the first value of a stream as the arguments.
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON value")
+	var d jsonReader
+	v := d.value(gjson.ParseBytes(data), 1)
+	if d.err != nil {
+		return nil, d.err
 	}
-	return celJSON(v), nil
+	return v, nil
 }
 
-func celJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = celJSON(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = celJSON(e)
-		}
-		return x
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
+// errDuplicateKey is decodeJSON's refusal of an object that gives a key
+// twice.
+var errDuplicateKey = errors.New("an object gives a key twice")
+
+// maxRuleJSONDepth is how deeply encoding/json lets objects and arrays nest.
+const maxRuleJSONDepth = 10000
+
+// invalidJSON says why data is not one JSON value, in encoding/json's
+// words where it has them.
+func invalidJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON value")
+	}
+	return errors.New("not valid JSON")
+}
+
+// jsonReader builds CEL's values from a valid gjson value; err is the
+// first refusal.
+type jsonReader struct{ err error }
+
+func (d *jsonReader) value(r gjson.Result, depth int) any {
+	switch r.Type {
+	case gjson.Null:
+		return types.NullValue
+	case gjson.True:
+		return true
+	case gjson.False:
+		return false
+	case gjson.Number:
+		if i, err := strconv.ParseInt(r.Raw, 10, 64); err == nil {
 			return i
 		}
-		f, _ := x.Float64()
+		f, _ := strconv.ParseFloat(r.Raw, 64) // ±Inf when out of range, as json.Number.Float64
 		return f
-	case nil:
-		return types.NullValue
+	case gjson.String:
+		return d.str(r.Raw)
 	}
-	return v
+	if depth > maxRuleJSONDepth {
+		if d.err == nil {
+			d.err = errors.New("exceeded max depth")
+		}
+		return nil
+	}
+	if r.IsArray() {
+		out := []any{}
+		r.ForEach(func(_, v gjson.Result) bool {
+			out = append(out, d.value(v, depth+1))
+			return d.err == nil
+		})
+		return out
+	}
+	out := map[string]any{}
+	r.ForEach(func(k, v gjson.Result) bool {
+		key := d.str(k.Raw)
+		if _, ok := out[key]; ok && d.err == nil {
+			d.err = fmt.Errorf("%w: %q", errDuplicateKey, key)
+		}
+		out[key] = d.value(v, depth+1)
+		return d.err == nil
+	})
+	return out
+}
+
+// str is a JSON string's value from its text (quotes included): the
+// text itself when it has no escape and is valid UTF-8, else as
+// encoding/json reads it (escapes, and U+FFFD for each invalid byte or
+// lone surrogate).
+func (d *jsonReader) str(raw string) string {
+	if len(raw) < 2 {
+		if d.err == nil {
+			d.err = errors.New("not valid JSON")
+		}
+		return ""
+	}
+	s := raw[1 : len(raw)-1]
+	if strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var out string
+	if err := json.Unmarshal([]byte(raw), &out); err != nil && d.err == nil {
+		d.err = err
+	}
+	return out
 }
 
 // The object types of args and person. args has one type per action,
@@ -523,8 +600,11 @@ func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checke
 }
 
 // compileRule checks and plans one expression in env. The error is one
-// line, naming the expression's column where cel-go gives one.
+// line, naming where in the expression it is: its column, and its line
+// too when the expression is written on several lines (as cel-go counts:
+// the line and column of the expression's own text, from 1).
 func compileRule(env *cel.Env, expr string) (cel.Program, ruleReads, error) {
+	multiline := strings.Contains(expr, "\n")
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		errs := iss.Errors()
@@ -533,22 +613,30 @@ func compileRule(env *cel.Env, expr string) (cel.Program, ruleReads, error) {
 			if i > 0 {
 				b.WriteString("; ")
 			}
-			if e.Location.Line() > 0 {
-				fmt.Fprintf(&b, "column %d: ", e.Location.Column()+1)
-			}
+			b.WriteString(exprAt(e.Location, multiline))
 			b.WriteString(strings.ReplaceAll(e.Message, " (in container '')", ""))
 		}
 		return nil, ruleReads{}, errors.New(b.String())
 	}
+	info := ast.NativeRep().SourceInfo()
+	root := ast.NativeRep().Expr()
 	if !ast.OutputType().IsExactType(types.BoolType) {
-		return nil, ruleReads{}, fmt.Errorf("the expression gives %s, not a bool", ast.OutputType())
+		// Where the value that is not a bool is made: the root's operator,
+		// or its start.
+		return nil, ruleReads{}, fmt.Errorf("%sthe expression gives %s, not a bool", exprAt(info.GetStartLocation(root.ID()), multiline), ast.OutputType())
 	}
 	est, err := env.EstimateCost(ast, sizeEstimator{})
 	if err != nil {
 		return nil, ruleReads{}, fmt.Errorf("estimating its cost: %w", err)
 	}
 	if est.Max > MaxRuleCost {
-		return nil, ruleReads{}, fmt.Errorf("it may cost up to %d, more than the limit of %d (with inputs of up to %d entries); make it simpler", est.Max, MaxRuleCost, maxRuleInputSize)
+		// A cost beyond the limit comes from a loop inside a loop: point at
+		// the outer one (else at the expression).
+		at := info.GetStartLocation(root.ID())
+		if id, ok := nestedLoop(root); ok {
+			at = info.GetStartLocation(id)
+		}
+		return nil, ruleReads{}, fmt.Errorf("%sit may cost up to %d, more than the limit of %d (with inputs of up to %d entries); make it simpler", exprAt(at, multiline), est.Max, MaxRuleCost, maxRuleInputSize)
 	}
 	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
@@ -562,6 +650,71 @@ func compileRule(env *cel.Env, expr string) (cel.Program, ruleReads, error) {
 	}
 	reads.args, reads.allArgs = argsRead(ast)
 	return prg, reads, nil
+}
+
+// exprAt is the place in an expression an error names ("column 4: ",
+// "line 2, column 4: "), from a cel-go location (1-based line, 0-based
+// column); "" when cel-go gives none.
+func exprAt(l common.Location, multiline bool) string {
+	if l == nil || l.Line() <= 0 {
+		return ""
+	}
+	if multiline {
+		return fmt.Sprintf("line %d, column %d: ", l.Line(), l.Column()+1)
+	}
+	return fmt.Sprintf("column %d: ", l.Column()+1)
+}
+
+// nestedLoop finds the outermost comprehension (all, exists, exists_one,
+// map, filter) with another one inside it: what makes an expression's
+// cost grow faster than its inputs.
+func nestedLoop(root celast.Expr) (int64, bool) {
+	var outer int64
+	found := false
+	var walk func(e celast.Expr, in int64)
+	walk = func(e celast.Expr, in int64) {
+		if found {
+			return
+		}
+		switch e.Kind() {
+		case celast.ComprehensionKind:
+			if in != 0 {
+				outer, found = in, true
+				return
+			}
+			c := e.AsComprehension()
+			walk(c.IterRange(), 0)
+			walk(c.AccuInit(), 0)
+			for _, x := range []celast.Expr{c.LoopCondition(), c.LoopStep(), c.Result()} {
+				walk(x, e.ID())
+			}
+		case celast.CallKind:
+			c := e.AsCall()
+			if c.IsMemberFunction() {
+				walk(c.Target(), in)
+			}
+			for _, a := range c.Args() {
+				walk(a, in)
+			}
+		case celast.SelectKind:
+			walk(e.AsSelect().Operand(), in)
+		case celast.ListKind:
+			for _, x := range e.AsList().Elements() {
+				walk(x, in)
+			}
+		case celast.MapKind:
+			for _, x := range e.AsMap().Entries() {
+				walk(x.AsMapEntry().Key(), in)
+				walk(x.AsMapEntry().Value(), in)
+			}
+		case celast.StructKind:
+			for _, x := range e.AsStruct().Fields() {
+				walk(x.AsStructField().Value(), in)
+			}
+		}
+	}
+	walk(root, 0)
+	return outer, found
 }
 
 // ruleReads is what a checked expression reads of its input.

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -76,10 +77,11 @@ const (
 	AllowBatches         = "batches"
 	AllowStoredResponses = "stored_responses"
 	AllowRealtime        = "realtime"
+	AllowAmbiguousAlt    = "ambiguous_alt"
 )
 
 // AllowNames are the allow option's names, in the order the docs list them.
-var AllowNames = []string{AllowLegacyFunctions, AllowBatches, AllowStoredResponses, AllowRealtime}
+var AllowNames = []string{AllowLegacyFunctions, AllowBatches, AllowStoredResponses, AllowRealtime, AllowAmbiguousAlt}
 
 // The kinds of requests around the gate the providers name; a provider
 // may make its own.
@@ -97,9 +99,50 @@ var (
 )
 
 // Message is the refusal's text for a request of this kind to method and
-// path.
+// path. A kind without an Allow name is refused on every gated route.
 func (a *Around) Message(method, path string) string {
+	if a.Allow == "" {
+		return fmt.Sprintf("%s (%s %s) is refused on this gated route: %s.", a.What, method, path, a.Why)
+	}
 	return fmt.Sprintf("%s (%s %s) is refused on this gated route: %s. The operator can allow it with `allow %s`.", a.What, method, path, a.Why, a.Allow)
+}
+
+// The optional methods a Provider may have, which the Caddy glue and the
+// interceptor's ResponseWriter look for with a type assertion (as
+// RequiresOwner, AnswerKey and RefusalBody are).
+
+// JSONStreamer is a Provider whose stream, for some requests, is one JSON
+// array of chunks sent as each is ready rather than an event stream
+// (Gemini's :streamGenerateContent without alt=sse). Its clients read such
+// an answer as a JSON array whatever its Content-Type, so the
+// ResponseWriter reads it as the stream it is (its Turn's ArrayStream)
+// instead of holding it as one JSON body.
+type JSONStreamer interface {
+	// StreamsJSON reports whether the answer to the request is a streamed
+	// JSON array, as the request asks (its URL, or its body).
+	StreamsJSON(method string, u *url.URL, body []byte) bool
+}
+
+// ArrayTurn is a Turn that rewrites a streamed JSON array (see
+// JSONStreamer) as it arrives, as Stream does an event stream: chunks
+// without a gated call pass as they come, held and refused calls are
+// taken out, refusals go back and a held step may be waited for, exactly
+// as on the event-stream path. A body that is not one JSON array of
+// objects (a single object, an event stream) is an error: nothing of it
+// is written.
+type ArrayTurn interface {
+	ArrayStream(dst io.Writer, flush func() error) Stream
+}
+
+// URLChecker is a Provider whose gated requests' URL (its query, beyond
+// the path Around judges) can ask for what the gate cannot read: Gemini's
+// alt given twice with different values, which leaves the framing of the
+// answer to the server. AroundURL returns the kind of such a request, or
+// nil; a gated route refuses it unless the operator allows its name, and
+// an allowed one is gated as usual (its answer read as its Content-Type
+// says, failing closed where it cannot be read).
+type URLChecker interface {
+	AroundURL(method string, u *url.URL) *Around
 }
 
 // The registry is written only from init functions, before any request is

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -176,6 +177,129 @@ func TestPolicyCommand(t *testing.T) {
 			t.Fatalf("exit %d, stdout is not policies/policy.schema.json (%d bytes, want %d)\n%s", status, len(out), len(committed), errOut)
 		}
 	})
+
+	// Rules: test runs a cases file and exits 1 naming each case the
+	// policy decides otherwise; explain names the rule that decided and
+	// the values it read.
+	shop, err := filepath.Abs(filepath.Join("..", "..", "policies", "testdata", "policies", "shop.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const goodCases = `
+  - name: a small refund passes
+    tool: refund_order
+    args: {order: 1, amount: 20}
+    expect: pass
+    rule: 0
+  - name: a shipped order needs finance
+    tool: refund_order
+    args: {order: 1, amount: 2000}
+    record: {status: shipped}
+    person: {id: ana, roles: [support]}
+    expect: card
+    rule: 2
+`
+	t.Run("test passes when every case does", func(t *testing.T) {
+		cases := write("good.cases.yaml", "policy: "+shop+"\ncases:"+goodCases)
+		out, errOut, status := run(t, bin, "policy", "test", cases)
+		if status != 0 || errOut != "" {
+			t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", status, out, errOut)
+		}
+		if want := "ok   a small refund passes\nok   a shipped order needs finance\n2 cases passed\n"; out != want {
+			t.Errorf("stdout:\n%s\nwant\n%s", out, want)
+		}
+	})
+
+	t.Run("test exits 1 naming the failing case", func(t *testing.T) {
+		cases := write("bad.cases.yaml", "policy: "+shop+"\ncases:"+goodCases+`
+  - name: a huge refund expected to pass
+    tool: refund_order
+    args: {order: 1, amount: 50000}
+    expect: pass
+  - name: the wrong rule
+    tool: refund_order
+    args: {order: 1, amount: 2000}
+    record: {status: draft}
+    expect: card
+    rule: 2
+`)
+		out, errOut, status := run(t, bin, "policy", "test", cases)
+		if status != 1 {
+			t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", status, out, errOut)
+		}
+		for _, want := range []string{
+			"ok   a small refund passes\n",
+			"FAIL a huge refund expected to pass: got refuse, want pass (the model reads: Toolgate refused refund_order: Refunds over 10,000 need a ticket; nothing ran.) (decided by rules[1])\n",
+			"FAIL the wrong rule: decided by rule -1, want 2 (-1: none)\n",
+			"2 of 4 cases failed\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("test with a file that is not a cases file", func(t *testing.T) {
+		cases := write("odd.cases.yaml", "policy: "+shop+"\ncases:\n  - tool: refund_order\n    colour: red\n")
+		out, errOut, status := run(t, bin, "policy", "test", cases)
+		if status != 1 || !strings.Contains(errOut, "colour") {
+			t.Fatalf("exit %d, want 1 naming the unknown key\nstdout: %s\nstderr: %s", status, out, errOut)
+		}
+	})
+
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		want  []string // lines of stdout, each somewhere in it
+		never []string // never in stdout
+	}{
+		{"the rule that allowed and the arguments it read", []string{"refund_order", `{"order": 1, "amount": 20}`}, []string{
+			"pass: allowed by a rule; the app runs it as before",
+			"  rule: rules[0] decided allow (when: args.amount <= 50)",
+			`  read: args {"order": 1, "amount": 20}`,
+		}, nil},
+		{"the rule that asked, the record and the person it read", []string{"--record", `{"status":"shipped"}`, "--person", "ana", "--roles", "support", "refund_order", `{"order": 1, "amount": 2000}`}, []string{
+			"card: held until the person confirms",
+			`  rule: rules[2] decided ask (when: record.status == "shipped" && !("finance" in person.roles))`,
+			`  read: record {"status":"shipped"}`,
+			`  read: person {id: "ana", tenant: "", roles: ["support"]}, protocol openai-chat`,
+		}, nil},
+		{"a rule that needs the record it was not given", []string{"refund_order", `{"order": 1, "amount": 2000}`}, []string{
+			"card: held until the person confirms",
+			"  rules: rules[2] reads the record, which was not given (--record); the running gate reads it as the person, and that rule or a later one decides",
+		}, []string{"decided"}},
+		{"a form names its fields, never values", []string{"draft_post", `{"title": "Hello secret title"}`}, []string{
+			"form: held until the person fills in",
+			"  field title (shown for review)",
+		}, []string{"Hello secret title", "read:"}},
+	} {
+		t.Run("explain rules: "+tt.name, func(t *testing.T) {
+			file := shop
+			if tt.args[0] == "draft_post" {
+				file = blog
+			}
+			var args []string
+			for len(tt.args) > 0 && strings.HasPrefix(tt.args[0], "--") {
+				args, tt.args = append(args, tt.args[0], tt.args[1]), tt.args[2:]
+			}
+			args = append(append([]string{"policy", "explain"}, args...), append([]string{file}, tt.args...)...)
+			out, errOut, status := run(t, bin, args...)
+			if status != 0 {
+				t.Fatalf("exit %d\n%s%s", status, out, errOut)
+			}
+			lines := strings.Split(out, "\n")
+			for _, w := range tt.want {
+				if !slices.Contains(lines, w) {
+					t.Errorf("stdout lacks the line %q:\n%s", w, out)
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(out, n) {
+					t.Errorf("stdout says %q:\n%s", n, out)
+				}
+			}
+		})
+	}
 
 	t.Run("explain with a broken policy says its mistake", func(t *testing.T) {
 		bad := write("bad.yaml", "actions:\n  delete_post:\n    effect: destructive\n")

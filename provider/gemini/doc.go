@@ -53,8 +53,14 @@
 // Streamed arguments. Vertex's streamFunctionCallArguments sends a call
 // as fragments (partialArgs, willContinue, a closing {}), which the gate
 // cannot judge part by part: Calls fails closed with ErrStreamedArguments
-// on any such part, and StreamsArguments lets a gated route refuse the
-// request that asks for them before it goes upstream.
+// on any such part, and the Provider's AroundParam refuses the request
+// that asks for them (StreamsArguments) before it goes upstream.
+//
+// The JSON-array stream. Its readers take it as an array whatever its
+// Content-Type (application/json), so the Provider says so (StreamsJSON)
+// and the turn's ArrayStream reads it as a stream in that framing only:
+// chunks pass, wait, are held and refused as SSE events are, and a body
+// that is not an array fails closed rather than being sniffed as SSE.
 //
 // A stream's calls. Gemini sends whole calls, but a candidate's parallel
 // calls may come in separate chunks (Vertex), so a Stream holds every

@@ -41,8 +41,21 @@ var aroundOf = map[string]*provider.Around{
 	"live api":        {Allow: provider.AllowRealtime, Status: http.StatusForbidden, What: "the Gemini Live API", Why: "its tool calls travel over a WebSocket the gate cannot check"},
 	"interactions":    {Allow: provider.AllowStoredResponses, Status: http.StatusForbidden, What: "the Gemini Interactions API", Why: "its output is stored and read back around the gate"},
 	"raw predict":     {Allow: provider.AllowBatches, Status: http.StatusForbidden, What: "Vertex raw predict", Why: "partner models answer in their own wire, which the gate does not read"},
-	"ambiguous alt":   {Allow: provider.AllowStoredResponses, Status: http.StatusBadRequest, What: "a stream request whose alt parameter the gate cannot read", Why: "the gate cannot tell how the answer is framed"},
+	"ambiguous alt":   aroundAmbiguousAlt,
 }
+
+// aroundAmbiguousAlt is a stream request whose alt the gate cannot read
+// (given twice with different values, or a value other than sse and json).
+var aroundAmbiguousAlt = &provider.Around{Allow: provider.AllowAmbiguousAlt, Status: http.StatusBadRequest,
+	What: "a stream request whose alt parameter is given twice with different values, or is neither sse nor json",
+	Why:  "the gate cannot tell how the server will frame the answer, so it cannot read the calls in it as the app will"}
+
+// aroundStreamedArguments is a request asking for streamed function-call
+// arguments: no allow name lets it through, since the gate cannot judge a
+// call it gets in fragments and would fail its answer closed anyway.
+var aroundStreamedArguments = &provider.Around{Status: http.StatusBadRequest,
+	What: "streamed function-call arguments (toolConfig.functionCallingConfig.streamFunctionCallArguments)",
+	Why:  "the gate judges a call on its whole arguments, which then arrive in fragments (partialArgs); ask for them whole"}
 
 // Around names what Classify reads as around the gate, judged once, at
 // the path's last segment: batches, cachedContents, the Live API,
@@ -61,9 +74,28 @@ func (Provider) Around(method string, segs []string, i int) *provider.Around {
 	return provider.AroundBatches
 }
 
-// AroundParam: no generateContent parameter carries calls around the
-// gate (streamed arguments are refused as the request is rewritten).
-func (Provider) AroundParam([]byte) *provider.Around { return nil }
+// AroundParam refuses a request asking for streamed function-call
+// arguments (StreamsArguments), which no allow name lets through.
+func (Provider) AroundParam(body []byte) *provider.Around {
+	if StreamsArguments(body) {
+		return aroundStreamedArguments
+	}
+	return nil
+}
+
+// AroundURL refuses a stream request whose alt Classify cannot read
+// (twice with different values, or neither sse nor json) unless the
+// route allows ambiguous_alt; see provider.URLChecker. The path alone
+// (Around) cannot tell: it is judged without the query.
+func (Provider) AroundURL(method string, u *url.URL) *provider.Around {
+	if u == nil {
+		return nil
+	}
+	if e := Classify(method, u.Path, u.RawQuery); e.Kind == AroundGate && e.Why == "ambiguous alt" {
+		return aroundAmbiguousAlt
+	}
+	return nil
+}
 
 // KnownPaths: token counting, embeddings, the model list.
 func (Provider) KnownPaths() []string {
@@ -77,6 +109,16 @@ func (Provider) Streams(method string, u *url.URL, _ []byte) bool {
 		return false
 	}
 	return Classify(method, u.Path, u.RawQuery).Streams()
+}
+
+// StreamsJSON reports a :streamGenerateContent request without alt=sse,
+// whose answer is a streamed JSON array (see provider.JSONStreamer).
+func (Provider) StreamsJSON(method string, u *url.URL, _ []byte) bool {
+	if u == nil {
+		return false
+	}
+	e := Classify(method, u.Path, u.RawQuery)
+	return e.Kind == Generate && e.Framing == JSONArray
 }
 
 // OwnerFields: none. A Gemini request names no end user, so a gated
@@ -237,5 +279,9 @@ func (p linkSet) Has(b []byte) bool             { return links.Has(b, string(p))
 func (p linkSet) Steps(s string) []string       { return links.StepsIn(s, string(p)) }
 func (p linkSet) After(s string) (string, bool) { return links.AfterLast(s, string(p)) }
 
-// Interface guard
-var _ provider.Provider = Provider{}
+// Interface guards
+var (
+	_ provider.Provider     = Provider{}
+	_ provider.JSONStreamer = Provider{}
+	_ provider.URLChecker   = Provider{}
+)

@@ -91,3 +91,62 @@ func FuzzDropTools(f *testing.F) {
 		}
 	})
 }
+
+// TestProviderRefusesStreamedArguments: a request asking for streamed
+// function-call arguments, in either key spelling, is refused before it
+// goes upstream with 400 and no allow name (its answer's calls come in
+// fragments the gate cannot judge); one that does not ask passes.
+func TestProviderRefusesStreamedArguments(t *testing.T) {
+	p := Provider{}
+	for _, body := range []string{
+		`{"contents":[],"toolConfig":{"functionCallingConfig":{"mode":"AUTO","streamFunctionCallArguments":true}}}`,
+		`{"contents":[],"tool_config":{"function_calling_config":{"stream_function_call_arguments":true}}}`,
+	} {
+		a := p.AroundParam([]byte(body))
+		if a == nil || a.Status != 400 || a.Allow != "" {
+			t.Errorf("%s: %+v", body, a)
+			continue
+		}
+		if m := a.Message("POST", "/v1/x:streamGenerateContent"); !strings.Contains(m, "streamFunctionCallArguments") || strings.Contains(m, "allow") {
+			t.Errorf("message %q", m)
+		}
+	}
+	for _, body := range []string{`{"contents":[]}`, `{"toolConfig":{"functionCallingConfig":{"streamFunctionCallArguments":false}}}`} {
+		if a := p.AroundParam([]byte(body)); a != nil {
+			t.Errorf("%s refused: %+v", body, a)
+		}
+	}
+}
+
+// TestProviderURLQuestions: StreamsJSON says a stream without alt=sse is
+// a JSON array; AroundURL names a stream whose alt cannot be read, with
+// the allow name ambiguous_alt, and nothing else.
+func TestProviderURLQuestions(t *testing.T) {
+	p := Provider{}
+	for raw, want := range map[string][2]bool{ // StreamsJSON, AroundURL
+		"/v1beta/models/m:streamGenerateContent":                                      {true, false},
+		"/v1beta/models/m:streamGenerateContent?alt=json":                             {true, false},
+		"/v1beta/models/m:streamGenerateContent?alt=sse":                              {false, false},
+		"/v1beta/models/m:streamGenerateContent?alt=sse&alt=sse":                      {false, false},
+		"/v1beta/models/m:streamGenerateContent?alt=sse&alt=json":                     {false, true},
+		"/v1beta/models/m:streamGenerateContent?alt=sse&$alt=json":                    {false, true},
+		"/v1beta/models/m:streamGenerateContent?alt=proto":                            {false, true},
+		"/v1beta/models/m:generateContent?alt=sse&alt=json":                           {false, false},
+		"/v1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent": {true, false},
+	} {
+		u, err := url.Parse("http://x" + raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := p.AroundURL("POST", u)
+		if got := [2]bool{p.StreamsJSON("POST", u, nil), a != nil}; got != want {
+			t.Errorf("%s: StreamsJSON, AroundURL = %v, want %v", raw, got, want)
+		}
+		if a != nil && (a.Allow != "ambiguous_alt" || a.Status != 400) {
+			t.Errorf("%s: %+v", raw, a)
+		}
+	}
+	if p.StreamsJSON("POST", nil, nil) || p.AroundURL("POST", nil) != nil {
+		t.Error("a nil URL")
+	}
+}

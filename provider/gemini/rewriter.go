@@ -76,7 +76,9 @@ const streamMaxLog = 256 << 10
 // The first error, unless it came from dst or flush, ends what the app
 // reads with the gate's error (StopChunk: an SSE data event, or an array
 // element with no "]" after it), so that its client reports an error
-// instead of taking what came before for a whole answer.
+// instead of taking what came before for a whole answer; an array of
+// which nothing was written yet gets no element, since the writer still
+// holds its header and answers 502.
 type Stream struct {
 	// Continue lets refused calls go back to the model in a follow-up
 	// (see above). Set it before the first Write.
@@ -103,6 +105,7 @@ type Stream struct {
 	closed  bool
 	broken  bool // dst or flush failed: nothing more reaches the app
 	stopped bool // the error that ends the stream was written
+	shown   bool // something was written to dst
 
 	log      [][]byte  // data of passed chunks not yet read into parts, in logBlock
 	logBlock []byte    // where logChunk copies them: one allocation for many chunks
@@ -272,6 +275,12 @@ func (s *Stream) stop() {
 	if s.err == nil || s.stopped || s.broken {
 		return
 	}
+	if s.framing != SSE && !s.shown && !s.follow {
+		// Nothing of the array reached the app: the writer still holds
+		// the response's header and answers 502 instead, which every
+		// client reports, without a 200 before it.
+		return
+	}
 	s.stopped = true
 	data := StopChunk(s.err)
 	if s.framing == SSE {
@@ -359,7 +368,7 @@ func (s *Stream) emit() {
 			return
 		}
 		s.out = s.out[:0]
-		s.wrote = true
+		s.wrote, s.shown = true, true
 	}
 	if !s.wrote {
 		return

@@ -24,9 +24,10 @@ import (
 // (Continuation); its answer is merged into the first (Merge). Otherwise
 // the refusals' contents are shown in place, after Verdict.Text.
 //
-// Streams. NewStream, its framing read from the body's first byte ('['
-// is the JSON array, anything else SSE), with Continue and WaitForStep as
-// the turn allows; a follow-up's stream Follows the one it continues. An
+// Streams. NewStream, with Continue and WaitForStep as the turn allows:
+// in the JSON-array framing for ArrayStream (the request had no alt=sse;
+// a body that is no array fails), else in the framing read from the body's
+// first byte ('[' is the JSON array, anything else SSE); a follow-up's stream Follows the one it continues. An
 // end still withheld when the turn finishes is written then: FinishChunk
 // with the refusals' contents (no follow-up sent) or the Fail text.
 func (Provider) NewTurn(ctx context.Context, h provider.Holder, request []byte, continuations int) provider.Turn {
@@ -153,6 +154,17 @@ func (t *gemTurn) rewriteJSON(body []byte) ([]byte, *gemStep, error) {
 func (t *gemTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
 	t.Streaming = true
 	t.cur = &sniffStream{t: t, dst: dst, flush: flush}
+	return t.cur
+}
+
+// ArrayStream implements provider.ArrayTurn: the current response's body
+// is a streamed JSON array (the request had no alt=sse), read as one from
+// its first byte: a body that is not an array (a single JSON object, an
+// event stream) fails closed, where Stream would read it as SSE.
+func (t *gemTurn) ArrayStream(dst io.Writer, flush func() error) provider.Stream {
+	t.Streaming = true
+	t.cur = &sniffStream{t: t, dst: dst, flush: flush}
+	t.cur.s = t.start(JSONArray)
 	return t.cur
 }
 
@@ -334,5 +346,8 @@ func (w *sniffStream) Close() error {
 	return nil
 }
 
-// Interface guard
-var _ provider.Adapter = Provider{}
+// Interface guards
+var (
+	_ provider.Adapter   = Provider{}
+	_ provider.ArrayTurn = (*gemTurn)(nil)
+)
