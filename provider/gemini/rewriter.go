@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -106,8 +107,9 @@ type Stream struct {
 	stopped bool // the error that ends the stream was written
 	shown   bool // something was written to dst
 
-	log      [][]byte // data of passed chunks not yet read into parts, in logBlock
-	logBlock []byte   // where logChunk copies them: one allocation for many chunks
+	log      [][]byte  // data of passed chunks not yet read into parts, in logBlock
+	logBlock []byte    // where logChunk copies them: one allocation for many chunks
+	blocks   []*[]byte // the pooled blocks the log uses (logBlocks)
 	logBytes int
 	cands    map[int]*streamCand
 	held     []heldChunk
@@ -257,6 +259,11 @@ func (s *Stream) Close() error {
 	}
 	s.stop()
 	s.emit()
+	if !s.withheld {
+		// No follow-up continues this answer (Follow needs its end
+		// withheld), so nothing reads the log any more.
+		s.releaseLog()
+	}
 	return s.err
 }
 
@@ -549,7 +556,16 @@ func (s *Stream) lead(l []byte) []byte {
 // large (so that the reading never delays text).
 func (s *Stream) logChunk(data []byte) {
 	if cap(s.logBlock)-len(s.logBlock) < len(data) {
-		s.logBlock = make([]byte, 0, max(logBlockSize, len(data)))
+		if len(data) > logBlockSize {
+			s.logBlock = make([]byte, 0, len(data))
+		} else {
+			b := logBlocks.Get().(*[]byte)
+			s.blocks = append(s.blocks, b)
+			s.logBlock = (*b)[:0]
+		}
+	}
+	if s.log == nil {
+		s.log = (*logLists.Get().(*[][]byte))[:0]
 	}
 	at := len(s.logBlock)
 	s.logBlock = append(s.logBlock, data...)
@@ -559,6 +575,33 @@ func (s *Stream) logChunk(data []byte) {
 
 // logBlockSize is the size of the blocks logChunk copies chunks into.
 const logBlockSize = 16 << 10
+
+// logBlocks are the log's blocks, kept for the next stream: the log of an
+// answer that held no call is dropped unread at Close, and a folded one
+// once it is read.
+var logBlocks = sync.Pool{New: func() any { b := make([]byte, 0, logBlockSize); return &b }}
+
+// logLists are the lists of logged chunks, kept for the next stream as
+// its blocks are; a list that grew past maxLogList is left to the GC.
+var logLists = sync.Pool{New: func() any { l := make([][]byte, 0, 256); return &l }}
+
+const maxLogList = 4096
+
+// releaseLog drops the log and gives its blocks back to logBlocks; nothing
+// refers to them then (fold's parts are copies).
+func (s *Stream) releaseLog() {
+	if s.log != nil && cap(s.log) <= maxLogList {
+		clear(s.log[:cap(s.log)])
+		l := s.log[:0]
+		logLists.Put(&l)
+	}
+	s.log, s.logBytes, s.logBlock = nil, 0, nil
+	for _, b := range s.blocks {
+		logBlocks.Put(b)
+	}
+	clear(s.blocks)
+	s.blocks = s.blocks[:0]
+}
 
 // fold reads the logged chunks into their candidates' parts.
 func (s *Stream) fold() {
@@ -578,9 +621,7 @@ func (s *Stream) fold() {
 			}
 		}
 	}
-	clear(s.log) // the parts read are copies: the blocks may go
-	s.log, s.logBytes = s.log[:0], 0
-	s.logBlock = s.logBlock[:0]
+	s.releaseLog() // the parts read are copies (gjson.ParseBytes)
 }
 
 func (s *Stream) hold(hc heldChunk) {
