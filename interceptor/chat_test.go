@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/sse"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 const (
@@ -450,7 +451,7 @@ func TestChatStreamLongTextBeforeCall(t *testing.T) {
 	in.WriteString(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))))
 	in.WriteString(chunk(deltaChoice(0, toolDelta(toolArgs(0, `{}`)))))
 	in.WriteString(chunk(finishChoice(0, "tool_calls")))
-	if in.Len() < 2*foldAt {
+	if in.Len() < 2*stream.FoldAt {
 		t.Fatalf("stream of %d bytes is too short", in.Len())
 	}
 	h := newHolder("delete_post")
@@ -654,7 +655,7 @@ func TestChatStreamFailsClosed(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if want := tc.want + string(chatStopEvent(stopMessage(err))); string(out) != want {
+			if want := tc.want + string(chatStopEvent(stream.StopMessage(err))); string(out) != want {
 				t.Errorf("output = %q, want %q", out, tc.want)
 			}
 		})
@@ -667,7 +668,7 @@ func TestChatStreamFailsClosed(t *testing.T) {
 		if err == nil {
 			t.Fatal("no error")
 		}
-		stop := string(chatStopEvent(stopMessage(err)))
+		stop := string(chatStopEvent(stream.StopMessage(err)))
 		if _, err := s.Write([]byte("data: {}\n\n")); err == nil || buf.String() != stop {
 			t.Errorf("write after failure: err %v, output %q", err, buf.Bytes())
 		}
@@ -690,7 +691,7 @@ func TestChatStreamFailsClosed(t *testing.T) {
 		if err == nil {
 			t.Fatal("no error for a 9 MiB event")
 		}
-		if buf.String() != string(chatStopEvent(stopMessage(err))) {
+		if buf.String() != string(chatStopEvent(stream.StopMessage(err))) {
 			t.Errorf("wrote %d bytes", buf.Len())
 		}
 	})
@@ -1081,7 +1082,7 @@ func FuzzChatContinuation(f *testing.F) {
 		checkJSONContinuation(t, follow)
 		var s chatStream
 		for _, ev := range events(whole) {
-			data, ok := s.data(ev)
+			data, ok := s.Data(ev)
 			if !ok || !gjson.ValidBytes(data) {
 				continue
 			}

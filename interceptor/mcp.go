@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
 // MCP over Streamable HTTP: what the MCP front reads of a POSTed JSON-RPC
@@ -440,4 +441,18 @@ func needsBase64(s string) bool {
 // sameID compares two raw JSON-RPC ids.
 func sameID(a, b []byte) bool {
 	return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+}
+
+// DropMCPTools takes the tools drop names out of a tools/list result
+// (tooledit.Drop); a list left empty stays, as [].
+func DropMCPTools(result []byte, drop func(name string) bool) ([]byte, error) {
+	return tooledit.Drop(result, mcpToolName, tooledit.KeepEmpty, drop)
+}
+
+// mcpToolName is an MCP tool's name.
+func mcpToolName(tool gjson.Result) (string, bool) {
+	if tool.IsObject() {
+		return tool.Get("name").String(), true
+	}
+	return "", false
 }

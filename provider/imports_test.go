@@ -35,6 +35,10 @@ var allowedImports = map[string][]string{
 	"wire/links":                 nil,
 	"wire/keyscan":               nil,
 	"wire/turn":                  {"provider", "wire/jsonedit"},
+	"wire/stream":                {"wire/sse"},
+	"wire/shape":                 {"wire/keyscan"},
+	"wire/tooledit":              {"wire/jsonedit"},
+	"wire/params":                nil,
 	"interceptor":                {"provider", "wire/..."},
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
