@@ -21,7 +21,9 @@ func (u *upper) Slow(ev []byte) {
 	u.WriteReplaced(ev, bytes.ToUpper(data), false)
 }
 
-func (u *upper) StopEvent(message string) []byte { return []byte("event: error\ndata: " + message + "\n\n") }
+func (u *upper) StopEvent(message string) []byte {
+	return []byte("event: error\ndata: " + message + "\n\n")
+}
 
 var (
 	errLarge  = errors.New("event too large")
