@@ -268,7 +268,7 @@ func eventShape(a provider.Adapter) func([]byte) bool {
 func guardStream(s provider.Stream, a provider.Adapter, names *Names) {
 	own := eventShape(a)
 	if g, ok := s.(interface {
-		GuardWith(stream.Namer, func([]byte) bool)
+		GuardWith(*shape.Names, func([]byte) bool)
 	}); ok && names != nil && own != nil {
 		g.GuardWith(names, own)
 	}

@@ -35,7 +35,7 @@ var allowedImports = map[string][]string{
 	"wire/links":                 nil,
 	"wire/keyscan":               nil,
 	"wire/turn":                  {"provider", "wire/jsonedit"},
-	"wire/stream":                {"wire/sse"},
+	"wire/stream":                {"wire/shape", "wire/sse"},
 	"wire/shape":                 {"wire/keyscan"},
 	"wire/tooledit":              {"wire/jsonedit"},
 	"wire/params":                nil,

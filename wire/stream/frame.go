@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/toolgate/toolgate/wire/shape"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -68,7 +69,7 @@ type Frame struct {
 	// bytes name one and whose data is not an event of the stream's own
 	// protocol (own) fails the stream with ErrNamesGated before it goes
 	// out: its client could read a call the adapter never saw.
-	names Namer
+	names *shape.Names
 	own   func(data []byte) bool
 }
 
@@ -87,14 +88,9 @@ type Stopper interface {
 	StopEvent(message string) []byte
 }
 
-// Namer finds a gated tool's name in bytes ("" for none).
-type Namer interface {
-	Named(b []byte) string
-}
-
 // GuardWith makes the stream refuse events in another protocol's shape
 // that name one of names (see Frame.names).
-func (f *Frame) GuardWith(names Namer, own func(data []byte) bool) {
+func (f *Frame) GuardWith(names *shape.Names, own func(data []byte) bool) {
 	f.names, f.own = names, own
 }
 

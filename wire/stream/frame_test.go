@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/wire/shape"
 )
 
 // upper is a Sink that passes events without "x" and writes the others'
@@ -82,22 +84,12 @@ func TestFrameEndings(t *testing.T) {
 	}
 }
 
-// names finds "gated".
-type names struct{}
-
-func (names) Named(b []byte) string {
-	if bytes.Contains(b, []byte("gated")) {
-		return "gated"
-	}
-	return ""
-}
-
 // TestFrameRefusesForeignEvents: with GuardWith, an event naming a gated
 // tool that is not the stream's own fails the stream before it goes out;
 // one that is its own goes through the sink.
 func TestFrameRefusesForeignEvents(t *testing.T) {
 	u := newUpper()
-	u.GuardWith(names{}, func(data []byte) bool { return bytes.HasPrefix(data, []byte("own")) })
+	u.GuardWith(shape.NewNames([]string{"gated"}), func(data []byte) bool { return bytes.HasPrefix(data, []byte("own")) })
 	if _, err := u.WriteEvents(u, []byte("data: own gated\n\ndata: a\n\n"), errLarge, errClosed); err != nil {
 		t.Fatal(err)
 	}
