@@ -366,7 +366,7 @@ func RewriteMCPTools(result []byte, rewrite provider.ToolRewrite) ([]byte, error
 	if !tools.IsArray() {
 		return result, nil
 	}
-	return rewriteToolList(result, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
+	return tooledit.Rewrite(result, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
 		return add(tool, "inputSchema", tool.Get("name").String())
 	}, rewrite, "mcp tools/list")
 }

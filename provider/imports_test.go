@@ -37,7 +37,7 @@ var allowedImports = map[string][]string{
 	"wire/turn":                  {"provider", "wire/jsonedit"},
 	"wire/stream":                {"wire/shape", "wire/sse"},
 	"wire/shape":                 {"wire/keyscan"},
-	"wire/tooledit":              {"wire/jsonedit"},
+	"wire/tooledit":              {"provider", "wire/jsonedit"},
 	"wire/params":                nil,
 	"interceptor":                {"provider", "wire/..."},
 

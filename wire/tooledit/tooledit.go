@@ -1,7 +1,9 @@
 // Package tooledit edits a request's (or an MCP tools/list result's) tool
-// list, the same for every wire protocol: each protocol says only how it
-// names a tool (a ToolName), and the list is edited here, its kept
-// elements keeping their bytes.
+// list, the same for every wire protocol: the policy's rewrite of a
+// declared tool's schema and description (Rewrite), and the tools not
+// offered to a person taken out (Drop). Each protocol says only where its
+// tool objects sit and how it names a tool; the list is edited here, every
+// byte not edited kept.
 package tooledit
 
 import (
