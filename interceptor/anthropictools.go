@@ -10,6 +10,8 @@ import (
 	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
+var toolsKey = []byte(`"tools"`)
+
 // anthClientTool reports whether a tools entry is a client tool, the kind
 // whose calls come back as tool_use blocks: no "type", or "custom". Server
 // tools (web_search_20250305, bash_20250124, …) carry their own type.

@@ -1,15 +1,15 @@
-// Package interceptor holds, for now, the three model protocols' adapters
-// (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages), MCP's
+// Package interceptor holds, for now, two model protocols' adapters
+// (OpenAI Responses, Anthropic Messages; Chat is provider/chat), MCP's
 // wire pieces, and the machinery that runs any adapter over an HTTP
 // answer: the ResponseWriter that reads a JSON or SSE answer through the
 // adapter's Turn, with its follow-ups, and the Guard that refuses an
 // answer in a shape no adapter reads when it names a gated tool.
 //
 // Each adapter registers itself as a provider.Provider from its own
-// file's init (chatprovider.go, responsesprovider.go,
-// anthropicprovider.go), as Caddy's encode/gzip does; what all of them
-// share lives in wire/ (stream framing, shapes, tool-list edits, request
-// parameters). MCP stays here: it is not a model provider.
+// file's init (responsesprovider.go, anthropicprovider.go), as Caddy's
+// encode/gzip does; what all of them share lives in wire/ (stream
+// framing, shapes, tool-list edits, request parameters). MCP stays here:
+// it is not a model provider.
 //
 // An adapter finds tool calls in model responses, takes the held ones out,
 // puts the waiting text in their place, and restores history in the next

@@ -215,7 +215,6 @@ func (g *GuardWriter) Written() bool { return g.header || g.mode == guardPassing
 // AnswerKey is the top-level key that carries an adapter's answer: a body
 // naming a gated tool is read by the adapter only when it has this key and
 // no other provider's call key (see shape.Reads).
-func (Chat) AnswerKey() string      { return "choices" }
 func (Responses) AnswerKey() string { return "output" }
 func (Anthropic) AnswerKey() string { return "content" }
 
@@ -237,10 +236,7 @@ func checkShape(a provider.Adapter, names *Names, body []byte) error {
 
 // OwnsEvent reports whether an event's data is one of the protocol's own
 // stream events and no other protocol's (asked only of an event naming a
-// gated tool): see shape.EventMarks.
-func (Chat) OwnsEvent(data []byte) bool { return shape.EventMarks(data) == shape.MarkChat }
-
-// OwnsEvent: a Responses event naming a gated tool must say which event it
+// gated tool): see shape.EventMarks. A Responses event naming a gated tool must say which event it
 // is, as an Anthropic one must (below): the adapter goes by its type.
 func (Responses) OwnsEvent(data []byte) bool {
 	return shape.EventMarks(data) == shape.MarkResponses && strings.HasPrefix(gjson.GetBytes(data, "type").String(), "response.")

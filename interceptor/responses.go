@@ -312,7 +312,7 @@ func (c *respCall) call() provider.Call {
 	}
 	var a []byte
 	if args.Exists() {
-		a = argumentBytes(args)
+		a = jsonedit.Arguments(args)
 	} else {
 		a = append(a, c.args...)
 	}

@@ -85,7 +85,7 @@ func (Responses) Streams(_ string, _ *url.URL, body []byte) bool {
 }
 
 // OwnerFields are safety_identifier, then user.
-func (Responses) OwnerFields() []string { return openAIOwnerFields }
+func (Responses) OwnerFields() []string { return params.OpenAIOwnerFields }
 
 // DropTools takes the function and custom tools drop names out of the
 // request (tooledit.Drop; an emptied list goes, with tool_choice and

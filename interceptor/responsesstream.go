@@ -20,6 +20,10 @@ import (
 // inspected calls wait for the terminal event.
 const maxRespHeld = 32 << 20
 
+// respDoneData is the data of the [DONE] event a stream may end with (as
+// Chat's do); one after the terminal event is withheld with it (doneSeen).
+var respDoneData = []byte("[DONE]")
+
 // respStream is the SSE rewriter of a Responses turn (see
 // Responses.NewStream and NewTurn).
 type respStream struct {
@@ -156,7 +160,7 @@ func (s *respStream) Slow(ev []byte) {
 	data, ok := s.Data(ev)
 	if s.ending {
 		// After the terminal event of a response whose end is withheld.
-		if ok && bytes.Equal(data, doneData) {
+		if ok && bytes.Equal(data, respDoneData) {
 			s.doneSeen = true
 		}
 		return
@@ -165,7 +169,7 @@ func (s *respStream) Slow(ev []byte) {
 		s.other(ev)
 		return
 	}
-	if bytes.Equal(data, doneData) {
+	if bytes.Equal(data, respDoneData) {
 		if s.r.buffering && !s.r.ended {
 			s.release(nil)
 		}

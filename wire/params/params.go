@@ -67,3 +67,7 @@ func Truthy(v gjson.Result) bool {
 	}
 	return false
 }
+
+// OpenAIOwnerFields name the end user in OpenAI requests (Chat and
+// Responses): safety_identifier, and user, which it replaces.
+var OpenAIOwnerFields = []string{"safety_identifier", "user"}

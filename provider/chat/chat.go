@@ -1,4 +1,4 @@
-package interceptor
+package chat
 
 import (
 	"bytes"
@@ -51,6 +51,10 @@ var chatShape = func() *jsonedit.Shape {
 // hasToolCalls reports whether b may hold a Chat call: "tool_calls" or
 // the legacy "function_call", however a reader may read them.
 func hasToolCalls(b []byte) bool { return chatKeys.MayHold(b) }
+
+// MayHoldCalls is the fast path's byte search (hasToolCalls), for the
+// tests that hold every adapter's search against the readers'.
+func (Chat) MayHoldCalls(b []byte) bool { return hasToolCalls(b) }
 
 // RewriteJSON judges the inspected calls of a chat.completion body
 // (wire-formats.md §1.1) and takes out the held and refused ones; refusals
@@ -127,7 +131,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h provider.Holder, cont b
 						ID:        tc.Get("id").Str,
 						Type:      typ,
 						Name:      name,
-						Arguments: argumentBytes(callArguments(fn)),
+						Arguments: jsonedit.Arguments(callArguments(fn)),
 						Raw:       []byte(tc.Raw),
 					})
 				}
@@ -356,15 +360,6 @@ func callArguments(fn gjson.Result) gjson.Result {
 	return fn.Get("input")
 }
 
-// argumentBytes decodes an arguments value: the text of a JSON string, or
-// the raw JSON of anything else a provider might send.
-func argumentBytes(a gjson.Result) []byte {
-	if a.Type == gjson.String {
-		return []byte(a.Str)
-	}
-	return []byte(a.Raw)
-}
-
 // NewStream returns the rewriter of a chat.completion.chunk stream
 // (wire-formats.md §1.2). The upstream body may arrive in any split.
 //
@@ -462,7 +457,7 @@ func (s *chatStream) Close() error {
 	if s.CloseEvents(s) && s.Err() == nil {
 		s.SetErr(errMidLine)
 	}
-	putBuf(s.log)
+	stream.PutBuf(s.log)
 	s.log = nil
 	return s.Err()
 }
@@ -477,7 +472,7 @@ func (s *chatStream) Passes(ev []byte) bool {
 		return false
 	}
 	if s.log == nil {
-		s.log = getBuf()
+		s.log = stream.GetBuf()
 	}
 	s.log.Write(ev)
 	if s.log.Len() >= stream.FoldAt {

@@ -1,4 +1,4 @@
-package interceptor
+package chat
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/params"
+	"github.com/toolgate/toolgate/wire/shape"
 	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
@@ -98,12 +99,8 @@ func (Chat) KnownPaths() []string {
 // Streams reports a body that asks for a stream ("stream": true).
 func (Chat) Streams(_ string, _ *url.URL, body []byte) bool { return params.StreamsByBody(body) }
 
-// openAIOwnerFields name the end user in OpenAI requests: safety_identifier,
-// and user, which it replaces.
-var openAIOwnerFields = []string{"safety_identifier", "user"}
-
 // OwnerFields are safety_identifier, then user.
-func (Chat) OwnerFields() []string { return openAIOwnerFields }
+func (Chat) OwnerFields() []string { return params.OpenAIOwnerFields }
 
 // ToolParameters returns the function.parameters of the function tool of
 // that name, or nil.
@@ -136,5 +133,18 @@ func chatToolName(tool gjson.Result) (string, bool) {
 	return "", false
 }
 
+// AnswerKey is the top-level key a Chat answer carries its calls under
+// (choices): a body naming a gated tool is read only when it has this key
+// and no other provider's call key (see shape.Reads).
+func (Chat) AnswerKey() string { return "choices" }
+
+// OwnsEvent reports whether an event's data is a Chat chunk and no other
+// protocol's event (asked only of an event naming a gated tool): see
+// shape.EventMarks.
+func (Chat) OwnsEvent(data []byte) bool { return shape.EventMarks(data) == shape.MarkChat }
+
 // Interface guards
-var _ provider.Provider = Chat{}
+var (
+	_ provider.Provider = Chat{}
+	_ provider.Stream   = (*chatStream)(nil)
+)
