@@ -221,7 +221,7 @@ func (h *MCP) serveList(w http.ResponseWriter, r *http.Request, body []byte, nex
 		if p := h.policy(); p.HasOfferWhen() {
 			// offer_when: the tools not offered to this caller are taken out.
 			person := gate.RulePerson(h.caller(repl))
-			if out, err = interceptor.DropTools(out, "mcp", func(name string) bool { return p.NotOffered(name, person) }); err != nil {
+			if out, err = interceptor.DropMCPTools(out, func(name string) bool { return p.NotOffered(name, person) }); err != nil {
 				h.logger.Error("taking tools not offered out of tools/list", zap.Error(err))
 				return nil
 			}

@@ -95,7 +95,7 @@ func anthCheckEventLines(t *testing.T, stream []byte) {
 	t.Helper()
 	var s anthStream
 	for _, ev := range events(stream) {
-		data, ok := s.data(ev)
+		data, ok := s.Data(ev)
 		if !ok {
 			continue
 		}
@@ -269,7 +269,7 @@ func anthToolIndex(t *testing.T, in []byte) int64 {
 	t.Helper()
 	var s anthStream
 	for _, ev := range events(in) {
-		data, _ := s.data(ev)
+		data, _ := s.Data(ev)
 		if gjson.GetBytes(data, "content_block.type").Str == "tool_use" {
 			return gjson.GetBytes(data, "index").Int()
 		}
@@ -709,7 +709,7 @@ func anthBlocked(h *fakeHolder, out []byte) bool {
 	found := false
 	var s anthStream
 	for _, ev := range events(out) {
-		data, ok := s.data(ev)
+		data, ok := s.Data(ev)
 		if !ok || !gjson.ValidBytes(data) {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
 	"github.com/toolgate/toolgate/wire/sse"
+	"github.com/toolgate/toolgate/wire/stream"
 	"github.com/toolgate/toolgate/wire/turn"
 )
 
@@ -59,8 +60,7 @@ import (
 // simply never written or held.
 func (Anthropic) NewStream(ctx context.Context, dst io.Writer, flush func() error, h provider.Holder) provider.Stream {
 	s := &anthStream{ctx: ctx, h: h, hold: -1}
-	s.attach(dst, flush, "anthropic stream")
-	s.stop = s
+	s.Attach(dst, flush, "anthropic stream", s)
 	return s
 }
 
@@ -69,9 +69,9 @@ type anthStream struct {
 	h   provider.Holder
 	t   *anthTurn // the turn it belongs to; nil: no continuation
 
-	sseFrame               // the event begun in an earlier Write, not yet complete
-	log      *bytes.Buffer // passed events, not yet read (pooled)
-	unended  bool          // the last event written (at Close) lacks its closing blank line
+	stream.Frame               // the event begun in an earlier Write, not yet complete
+	log          *bytes.Buffer // passed events, not yet read (pooled)
+	unended      bool          // the last event written (at Close) lacks its closing blank line
 
 	// The current response.
 	blocks     []*anthBlock // its blocks, in order of start (complete once the log is folded)
@@ -116,43 +116,39 @@ const anthMaxHeld = 8 << 20
 
 var (
 	errAnthMidLine    = errors.New("anthropic stream: body ends mid-line")
-	errAnthEventLarge = fmt.Errorf("anthropic stream: event over %d bytes", maxEvent)
+	errAnthEventLarge = fmt.Errorf("anthropic stream: event over %d bytes", stream.MaxEvent)
 	errAnthHeldLarge  = fmt.Errorf("anthropic stream: over %d bytes held back", anthMaxHeld)
 	errAnthClosed     = errors.New("anthropic stream: write after close")
 )
 
 func (s *anthStream) Write(p []byte) (int, error) {
-	return s.frameWrite(s, p, errAnthEventLarge, errAnthClosed)
+	return s.WriteEvents(s, p, errAnthEventLarge, errAnthClosed)
 }
 
 // Close handles a last event left without its closing blank line, then
 // gives the buffers back. It reports a body that ends mid-line (after
 // passing the partial line on if it could pass) and any earlier error.
 func (s *anthStream) Close() error {
-	if s.closed {
-		return s.err
+	if s.MarkClosed() {
+		return s.Err()
 	}
-	s.closed = true
-	was := s.dirty
-	s.dirty = false
-	midLine := s.frameCloseKeep(s)
-	s.unended = s.dirty // the last event, passed on as it came, lacks its blank line
-	s.dirty = s.dirty || was
-	s.flushNow()
-	if midLine && s.err == nil {
-		s.err = errAnthMidLine
+	midLine, wrote := s.CloseEventsKeep(s)
+	s.unended = wrote // the last event, passed on as it came, lacks its blank line
+	s.FlushNow()
+	if midLine && s.Err() == nil {
+		s.SetErr(errAnthMidLine)
 	}
 	putBuf(s.log)
 	s.log = nil
-	return s.err
+	return s.Err()
 }
 
-// passes reports whether ev goes out unread: no inspected call was seen in
+// Passes reports whether ev goes out unread: no inspected call was seen in
 // the response (nor does it continue an earlier one), and it holds no
 // "tool_use" or, read alone, starts no inspected call (a tool_use block of
 // another tool, a message_delta saying "tool_use"). Such an event is
 // copied to the log, read only if an inspected call turns up (fold).
-func (s *anthStream) passes(ev []byte) bool {
+func (s *anthStream) Passes(ev []byte) bool {
 	if s.slowAll || hasToolUse(ev) && !s.passesRead(ev) {
 		return false
 	}
@@ -160,7 +156,7 @@ func (s *anthStream) passes(ev []byte) bool {
 		s.log = getBuf()
 	}
 	s.log.Write(ev)
-	if s.log.Len() >= foldAt {
+	if s.log.Len() >= stream.FoldAt {
 		s.fold()
 	}
 	return true
@@ -171,7 +167,7 @@ func (s *anthStream) passes(ev []byte) bool {
 // judged alone (invalid JSON, a tool_use block without a name, a
 // message_start with content), which the slow path then handles.
 func (s *anthStream) passesRead(ev []byte) bool {
-	data, ok := s.data(ev)
+	data, ok := s.Data(ev)
 	if !ok {
 		return true
 	}
@@ -207,7 +203,7 @@ func (s *anthStream) fold() {
 	for len(b) > 0 {
 		e := sse.EventLen(b)
 		b0 := b[:e]
-		data, ok := s.data(b0)
+		data, ok := s.Data(b0)
 		b = b[e:]
 		if !ok || !gjson.ValidBytes(data) {
 			continue
@@ -346,53 +342,53 @@ func (s *anthStream) closeIndex(i int) {
 	}
 }
 
-// slow handles an event that holds "tool_use", or any event once the
+// Slow handles an event that holds "tool_use", or any event once the
 // response inspected a call or continues an earlier one.
-func (s *anthStream) slow(ev []byte) {
+func (s *anthStream) Slow(ev []byte) {
 	if s.log != nil && s.log.Len() > 0 {
 		s.fold() // the blocks so far, before this event changes them
 	}
 	if s.ending {
 		return // after a withheld message_delta: nothing of it is written
 	}
-	data, ok := s.data(ev)
+	data, ok := s.Data(ev)
 	if !ok {
 		if !s.inCont {
-			s.write(ev) // comments, an id: line: nothing to read
+			s.Emit(ev) // comments, an id: line: nothing to read
 		}
 		return // a follow-up's: nothing the app needs
 	}
 	if !gjson.ValidBytes(data) {
 		if s.hold >= 0 || hasToolUse(data) {
-			s.fail(errors.New("anthropic stream: invalid JSON around tool_use"))
+			s.Fail(errors.New("anthropic stream: invalid JSON around tool_use"))
 			return
 		}
 		if !s.inCont {
-			s.write(ev) // not an event of the message; it can hold no call
+			s.Emit(ev) // not an event of the message; it can hold no call
 		}
 		return // a follow-up's would break the app's message
 	}
 	root := gjson.ParseBytes(data)
 	if !root.IsObject() {
 		if !s.inCont {
-			s.write(ev)
+			s.Emit(ev)
 		}
 		return
 	}
 	if err := anthShape.Ambiguity(root); err != nil {
-		s.fail(fmt.Errorf("anthropic stream: %w", err))
+		s.Fail(fmt.Errorf("anthropic stream: %w", err))
 		return
 	}
 	typ, ok := anthType(ev, root)
 	if !ok && hasToolUse(data) {
 		// A reader that goes by the event: line would see a block this
 		// one cannot place: fail closed.
-		s.fail(errors.New("anthropic stream: an event around tool_use whose event: line and data type disagree"))
+		s.Fail(errors.New("anthropic stream: an event around tool_use whose event: line and data type disagree"))
 		return
 	}
 	switch typ {
 	case "ping", "error":
-		s.write(ev)
+		s.Emit(ev)
 	case "message_start":
 		s.messageStart(ev, root)
 	case "content_block_start":
@@ -400,7 +396,7 @@ func (s *anthStream) slow(ev []byte) {
 	case "message_delta":
 		s.messageDelta(ev, data, root)
 	case "message_stop":
-		s.write(ev)
+		s.Emit(ev)
 	default: // content_block_delta, content_block_stop, or a type to come
 		s.blockEvent(ev, data, root)
 	}
@@ -408,40 +404,40 @@ func (s *anthStream) slow(ev []byte) {
 
 func (s *anthStream) messageStart(ev []byte, root gjson.Result) {
 	if s.readStart(root.Get("message")) {
-		s.fail(errors.New("anthropic stream: message_start holds an inspected tool_use"))
+		s.Fail(errors.New("anthropic stream: message_start holds an inspected tool_use"))
 		return
 	}
 	if s.inCont {
 		if len(s.blocks) > 0 {
-			s.fail(errors.New("anthropic stream: a follow-up's message_start holds content"))
+			s.Fail(errors.New("anthropic stream: a follow-up's message_start holds content"))
 		}
 		return // the app reads one message: the first response's start stands
 	}
-	s.write(ev)
+	s.Emit(ev)
 }
 
 func (s *anthStream) blockStart(ev, data []byte, root gjson.Result) {
 	idx, cb := root.Get("index"), root.Get("content_block")
 	if idx.Type != gjson.Number || !cb.IsObject() {
 		if s.hold >= 0 || hasToolUse(data) {
-			s.fail(errors.New("anthropic stream: content_block_start without an index or block"))
+			s.Fail(errors.New("anthropic stream: content_block_start without an index or block"))
 			return
 		}
-		s.write(ev)
+		s.Emit(ev)
 		return
 	}
 	if s.block(int(idx.Int())) != nil {
-		s.fail(fmt.Errorf("anthropic stream: a second block starts at index %d", idx.Int()))
+		s.Fail(fmt.Errorf("anthropic stream: a second block starts at index %d", idx.Int()))
 		return
 	}
 	if name, stray := anthStrayCall(s.h, cb); stray {
-		s.fail(fmt.Errorf("anthropic stream: %w", errAnthStray(cb, name)))
+		s.Fail(fmt.Errorf("anthropic stream: %w", errAnthStray(cb, name)))
 		return
 	}
 	b := s.addBlock(int(idx.Int()), cb)
 	if b.typ == "tool_use" {
 		if cb.Get("name").Type != gjson.String {
-			s.fail(fmt.Errorf("anthropic stream: tool_use block %d starts without a name", b.index))
+			s.Fail(fmt.Errorf("anthropic stream: tool_use block %d starts without a name", b.index))
 			return
 		}
 		b.gated = s.h.Gated(b.name)
@@ -469,10 +465,10 @@ func (s *anthStream) blockEvent(ev, data []byte, root gjson.Result) {
 	}
 	if b == nil {
 		if s.hold >= 0 {
-			s.fail(fmt.Errorf("anthropic stream: %s for no known block while a call waits", root.Get("type").Str))
+			s.Fail(fmt.Errorf("anthropic stream: %s for no known block while a call waits", root.Get("type").Str))
 			return
 		}
-		s.write(ev)
+		s.Emit(ev)
 		return
 	}
 	s.accumulate(b, root)
@@ -480,7 +476,7 @@ func (s *anthStream) blockEvent(ev, data []byte, root gjson.Result) {
 	case b.gated:
 		s.heldBytes += len(data)
 		if s.heldBytes > anthMaxHeld {
-			s.fail(errAnthHeldLarge)
+			s.Fail(errAnthHeldLarge)
 		}
 	case b.out < 0:
 		s.holdBack(b, ev)
@@ -494,7 +490,7 @@ func (s *anthStream) blockEvent(ev, data []byte, root gjson.Result) {
 func (s *anthStream) holdBack(b *anthBlock, ev []byte) {
 	s.heldBytes += len(ev)
 	if s.heldBytes > anthMaxHeld {
-		s.fail(errAnthHeldLarge)
+		s.Fail(errAnthHeldLarge)
 		return
 	}
 	b.evs = append(b.evs, slices.Clone(ev))
@@ -507,7 +503,7 @@ func (s *anthStream) emit(b *anthBlock, ev, data []byte, root gjson.Result) {
 	if idx := root.Get("index"); idx.Type == gjson.Number && idx.Raw != strconv.Itoa(b.out) {
 		e, err := jsonedit.Of(data, idx, strconv.Itoa(b.out))
 		if err != nil {
-			s.fail(fmt.Errorf("anthropic stream: %w", err))
+			s.Fail(fmt.Errorf("anthropic stream: %w", err))
 			return
 		}
 		edits = append(edits, e)
@@ -533,7 +529,7 @@ func (s *anthStream) emit(b *anthBlock, ev, data []byte, root gjson.Result) {
 		if s.sep {
 			e, err := jsonedit.Of(data, text, `"\n\n`+text.Raw[1:])
 			if err != nil {
-				s.fail(fmt.Errorf("anthropic stream: %w", err))
+				s.Fail(fmt.Errorf("anthropic stream: %w", err))
 				return
 			}
 			edits = append(edits, e)
@@ -541,7 +537,7 @@ func (s *anthStream) emit(b *anthBlock, ev, data []byte, root gjson.Result) {
 		s.sep, s.texted = false, true
 	}
 	if len(edits) == 0 {
-		s.write(ev)
+		s.Emit(ev)
 		return
 	}
 	s.writeEvent(ev, string(jsonedit.Apply(data, edits)))
@@ -551,7 +547,7 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 	s.finished = true
 	if s.hold >= 0 {
 		s.settle()
-		if s.err != nil {
+		if s.Err() != nil {
 			return
 		}
 	}
@@ -571,7 +567,7 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 		if r := anthStopReason(sr.Str, s.toolUses > 0, s.inCont); r != sr.Str {
 			e, err := jsonedit.Of(data, sr, strconv.Quote(r))
 			if err != nil {
-				s.fail(fmt.Errorf("anthropic stream: %w", err))
+				s.Fail(fmt.Errorf("anthropic stream: %w", err))
 				return
 			}
 			edits = append(edits, e)
@@ -587,12 +583,12 @@ func (s *anthStream) messageDelta(ev, data []byte, root gjson.Result) {
 		s.t.carry = ""
 		var err error
 		if out, err = sjson.SetRawBytes(slices.Clone(out), "usage", []byte(sum)); err != nil {
-			s.fail(fmt.Errorf("anthropic stream: %w", err))
+			s.Fail(fmt.Errorf("anthropic stream: %w", err))
 			return
 		}
 	}
 	if len(out) == len(data) && bytes.Equal(out, data) {
-		s.write(ev)
+		s.Emit(ev)
 		return
 	}
 	s.writeEvent(ev, string(out))
@@ -630,8 +626,8 @@ func (s *anthStream) settle() {
 	}
 	msg = append(msg, "]}"...)
 
-	s.flushNow() // what came before must not wait for Hold
-	if s.err != nil {
+	s.FlushNow() // what came before must not wait for Hold
+	if s.Err() != nil {
 		return
 	}
 	v := s.h.Hold(s.ctx, calls, msg)
@@ -675,7 +671,7 @@ func (s *anthStream) settle() {
 				b.out = s.next
 				s.next++
 				for _, ev := range b.evs {
-					data, _ := s.data(ev)
+					data, _ := s.Data(ev)
 					s.emit(b, ev, data, gjson.ParseBytes(data))
 				}
 				b.evs = nil
@@ -703,13 +699,13 @@ func (s *anthStream) settle() {
 // content_block_stop.
 func (s *anthStream) writeToolUse(b *anthBlock) {
 	start := `{"type":"content_block_start","index":` + strconv.Itoa(b.out) + `,"content_block":` + b.start + "}"
-	s.writeNew("content_block_start", []byte(start))
+	s.WriteEvent("content_block_start", []byte(start))
 	ev := append(s.out[:0], `{"type":"content_block_delta","index":`...)
 	ev = strconv.AppendInt(ev, int64(b.out), 10)
 	ev = append(ev, `,"delta":{"type":"input_json_delta","partial_json":`...)
 	ev = gjson.AppendJSONString(ev, string(b.input))
 	s.out = append(ev, "}}"...)
-	s.writeNew("content_block_delta", s.out)
+	s.WriteEvent("content_block_delta", s.out)
 	s.writeStop(b.out)
 	s.toolUses++
 }
@@ -725,13 +721,13 @@ func (s *anthStream) writeTextBlock(text string) {
 	ev := append(s.out[:0], `{"type":"content_block_start","index":`...)
 	ev = strconv.AppendInt(ev, int64(i), 10)
 	s.out = append(ev, `,"content_block":{"type":"text","text":""}}`...)
-	s.writeNew("content_block_start", s.out)
+	s.WriteEvent("content_block_start", s.out)
 	ev = append(s.out[:0], `{"type":"content_block_delta","index":`...)
 	ev = strconv.AppendInt(ev, int64(i), 10)
 	ev = append(ev, `,"delta":{"type":"text_delta","text":`...)
 	ev = gjson.AppendJSONString(ev, text)
 	s.out = append(ev, "}}"...)
-	s.writeNew("content_block_delta", s.out)
+	s.WriteEvent("content_block_delta", s.out)
 	s.writeStop(i)
 	s.texted, s.sep = true, false
 }
@@ -741,7 +737,7 @@ func (s *anthStream) writeStop(i int) {
 	ev := append(s.out[:0], `{"type":"content_block_stop","index":`...)
 	ev = strconv.AppendInt(ev, int64(i), 10)
 	s.out = append(ev, '}')
-	s.writeNew("content_block_stop", s.out)
+	s.WriteEvent("content_block_stop", s.out)
 }
 
 // writeEnd writes the end of the turn that a continuation withheld: a
@@ -750,7 +746,7 @@ func (s *anthStream) writeStop(i int) {
 // usage the sum of every response's) and message_stop.
 func (s *anthStream) writeEnd(text string) {
 	if s.unended {
-		s.write([]byte("\n")) // the last event, passed on at Close, ends here
+		s.Emit([]byte("\n")) // the last event, passed on at Close, ends here
 		s.unended = false
 	}
 	for _, i := range s.open {
@@ -777,10 +773,10 @@ func (s *anthStream) writeEnd(text string) {
 		}
 		s.t.carry = ""
 	}
-	s.writeNew("message_delta", []byte(data))
-	s.writeNew("message_stop", []byte(`{"type":"message_stop"}`))
+	s.WriteEvent("message_delta", []byte(data))
+	s.WriteEvent("message_stop", []byte(`{"type":"message_stop"}`))
 	s.ending = false
-	s.flushNow()
+	s.FlushNow()
 }
 
 // appendJSON appends the block as it appears in a complete message: as it
@@ -845,11 +841,11 @@ func anthStopEvent(message string) []byte {
 	return append(b, "}}\n\n"...)
 }
 
-func (s *anthStream) stopEvent(message string) []byte { return anthStopEvent(message) }
+func (s *anthStream) StopEvent(message string) []byte { return anthStopEvent(message) }
 
 // writeEvent writes ev with its data replaced by data (several data lines
 // when it holds line ends); its other lines (event:, id:, comments) are
 // kept, in order.
 func (s *anthStream) writeEvent(ev []byte, data string) {
-	s.writeReplaced(ev, []byte(data), false)
+	s.WriteReplaced(ev, []byte(data), false)
 }

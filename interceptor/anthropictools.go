@@ -7,7 +7,10 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/tooledit"
 )
+
+var toolsKey = []byte(`"tools"`)
 
 // anthClientTool reports whether a tools entry is a client tool, the kind
 // whose calls come back as tool_use blocks: no "type", or "custom". Server
@@ -44,7 +47,7 @@ func (Anthropic) RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte
 	if !tools.IsArray() {
 		return body, nil
 	}
-	return rewriteToolList(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
+	return tooledit.Rewrite(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
 		if !anthClientTool(tool) {
 			return true
 		}

@@ -86,8 +86,7 @@ func (t *anthTurn) allowed() bool {
 // Stream implements Turn.
 func (t *anthTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
 	t.Streaming = true
-	t.s.attach(dst, flush, "anthropic stream")
-	t.s.stop = &t.s
+	t.s.Attach(dst, flush, "anthropic stream", &t.s)
 	return &t.s
 }
 
@@ -102,7 +101,7 @@ func (t *anthTurn) JSON(body []byte) error {
 
 // Continuation implements Turn.
 func (t *anthTurn) Continuation() ([]byte, bool) {
-	return t.FollowUp(!t.Streaming || t.s.err == nil && t.s.ending, appendAnthStep)
+	return t.FollowUp(!t.Streaming || t.s.Err() == nil && t.s.ending, appendAnthStep)
 }
 
 // Resume implements Turn: the follow-up request is the last request with
@@ -126,15 +125,15 @@ func (t *anthTurn) Continue() {
 // Finish implements Turn.
 func (t *anthTurn) Finish() ([]byte, error) {
 	if t.Finished {
-		return t.Acc, t.s.err
+		return t.Acc, t.s.Err()
 	}
 	text := t.End(func(s *anthStep) string { return s.fallback })
 	if !t.Streaming {
 		return t.EndJSON(text, appendAnthText), nil
 	}
 	s := &t.s
-	if s.err != nil {
-		return nil, s.err
+	if s.Err() != nil {
+		return nil, s.Err()
 	}
 	switch {
 	case s.ending:
@@ -145,7 +144,7 @@ func (t *anthTurn) Finish() ([]byte, error) {
 		t.carry = turn.SumUsage(t.carry, s.startUsage)
 		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
 	}
-	return nil, s.err
+	return nil, s.Err()
 }
 
 // continueResponse readies the stream for the follow-up response, which

@@ -408,7 +408,7 @@ func TestAnthropicWriterPassesStream(t *testing.T) {
 func anthToolUseID(out []byte, id string) bool {
 	var s anthStream
 	for _, ev := range events(out) {
-		data, ok := s.data(ev)
+		data, ok := s.Data(ev)
 		if !ok || !gjson.ValidBytes(data) {
 			continue
 		}
@@ -482,7 +482,7 @@ func FuzzAnthropicContinuation(f *testing.F) {
 		var s anthStream
 		starts := 0
 		for _, ev := range events(whole) {
-			if data, ok := s.data(ev); ok && gjson.ValidBytes(data) && gjson.GetBytes(data, "type").Str == "message_start" {
+			if data, ok := s.Data(ev); ok && gjson.ValidBytes(data) && gjson.GetBytes(data, "type").Str == "message_start" {
 				starts++
 			}
 		}

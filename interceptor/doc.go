@@ -1,11 +1,18 @@
-// Package interceptor holds, for now, the three model protocols' adapters
-// (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages: each
-// registered as a provider.Provider from init), MCP's wire pieces, and the
-// machinery that runs any adapter over an HTTP answer: the ResponseWriter
-// that reads a JSON or SSE answer through the adapter's Turn, with its
-// follow-ups, and the Guard that refuses an answer in a shape no adapter
-// reads when it names a gated tool. An adapter finds tool calls in model
-// responses, takes the held ones out, puts the waiting text in their place,
-// and restores history in the next request; it knows nothing of how cards
-// or forms look: it asks a provider.Holder.
+// Package interceptor holds, for now, two model protocols' adapters
+// (OpenAI Responses, Anthropic Messages; Chat is provider/chat), MCP's
+// wire pieces, and the machinery that runs any adapter over an HTTP
+// answer: the ResponseWriter that reads a JSON or SSE answer through the
+// adapter's Turn, with its follow-ups, and the Guard that refuses an
+// answer in a shape no adapter reads when it names a gated tool.
+//
+// Each adapter registers itself as a provider.Provider from its own
+// file's init (responsesprovider.go, anthropicprovider.go), as Caddy's
+// encode/gzip does; what all of them share lives in wire/ (stream
+// framing, shapes, tool-list edits, request parameters). MCP stays here:
+// it is not a model provider.
+//
+// An adapter finds tool calls in model responses, takes the held ones out,
+// puts the waiting text in their place, and restores history in the next
+// request; it knows nothing of how cards or forms look: it asks a
+// provider.Holder.
 package interceptor

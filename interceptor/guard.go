@@ -1,7 +1,6 @@
 package interceptor
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -11,7 +10,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
-	"github.com/toolgate/toolgate/wire/keyscan"
+	"github.com/toolgate/toolgate/wire/shape"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 // A response the gate does not read as a provider's answer must not carry
@@ -25,78 +25,24 @@ import (
 var (
 	// ErrNamesGated is returned by GuardWriter.Close, and by
 	// ResponseWriter.Close, for a response the gate does not read as its
-	// adapter's answer whose bytes name a gated tool. When nothing of the
-	// response was written, the caller answers 502; otherwise the
-	// response was cut before the bytes naming it.
-	ErrNamesGated = errors.New("interceptor: the response names a gated tool in a shape the gate does not read")
+	// adapter's answer whose bytes name a gated tool (stream.ErrNamesGated,
+	// which a stream's Frame fails with). When nothing of the response was
+	// written, the caller answers 502; otherwise the response was cut
+	// before the bytes naming it.
+	ErrNamesGated = stream.ErrNamesGated
 	// errCut is what a Write returns once a response whose header has
 	// gone named a gated tool: reverse_proxy then aborts the connection,
 	// so the app reads a broken response, never the call.
 	errCut = errors.New("interceptor: response cut: it names a gated tool in a shape the gate does not read")
 )
 
-// Names is the byte search for the gated tools' names in a response the
-// gate has no adapter for. Build it once per policy (NewNames); it is
-// safe for concurrent use.
-type Names struct {
-	names [][]byte
-	max   int // the longest name, in bytes
-}
+// Names is the byte search for the gated tools' names (wire/shape), by
+// the name the Caddy glue knows it by.
+type Names = shape.Names
 
 // NewNames returns the search for tools (the policy's gated tools); nil
 // when there are none, which finds nothing.
-func NewNames(tools []string) *Names {
-	if len(tools) == 0 {
-		return nil
-	}
-	n := &Names{}
-	for _, t := range tools {
-		if t == "" {
-			continue
-		}
-		n.names = append(n.names, []byte(t))
-		n.max = max(n.max, len(t))
-	}
-	return n
-}
-
-// Named returns the gated tool b names, or "": a name as a whole word (no
-// name byte right before or after it; b's own ends count as a word's
-// end, so a name cut by the end of a write is found), or "\u" escapes
-// that could spell one (keyscan.HasEscape: no JSON encoder escapes an ASCII
-// letter, digit or underscore, so only a body made to walk around the
-// gate has them), which returns "an escaped name". One bytes.Index per
-// name: nothing is parsed.
-func (n *Names) Named(b []byte) string {
-	if n == nil {
-		return ""
-	}
-	for _, name := range n.names {
-		for i := 0; ; {
-			j := bytes.Index(b[i:], name)
-			if j < 0 {
-				break
-			}
-			start, end := i+j, i+j+len(name)
-			if (start == 0 || !isNameByte(b[start-1])) && (end == len(b) || !isNameByte(b[end])) {
-				return string(name)
-			}
-			i = start + 1
-		}
-	}
-	if keyscan.HasEscape(b) {
-		return "an escaped name"
-	}
-	return ""
-}
-
-// isNameByte reports a byte a tool name may hold around a name: a name
-// inside a longer one ("undelete_posts") is another tool.
-func isNameByte(c byte) bool { return keyscan.IsKeyByte(c) || c == '-' }
-
-// window is how many bytes of the last write the next one is searched
-// with, for a name (or a \u escape) cut between two writes.
-func (n *Names) window() int { return n.max + 6 }
+func NewNames(tools []string) *Names { return shape.NewNames(tools) }
 
 // GuardWriter passes a response the gate has no adapter for (see Guard).
 type GuardWriter struct {
@@ -194,7 +140,7 @@ func (g *GuardWriter) search(p []byte) string {
 	if len(g.tail) == 0 {
 		return ""
 	}
-	w := g.names.window()
+	w := g.names.Window()
 	joined := make([]byte, 0, len(g.tail)+w)
 	joined = append(append(joined, g.tail...), p[:min(len(p), w)]...)
 	// Only a match that takes bytes from both sides is new; one inside the
@@ -204,7 +150,7 @@ func (g *GuardWriter) search(p []byte) string {
 
 // keepTail keeps the last window bytes written.
 func (g *GuardWriter) keepTail(p []byte) {
-	w := g.names.window()
+	w := g.names.Window()
 	if len(p) >= w {
 		g.tail = append(g.tail[:0], p[len(p)-w:]...)
 		return
@@ -266,64 +212,17 @@ func (g *GuardWriter) Close() error {
 // Written reports whether anything of the response reached the client.
 func (g *GuardWriter) Written() bool { return g.header || g.mode == guardPassing }
 
-// answerKey is the top-level key that carries an adapter's answer: a body
+// AnswerKey is the top-level key that carries an adapter's answer: a body
 // naming a gated tool is read by the adapter only when it has this key and
-// none of the others below (see readsShape).
-func (Chat) answerKey() string      { return "choices" }
-func (Responses) answerKey() string { return "output" }
-func (Anthropic) answerKey() string { return "content" }
+// no other provider's call key (see shape.Reads).
+func (Responses) AnswerKey() string { return "output" }
+func (Anthropic) AnswerKey() string { return "content" }
 
-// callKeys are the top-level keys some provider's answer carries calls
-// under, folded to lower case: Chat's choices, Responses' output (and
-// Bedrock Converse's), Anthropic's content, Gemini's candidates, Ollama's
-// message, the Assistants API's required_action, and the call keys
-// themselves where an answer could put them at the top.
-var callKeys = []string{"choices", "output", "content", "candidates", "message", "required_action", "tool_calls", "function_call", "functioncall", "tooluse", "tool_use", "toolcalls"}
-
-// readsShape reports whether a adapter reads body as its own answer: a
-// JSON object with the adapter's answerKey, an array, and no other provider's call
-// key at its top, in any case (Go's encoding/json folds keys, U+017F
-// and U+212A too, as strings.EqualFold does). A body in
-// another provider's shape, or one that is two at once, is not: a client
-// of that other shape would read calls the adapter never saw. It is asked
-// only of a body that names a gated tool (Names), so it is off the fast
-// path.
+// readsShape reports whether a reads body as its own answer (shape.Reads
+// with its AnswerKey); an adapter without one reads none.
 func readsShape(a provider.Adapter, body []byte) bool {
-	var ak string
-	switch k := a.(type) {
-	case interface{ answerKey() string }:
-		ak = k.answerKey()
-	case interface{ AnswerKey() string }: // a provider outside this package (gemini)
-		ak = k.AnswerKey()
-	default:
-		return false
-	}
-	v := gjson.ParseBytes(body)
-	if !v.IsObject() {
-		return false
-	}
-	own, foreign := false, false
-	v.ForEach(func(key, val gjson.Result) bool {
-		name := key.String()
-		switch {
-		case strings.EqualFold(name, ak):
-			own = val.IsArray() // Bedrock Converse's output is an object
-			foreign = !own
-		case isCallKey(name):
-			foreign = true
-		}
-		return !foreign
-	})
-	return own && !foreign
-}
-
-func isCallKey(name string) bool {
-	for _, c := range callKeys {
-		if strings.EqualFold(name, c) {
-			return true
-		}
-	}
-	return false
+	k, ok := a.(interface{ AnswerKey() string })
+	return ok && shape.Reads(k.AnswerKey(), body)
 }
 
 // checkShape refuses a body an adapter would pass as not its answer while
@@ -335,89 +234,39 @@ func checkShape(a provider.Adapter, names *Names, body []byte) error {
 	return ErrNamesGated
 }
 
-// ownsEvent reports whether an event's data is one of the protocol's own
+// OwnsEvent reports whether an event's data is one of the protocol's own
 // stream events and no other protocol's (asked only of an event naming a
-// gated tool): see eventMarks.
-func (Chat) ownsEvent(data []byte) bool { return eventMarks(data) == markChat }
-
-// A Responses event naming a gated tool must say which event it is, as an
-// Anthropic one must (below): the adapter goes by its type.
-func (Responses) ownsEvent(data []byte) bool {
-	return eventMarks(data) == markResponses && strings.HasPrefix(gjson.GetBytes(data, "type").String(), "response.")
+// gated tool): see shape.EventMarks. A Responses event naming a gated tool must say which event it
+// is, as an Anthropic one must (below): the adapter goes by its type.
+func (Responses) OwnsEvent(data []byte) bool {
+	return shape.EventMarks(data) == shape.MarkResponses && strings.HasPrefix(gjson.GetBytes(data, "type").String(), "response.")
 }
 
-// An Anthropic event naming a gated tool must also say which event it is:
-// the adapter finds calls by the event's type, so one without a known type
-// (a content_block and no type, say) passes it unread while a reader that
-// goes by the keys could still take a call from it.
-func (Anthropic) ownsEvent(data []byte) bool {
-	return eventMarks(data) == markAnthropic && anthropicEvents[gjson.GetBytes(data, "type").String()]
+// OwnsEvent: an Anthropic event naming a gated tool must also say which
+// event it is: the adapter finds calls by the event's type, so one without
+// a known type (a content_block and no type, say) passes it unread while a
+// reader that goes by the keys could still take a call from it.
+func (Anthropic) OwnsEvent(data []byte) bool {
+	return shape.EventMarks(data) == shape.MarkAnthropic && shape.AnthropicEvent(gjson.GetBytes(data, "type").String())
 }
 
-// Marks of the protocols a stream event can be read as.
-const (
-	markChat      = 1 << iota // a choices key (Chat's chunks)
-	markResponses             // a type "response.…", or an item key (Responses' events)
-	markAnthropic             // a type of Anthropic's events, or a content_block or message key
-	markOther                 // any other provider's call key (callKeys), or not an object
-)
-
-// eventMarks returns the marks of every protocol whose clients read the
-// event's data as theirs, keys compared in any case: an event one
-// adapter reads must carry only its own.
-func eventMarks(data []byte) int {
-	v := gjson.ParseBytes(data)
-	if !v.IsObject() {
-		return markOther
-	}
-	marks := 0
-	v.ForEach(func(key, val gjson.Result) bool {
-		name := key.String()
-		switch {
-		case strings.EqualFold(name, "choices"):
-			marks |= markChat
-		case strings.EqualFold(name, "item"):
-			marks |= markResponses
-		case strings.EqualFold(name, "content_block"), strings.EqualFold(name, "message"):
-			marks |= markAnthropic
-		case strings.EqualFold(name, "type"):
-			switch typ := val.String(); {
-			case strings.HasPrefix(typ, "response."):
-				marks |= markResponses
-			case anthropicEvents[typ]:
-				marks |= markAnthropic
-			}
-		case isCallKey(name):
-			marks |= markOther
-		}
-		return true
-	})
-	return marks
-}
-
-// anthropicEvents are the types of Anthropic's stream events.
-var anthropicEvents = map[string]bool{
-	"message_start": true, "content_block_start": true, "content_block_delta": true,
-	"content_block_stop": true, "message_delta": true, "message_stop": true, "ping": true,
-}
-
-// eventShape is the adapter's ownsEvent; nil for an adapter without one
+// eventShape is the adapter's OwnsEvent; nil for an adapter without one
 // (its streams are not guarded).
 func eventShape(a provider.Adapter) func([]byte) bool {
-	if o, ok := a.(interface{ ownsEvent([]byte) bool }); ok {
-		return o.ownsEvent
+	if o, ok := a.(interface{ OwnsEvent([]byte) bool }); ok {
+		return o.OwnsEvent
 	}
 	return nil
 }
 
 // guardStream makes s refuse events in another protocol's shape naming
-// one of names (see sseFrame.guardWith).
+// one of names (see stream.Frame.GuardWith).
 func guardStream(s provider.Stream, a provider.Adapter, names *Names) {
 	own := eventShape(a)
 	if g, ok := s.(interface {
-		guardWith(*Names, func([]byte) bool)
+		GuardWith(*shape.Names, func([]byte) bool)
 	}); ok && names != nil && own != nil {
-		g.guardWith(names, own)
+		g.GuardWith(names, own)
 	}
 }
 

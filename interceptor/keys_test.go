@@ -9,6 +9,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolgate/toolgate/provider/chat"
 )
 
 // Bodies that spell a call's key or type with \u escapes, which every
@@ -25,7 +27,7 @@ func TestEscapedKeysAreRead(t *testing.T) {
 	ctx := context.Background()
 	t.Run("chat json", func(t *testing.T) {
 		h := newHolder("delete_post")
-		out, err := Chat{}.RewriteJSON(ctx, []byte(chatEscapedJSON), h)
+		out, err := chat.Chat{}.RewriteJSON(ctx, []byte(chatEscapedJSON), h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +128,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	for name, body := range chatJSON {
 		lastReaderSees(t, "chat json, "+name, body)
 		h := newHolder("delete_post").passing("read_post")
-		out, err := Chat{}.RewriteJSON(context.Background(), []byte(body), h)
+		out, err := chat.Chat{}.RewriteJSON(context.Background(), []byte(body), h)
 		if err == nil {
 			t.Errorf("chat json, %s: not refused; the app reads %s", name, out)
 		}

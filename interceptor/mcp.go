@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
 // MCP over Streamable HTTP: what the MCP front reads of a POSTed JSON-RPC
@@ -365,7 +366,7 @@ func RewriteMCPTools(result []byte, rewrite provider.ToolRewrite) ([]byte, error
 	if !tools.IsArray() {
 		return result, nil
 	}
-	return rewriteToolList(result, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
+	return tooledit.Rewrite(result, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
 		return add(tool, "inputSchema", tool.Get("name").String())
 	}, rewrite, "mcp tools/list")
 }
@@ -440,4 +441,18 @@ func needsBase64(s string) bool {
 // sameID compares two raw JSON-RPC ids.
 func sameID(a, b []byte) bool {
 	return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+}
+
+// DropMCPTools takes the tools drop names out of a tools/list result
+// (tooledit.Drop); a list left empty stays, as [].
+func DropMCPTools(result []byte, drop func(name string) bool) ([]byte, error) {
+	return tooledit.Drop(result, mcpToolName, tooledit.KeepEmpty, drop)
+}
+
+// mcpToolName is an MCP tool's name.
+func mcpToolName(tool gjson.Result) (string, bool) {
+	if tool.IsObject() {
+		return tool.Get("name").String(), true
+	}
+	return "", false
 }

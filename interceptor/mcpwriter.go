@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 // MCPResultWriter rewrites the result of one JSON-RPC request on its way
@@ -24,17 +26,17 @@ type MCPResultWriter struct {
 	rewrite func(result []byte) []byte
 	max     int64
 
-	mode     bodyType
-	buf      *bytes.Buffer // JSON: the body, until Close
-	header   bool
-	sseFrame // SSE: the event begun and not yet complete; the sticky error of either mode
+	mode   bodyType
+	buf    *bytes.Buffer // JSON: the body, until Close
+	header bool
+	frame  stream.Frame // SSE: the event begun and not yet complete; the sticky error of either mode
 }
 
 // NewMCPResultWriter wraps w so that rewrite sees the result of the
 // response to id; max caps a buffered JSON body (and one SSE event).
 func NewMCPResultWriter(w http.ResponseWriter, id []byte, rewrite func(result []byte) []byte, max int64) *MCPResultWriter {
 	rw := &MCPResultWriter{ResponseWriter: w, id: id, rewrite: rewrite, max: max}
-	rw.attach(w, flusher(w), "mcp stream")
+	rw.frame.Attach(w, flusher(w), "mcp stream", nil)
 	return rw
 }
 
@@ -43,7 +45,7 @@ func NewMCPResultWriter(w http.ResponseWriter, id []byte, rewrite func(result []
 var errMCPTooLarge = errors.New("mcp: upstream answer over the size limit")
 
 var (
-	errMCPEventLarge = fmt.Errorf("mcp stream: event over %d bytes", maxEvent)
+	errMCPEventLarge = fmt.Errorf("mcp stream: event over %d bytes", stream.MaxEvent)
 	errMCPClosed     = errors.New("mcp stream: write after close")
 )
 
@@ -75,12 +77,12 @@ func (w *MCPResultWriter) Write(p []byte) (int, error) {
 	switch w.mode {
 	case jsonBody:
 		if int64(w.buf.Len()+len(p)) > w.max {
-			w.err = errMCPTooLarge
-			return 0, w.err
+			w.frame.SetErr(errMCPTooLarge)
+			return 0, w.frame.Err()
 		}
 		return w.buf.Write(p)
 	case sseBody:
-		return w.frameWrite(w, p, errMCPEventLarge, errMCPClosed)
+		return w.frame.WriteEvents((*mcpEvents)(w), p, errMCPEventLarge, errMCPClosed)
 	}
 	return w.ResponseWriter.Write(p)
 }
@@ -112,11 +114,11 @@ func (w *MCPResultWriter) Close() error {
 			w.buf = nil
 		}
 	}()
-	w.closed = true
+	w.frame.MarkClosed()
 	switch w.mode {
 	case jsonBody:
-		if w.err != nil {
-			return w.err
+		if w.frame.Err() != nil {
+			return w.frame.Err()
 		}
 		body := w.message(w.buf.Bytes())
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -124,8 +126,8 @@ func (w *MCPResultWriter) Close() error {
 		_, err := w.ResponseWriter.Write(body)
 		return err
 	case sseBody:
-		w.frameClose(w)
-		return w.err
+		w.frame.CloseEvents((*mcpEvents)(w))
+		return w.frame.Err()
 	}
 	return nil
 }
@@ -151,23 +153,25 @@ func (w *MCPResultWriter) message(m []byte) []byte {
 	return append(out, m[res.Index+len(res.Raw):]...)
 }
 
-// The sseSink of the stream.
+// mcpEvents is the stream.Sink of an MCPResultWriter's event stream (a
+// type of its own, so the writer's exported methods stay its own).
+type mcpEvents MCPResultWriter
 
-func (w *MCPResultWriter) passes(ev []byte) bool {
+func (w *mcpEvents) Passes(ev []byte) bool {
 	return !bytes.Contains(ev, []byte(`"result"`))
 }
 
-func (w *MCPResultWriter) slow(ev []byte) {
-	data, ok := w.data(ev)
+func (w *mcpEvents) Slow(ev []byte) {
+	data, ok := w.frame.Data(ev)
 	if !ok {
-		w.write(ev)
+		w.frame.Emit(ev)
 		return
 	}
-	nd := w.message(data)
+	nd := (*MCPResultWriter)(w).message(data)
 	if bytes.Equal(nd, data) {
-		w.write(ev)
+		w.frame.Emit(ev)
 		return
 	}
 	// The event again with its other fields (id, event, retry) in place.
-	w.writeReplaced(ev, nd, false)
+	w.frame.WriteReplaced(ev, nd, false)
 }

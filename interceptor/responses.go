@@ -6,7 +6,6 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -113,29 +112,6 @@ type responseStateKey struct{}
 func ResponseStateOf(ctx context.Context) (ResponseState, bool) {
 	s, ok := ctx.Value(responseStateKey{}).(ResponseState)
 	return s, ok
-}
-
-// IsWebSocketUpgrade reports whether r asks to switch to WebSocket: an
-// HTTP/1.1 Upgrade naming websocket, or an HTTP/2 (or 3) extended CONNECT
-// with a :protocol. The Responses API has a WebSocket mode (GET
-// /v1/responses, openai-go ResponseService.Connect) whose events no adapter
-// reads; a gated route must refuse it, or calls would go around the gate.
-func IsWebSocketUpgrade(r *http.Request) bool {
-	if r.Method == http.MethodConnect && r.Header.Get(":protocol") != "" {
-		return true
-	}
-	for _, v := range r.Header.Values("Upgrade") {
-		for p := range strings.SplitSeq(v, ",") {
-			p = strings.TrimSpace(p)
-			if i := strings.IndexByte(p, '/'); i >= 0 {
-				p = p[:i]
-			}
-			if strings.EqualFold(p, "websocket") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // RewriteJSON judges the inspected calls of a Responses API response body
@@ -336,7 +312,7 @@ func (c *respCall) call() provider.Call {
 	}
 	var a []byte
 	if args.Exists() {
-		a = argumentBytes(args)
+		a = jsonedit.Arguments(args)
 	} else {
 		a = append(a, c.args...)
 	}

@@ -761,23 +761,3 @@ func (c *ctxHolder) Hold(ctx context.Context, calls []provider.Call, message []b
 	c.ctx = ctx
 	return c.fakeHolder.Hold(ctx, calls, message)
 }
-
-func TestIsWebSocketUpgrade(t *testing.T) {
-	for _, tc := range []struct {
-		method string
-		header http.Header
-		want   bool
-	}{
-		{"GET", http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}}, true},
-		{"GET", http.Header{"Upgrade": {"h2c, WebSocket/13"}}, true},
-		{"CONNECT", http.Header{":protocol": {"websocket"}}, true},
-		{"POST", http.Header{"Content-Type": {"application/json"}}, false},
-		{"GET", http.Header{"Upgrade": {"h2c"}}, false},
-	} {
-		r, _ := http.NewRequest(tc.method, "http://x/v1/responses", nil)
-		r.Header = tc.header
-		if got := IsWebSocketUpgrade(r); got != tc.want {
-			t.Errorf("%s %v = %v", tc.method, tc.header, got)
-		}
-	}
-}

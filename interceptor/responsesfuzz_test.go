@@ -38,7 +38,7 @@ func respLeaks(h *fakeHolder, in, out []byte) bool {
 	visit := func(b []byte, fn func(item gjson.Result)) {
 		for _, ev := range events(b) {
 			var s respStream
-			data, ok := s.data(ev)
+			data, ok := s.Data(ev)
 			if !ok {
 				data = ev // a JSON body
 			}
@@ -69,7 +69,7 @@ func respLeaks(h *fakeHolder, in, out []byte) bool {
 	visit(out, func(it gjson.Result) { leak = leak || respBlocks(h, it) })
 	for _, ev := range events(out) {
 		var s respStream
-		if data, ok := s.data(ev); ok && gjson.ValidBytes(data) {
+		if data, ok := s.Data(ev); ok && gjson.ValidBytes(data) {
 			if id := gjson.GetBytes(data, "item_id").Str; blocked[id] && !other[id] {
 				leak = true
 			}
@@ -203,7 +203,7 @@ func FuzzResponsesContinuation(f *testing.F) {
 		terminals := 0
 		for _, ev := range events(whole) {
 			var s respStream
-			if data, ok := s.data(ev); ok {
+			if data, ok := s.Data(ev); ok {
 				switch gjson.GetBytes(data, "type").Str {
 				case "response.completed", "response.incomplete", "response.failed":
 					terminals++

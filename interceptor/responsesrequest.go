@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
 	"github.com/toolgate/toolgate/wire/links"
+	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
 // StateRestorer is a Restorer that also knows the steps held in responses
@@ -439,7 +440,7 @@ func (Responses) RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte
 	if !tools.IsArray() {
 		return body, nil
 	}
-	return rewriteToolList(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
+	return tooledit.Rewrite(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
 		switch tool.Get("type").Str {
 		case "function":
 			return add(tool, "parameters", tool.Get("name").Str)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/stream"
 	"github.com/toolgate/toolgate/wire/turn"
 )
 
@@ -19,12 +20,16 @@ import (
 // inspected calls wait for the terminal event.
 const maxRespHeld = 32 << 20
 
+// respDoneData is the data of the [DONE] event a stream may end with (as
+// Chat's do); one after the terminal event is withheld with it (doneSeen).
+var respDoneData = []byte("[DONE]")
+
 // respStream is the SSE rewriter of a Responses turn (see
 // Responses.NewStream and NewTurn).
 type respStream struct {
 	t *respTurn
 
-	sseFrame // the event begun in an earlier Write, not yet complete
+	stream.Frame // the event begun in an earlier Write, not yet complete
 
 	// Across the turn's responses.
 	lastSeq  int64    // the last sequence_number written; -1: none yet
@@ -76,13 +81,13 @@ type respWritten struct {
 
 var (
 	errRespMidLine    = errors.New("responses stream: body ends mid-line")
-	errRespEventLarge = fmt.Errorf("responses stream: event over %d bytes", maxEvent)
+	errRespEventLarge = fmt.Errorf("responses stream: event over %d bytes", stream.MaxEvent)
 	errRespHeld       = fmt.Errorf("responses stream: over %d bytes held back", maxRespHeld)
 	errRespClosed     = errors.New("responses stream: write after close")
 )
 
 func (s *respStream) Write(p []byte) (int, error) {
-	return s.frameWrite(s, p, errRespEventLarge, errRespClosed)
+	return s.WriteEvents(s, p, errRespEventLarge, errRespClosed)
 }
 
 // Close handles a last event left without its closing blank line, writes
@@ -90,25 +95,24 @@ func (s *respStream) Write(p []byte) (int, error) {
 // its inspected calls), and gives the buffers back. It reports a body that
 // ends mid-line and any earlier error.
 func (s *respStream) Close() error {
-	if s.closed {
-		return s.err
+	if s.MarkClosed() {
+		return s.Err()
 	}
-	s.closed = true
-	if s.frameCloseKeep(s) && s.err == nil {
-		s.err = errRespMidLine
+	if midLine, _ := s.CloseEventsKeep(s); midLine {
+		s.SetErr(errRespMidLine)
 	}
-	if s.err == nil && !s.r.ended && s.r.buffering {
+	if s.Err() == nil && !s.r.ended && s.r.buffering {
 		s.release(nil)
 	}
-	s.flushNow()
-	return s.err
+	s.FlushNow()
+	return s.Err()
 }
 
-// passes reports whether ev goes out unread: the response continues no
+// Passes reports whether ev goes out unread: the response continues no
 // earlier one, no inspected call has begun, and ev names no call. The
 // sequence_number of an event that passes is noted (a byte search for its
 // rare 'q'), for the events a rewrite adds later.
-func (s *respStream) passes(ev []byte) bool {
+func (s *respStream) Passes(ev []byte) bool {
 	if s.evLines == 0 {
 		s.evLines = -1
 		if bytes.HasPrefix(ev, []byte("event:")) {
@@ -151,12 +155,12 @@ func seqOf(ev []byte) (int64, bool) {
 	return 0, false
 }
 
-// slow reads one event.
-func (s *respStream) slow(ev []byte) {
-	data, ok := s.data(ev)
+// Slow reads one event.
+func (s *respStream) Slow(ev []byte) {
+	data, ok := s.Data(ev)
 	if s.ending {
 		// After the terminal event of a response whose end is withheld.
-		if ok && bytes.Equal(data, doneData) {
+		if ok && bytes.Equal(data, respDoneData) {
 			s.doneSeen = true
 		}
 		return
@@ -165,18 +169,18 @@ func (s *respStream) slow(ev []byte) {
 		s.other(ev)
 		return
 	}
-	if bytes.Equal(data, doneData) {
+	if bytes.Equal(data, respDoneData) {
 		if s.r.buffering && !s.r.ended {
 			s.release(nil)
 		}
 		s.owesDone = false
-		s.write(ev)
+		s.Emit(ev)
 		return
 	}
 	if !gjson.ValidBytes(data) {
 		switch {
 		case hasCallBytes(data):
-			s.fail(errors.New("responses stream: invalid JSON around calls"))
+			s.Fail(errors.New("responses stream: invalid JSON around calls"))
 		case s.inCont:
 			// Not an event of the answer it continues: it could be
 			// neither renumbered nor merged.
@@ -191,13 +195,13 @@ func (s *respStream) slow(ev []byte) {
 		return
 	}
 	if err := respShape.Ambiguity(root); err != nil {
-		s.fail(fmt.Errorf("responses stream: %w", err))
+		s.Fail(fmt.Errorf("responses stream: %w", err))
 		return
 	}
 	index := -1
 	if oi := root.Get("output_index"); oi.Exists() {
 		if oi.Type != gjson.Number || oi.Int() < 0 || oi.Int() > 1<<24 || oi.Raw != strconv.FormatInt(oi.Int(), 10) {
-			s.fail(fmt.Errorf("responses stream: output_index %.20s", oi.Raw))
+			s.Fail(fmt.Errorf("responses stream: output_index %.20s", oi.Raw))
 			return
 		}
 		index = int(oi.Int())
@@ -233,7 +237,7 @@ func (s *respStream) other(ev []byte) {
 		s.hold(ev, -1, nil, false)
 		return
 	}
-	s.write(ev)
+	s.Emit(ev)
 }
 
 // pass lets an event through that belongs to no inspected call: now, or in
@@ -260,7 +264,7 @@ func (s *respStream) itemAdded(ev, data []byte, root gjson.Result, index int) {
 		return
 	}
 	if item.Get("name").Type != gjson.String {
-		s.fail(errors.New("responses stream: a call begins without a name"))
+		s.Fail(errors.New("responses stream: a call begins without a name"))
 		return
 	}
 	c := inspectItem(s.t.h, item)
@@ -286,7 +290,7 @@ func (s *respStream) letThrough(item gjson.Result) {
 // the verdict.
 func (s *respStream) begin(c *respCall, item gjson.Result, index int) {
 	if index < 0 {
-		s.fail(errors.New("responses stream: a call item without output_index"))
+		s.Fail(errors.New("responses stream: a call item without output_index"))
 		return
 	}
 	c.index, c.head, c.raw = index, true, item.Raw
@@ -320,7 +324,7 @@ func (s *respStream) itemDone(ev, data []byte, root gjson.Result, index int) {
 		c := inspectItem(s.t.h, item)
 		switch {
 		case c != nil && s.r.known[id]:
-			s.fail(errRespRenamed)
+			s.Fail(errRespRenamed)
 			return
 		case c != nil:
 			// A call that did not begin with output_item.added: judged all
@@ -345,7 +349,7 @@ var (
 func (s *respStream) sameCall(c *respCall, item gjson.Result) bool {
 	k := inspectItem(s.t.h, item)
 	if k == nil || k.name != c.name || k.callID != c.callID || k.typ != c.typ {
-		s.fail(errRespRenamed)
+		s.Fail(errRespRenamed)
 		return false
 	}
 	return true
@@ -370,7 +374,7 @@ func (s *respStream) fragment(ev, data []byte, root gjson.Result, typ string, in
 	}
 	if (strings.HasPrefix(typ, "response.function_call_arguments.") || strings.HasPrefix(typ, "response.custom_tool_call_input.")) && !s.r.known[id] {
 		// The fragments of a call that was never judged.
-		s.fail(errors.New("responses stream: call fragments before the call began"))
+		s.Fail(errors.New("responses stream: call fragments before the call began"))
 		return
 	}
 	if s.snapshotCalls(root) {
@@ -398,7 +402,7 @@ func (s *respStream) snapshotCalls(root gjson.Result) bool {
 		return !found
 	})
 	if found {
-		s.fail(errors.New("responses stream: an event shows a call before the response ended"))
+		s.Fail(errors.New("responses stream: an event shows a call before the response ended"))
 	}
 	return found
 }
@@ -408,7 +412,7 @@ func (s *respStream) snapshotCalls(root gjson.Result) bool {
 func (s *respStream) stray(item gjson.Result) bool {
 	key, ok := respStrayCall(s.t.h, item)
 	if ok {
-		s.fail(fmt.Errorf("responses stream: %w", errRespStray(item, key)))
+		s.Fail(fmt.Errorf("responses stream: %w", errRespStray(item, key)))
 	}
 	return ok
 }
@@ -426,12 +430,12 @@ func (r *respResponse) callFor(itemID string, index int) *respCall {
 
 // hold keeps an event back until the verdict.
 func (s *respStream) hold(ev []byte, index int, c *respCall, head bool) {
-	if s.err != nil {
+	if s.Err() != nil {
 		return
 	}
 	s.r.heldBytes += len(ev)
 	if s.r.heldBytes > maxRespHeld {
-		s.fail(errRespHeld)
+		s.Fail(errRespHeld)
 		return
 	}
 	s.r.held = append(s.r.held, respEvent{ev: slices.Clone(ev), index: index, call: c, head: head})
@@ -477,7 +481,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 				return
 			}
 			if !c.consistent(it.Raw) {
-				s.fail(errRespArgs)
+				s.Fail(errRespArgs)
 				return
 			}
 			c.pos, c.raw = i, it.Raw
@@ -486,7 +490,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 			switch {
 			case nc == nil:
 			case id != "" && r.known[id]:
-				s.fail(errRespRenamed) // let through under another name
+				s.Fail(errRespRenamed) // let through under another name
 				return
 			default:
 				// A call the events never showed: judged all the same, as
@@ -501,13 +505,13 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 	if len(r.calls) > 0 {
 		for _, c := range r.calls {
 			if c.pos < 0 && !c.consistent("") {
-				s.fail(errRespArgs)
+				s.Fail(errRespArgs)
 				return
 			}
 			c.complete()
 		}
-		s.flushNow() // what came before must not wait for Hold
-		if s.err != nil {
+		s.FlushNow() // what came before must not wait for Hold
+		if s.Err() != nil {
 			return
 		}
 		v = judge(s.t.ctx, s.t.h, s.t, items, r.calls, r.id, typ == "response.completed")
@@ -515,7 +519,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 		changed = v.changes(r.calls)
 	}
 	s.release(&v)
-	if s.err != nil {
+	if s.Err() != nil {
 		return
 	}
 	if changed {
@@ -543,7 +547,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 	if output.IsArray() && (changed || s.inCont) {
 		e, err := jsonedit.Of(data, output, joinItems(s.outItems))
 		if err != nil {
-			s.fail(fmt.Errorf("responses stream: %w", err))
+			s.Fail(fmt.Errorf("responses stream: %w", err))
 			return
 		}
 		s.edits = append(s.edits, e)
@@ -551,7 +555,7 @@ func (s *respStream) terminal(ev, data []byte, root gjson.Result, typ string) {
 	if s.carry != "" && usage.Exists() {
 		e, err := jsonedit.Of(data, usage, turn.SumUsage(s.carry, usage.Raw))
 		if err != nil {
-			s.fail(fmt.Errorf("responses stream: %w", err))
+			s.Fail(fmt.Errorf("responses stream: %w", err))
 			return
 		}
 		s.edits = append(s.edits, e)
@@ -643,7 +647,7 @@ func (s *respStream) release(v *respVerdict) {
 	held := r.held
 	r.held, r.heldBytes = nil, 0
 	for _, e := range held {
-		if s.err != nil {
+		if s.Err() != nil {
 			return
 		}
 		if e.call != nil {
@@ -656,9 +660,9 @@ func (s *respStream) release(v *respVerdict) {
 				continue
 			}
 		}
-		data, ok := s.data(e.ev)
+		data, ok := s.Data(e.ev)
 		if !ok || !gjson.ValidBytes(data) {
-			s.write(e.ev)
+			s.Emit(e.ev)
 			continue
 		}
 		root := gjson.ParseBytes(data)
@@ -692,7 +696,7 @@ func (s *respStream) emitEdits(ev, data []byte, root gjson.Result, index, d int)
 			n = s.lastSeq + 1
 			e, err := jsonedit.Of(data, seq, strconv.FormatInt(n, 10))
 			if err != nil {
-				s.fail(fmt.Errorf("responses stream: %w", err))
+				s.Fail(fmt.Errorf("responses stream: %w", err))
 				return
 			}
 			s.edits = append(s.edits, e)
@@ -702,7 +706,7 @@ func (s *respStream) emitEdits(ev, data []byte, root gjson.Result, index, d int)
 	if index >= 0 && d != index {
 		e, err := jsonedit.Of(data, root.Get("output_index"), strconv.Itoa(d))
 		if err != nil {
-			s.fail(fmt.Errorf("responses stream: %w", err))
+			s.Fail(fmt.Errorf("responses stream: %w", err))
 			return
 		}
 		s.edits = append(s.edits, e)
@@ -716,7 +720,7 @@ func (s *respStream) emitEdits(ev, data []byte, root gjson.Result, index, d int)
 		}
 	}
 	if len(s.edits) == 0 {
-		s.write(ev)
+		s.Emit(ev)
 		return
 	}
 	s.writeEvent(ev, jsonedit.Apply(data, s.edits))
@@ -801,14 +805,14 @@ func (s *respStream) writeMade(typ string, data []byte) {
 	if s.evLines < 0 {
 		typ = ""
 	}
-	s.writeNew(typ, data)
+	s.WriteEvent(typ, data)
 }
 
-// stopEvent is an error event: the Node SDK throws an APIError for an
+// StopEvent is an error event: the Node SDK throws an APIError for an
 // event named "error" (core/streaming.ts); openai-go ends the stream with
 // an error only for data holding "error" (ssestream.go), which the API's
 // own error event lacks, so the gate's has both forms.
-func (s *respStream) stopEvent(message string) []byte {
+func (s *respStream) StopEvent(message string) []byte {
 	m := gjson.AppendJSONString(nil, message)
 	b := append([]byte("event: error\ndata: {\"type\":\"error\",\"sequence_number\":"), strconv.FormatInt(s.lastSeq+1, 10)...)
 	b = append(b, `,"code":"response_refused","message":`...)
@@ -822,7 +826,7 @@ func (s *respStream) stopEvent(message string) []byte {
 // when it holds line ends); its other lines (event:, id:, comments) are
 // kept, in order.
 func (s *respStream) writeEvent(ev, data []byte) {
-	s.writeReplaced(ev, data, false)
+	s.WriteReplaced(ev, data, false)
 }
 
 // writeEnd writes the end that a continuation withheld: text (if any) as a

@@ -351,8 +351,7 @@ func anyClientCall(items []string) bool {
 // Stream implements Turn.
 func (t *respTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
 	t.Streaming = true
-	t.s.attach(dst, flush, "responses stream")
-	t.s.stop = &t.s
+	t.s.Attach(dst, flush, "responses stream", &t.s)
 	return &t.s
 }
 
@@ -369,7 +368,7 @@ func (t *respTurn) JSON(body []byte) error {
 
 // Continuation implements Turn.
 func (t *respTurn) Continuation() ([]byte, bool) {
-	return t.FollowUp(!t.Streaming || t.s.err == nil && t.s.ending, func(_ []byte, step *respStep) ([]byte, error) {
+	return t.FollowUp(!t.Streaming || t.s.Err() == nil && t.s.ending, func(_ []byte, step *respStep) ([]byte, error) {
 		return t.followUp(step)
 	})
 }
@@ -384,15 +383,15 @@ func (t *respTurn) Continue() {
 // Finish implements Turn.
 func (t *respTurn) Finish() ([]byte, error) {
 	if t.Finished {
-		return t.Acc, t.s.err
+		return t.Acc, t.s.Err()
 	}
 	text := t.End(func(s *respStep) string { return s.fallback })
 	if !t.Streaming {
 		return t.EndJSON(text, appendMessage), nil
 	}
 	s := &t.s
-	if s.err != nil {
-		return nil, s.err
+	if s.Err() != nil {
+		return nil, s.Err()
 	}
 	switch {
 	case s.ending:
@@ -404,10 +403,10 @@ func (t *respTurn) Finish() ([]byte, error) {
 	}
 	if s.owesDone {
 		s.owesDone = false
-		s.write([]byte("data: [DONE]\n\n"))
+		s.Emit([]byte("data: [DONE]\n\n"))
 	}
-	s.flushNow()
-	return nil, s.err
+	s.FlushNow()
+	return nil, s.Err()
 }
 
 // mergeResponsesJSON merges the follow-up body next (already rewritten)

@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/chat"
 )
 
 // A streamed answer whose calls are held waits for the person's answer
@@ -136,7 +137,7 @@ const resumeText = "Done: post 7 is deleted."
 
 func TestResumeChatStream(t *testing.T) {
 	h := newHolder("delete_post")
-	r := runResume(t, Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
+	r := runResume(t, chat.Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
 	if r.closeErr != nil {
 		t.Fatal(r.closeErr)
 	}
@@ -184,7 +185,7 @@ func TestResumeChatWaitPassed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runResume(t, Chat{}, newHolder("delete_post"), testRequest, chatHeld(), false, "")
+	r := runResume(t, chat.Chat{}, newHolder("delete_post"), testRequest, chatHeld(), false, "")
 	if r.closeErr != nil || r.held != testStep {
 		t.Fatalf("held %q, close %v", r.held, r.closeErr)
 	}
@@ -211,7 +212,7 @@ func TestResumeNotOffered(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			rw := Wrap(rec, Chat{}, context.Background(), tc.h, 0)
+			rw := Wrap(rec, chat.Chat{}, context.Background(), tc.h, 0)
 			rw.SetRequest([]byte(tc.request))
 			rw.AllowResume()
 			rw.Header().Set("Content-Type", "text/event-stream")
@@ -239,7 +240,7 @@ func TestResumeNeedsARestoredHistory(t *testing.T) {
 	// person's) makes no follow-up: the stream ends as without waiting.
 	h := newHolder("delete_post")
 	rec := newRecorder()
-	rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
 	rw.AllowResume()
 	rw.Header().Set("Content-Type", "text/event-stream")
@@ -260,7 +261,7 @@ func TestResumeNeedsARestoredHistory(t *testing.T) {
 func TestResumeChatFollowUpFails(t *testing.T) {
 	h := newHolder("delete_post")
 	rec := newRecorder()
-	rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
 	rw.AllowResume()
 	rw.Header().Set("Content-Type", "text/event-stream")
@@ -270,7 +271,9 @@ func TestResumeChatFollowUpFails(t *testing.T) {
 	}
 	rw.Continuation()
 	rs := &heldRestorer{h: h}
-	if _, ok := rw.Resume(func(b []byte) ([]byte, error) { return Chat{}.RewriteRequest(context.Background(), b, testLink, rs) }); !ok {
+	if _, ok := rw.Resume(func(b []byte) ([]byte, error) {
+		return chat.Chat{}.RewriteRequest(context.Background(), b, testLink, rs)
+	}); !ok {
 		t.Fatal("no follow-up")
 	}
 	rw.Continue()
@@ -400,7 +403,7 @@ func TestResumeResponsesStream(t *testing.T) {
 
 func TestResumeNextRequestChat(t *testing.T) {
 	h := newHolder("delete_post")
-	r := runResume(t, Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
+	r := runResume(t, chat.Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
 	acc := accumulate(t, r.out)
 	params := openai.ChatCompletionNewParams{
 		Model:    "gpt-4o",
@@ -411,7 +414,7 @@ func TestResumeNextRequestChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := &heldRestorer{h: h}
-	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, rs)
+	out, err := chat.Chat{}.RewriteRequest(context.Background(), body, testLink, rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +439,7 @@ func TestResumeNextRequestChatFollowUpCalls(t *testing.T) {
 		`{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, "I'll delete it.\n\n"+waitText+"\n\nNow the list:")) + `,"refusal":null,` +
 		`"tool_calls":[{"id":"call_list","type":"function","function":{"name":"list_posts","arguments":"{}"}}]},` +
 		`{"role":"tool","tool_call_id":"call_list","content":"[]"},{"role":"user","content":"ok"}]}`)
-	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
+	out, err := chat.Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +572,7 @@ func BenchmarkWriterStreamText200Resume(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				clear(w.h)
-				rw := Wrap(w, Chat{}, context.Background(), h, 0)
+				rw := Wrap(w, chat.Chat{}, context.Background(), h, 0)
 				rw.SetRequest(req)
 				if allow {
 					rw.AllowResume()

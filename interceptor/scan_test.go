@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/provider/chat"
 	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
@@ -32,8 +33,8 @@ func TestMayHoldSeesEveryReadersKey(t *testing.T) {
 		{`{"tool_calls"`, true},
 		{`tool_calls`, false},
 	} {
-		if got := hasToolCalls([]byte(tc.in)); got != tc.want {
-			t.Errorf("hasToolCalls(%s) = %v, want %v", tc.in, got, tc.want)
+		if got := (chat.Chat{}).MayHoldCalls([]byte(tc.in)); got != tc.want {
+			t.Errorf("(chat.Chat{}).MayHoldCalls(%s) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }
@@ -44,10 +45,10 @@ func TestMayHoldFoldsKeysNotValues(t *testing.T) {
 		may  func([]byte) bool
 		want bool
 	}{
-		{`{"tool_callſ":[]}`, hasToolCalls, true},
-		{`{"ToOl_CaLlS":[]}`, hasToolCalls, true},
-		{`{"FUNCTION_CALL":{}}`, hasToolCalls, true},
-		{`{"content":"ſ, K and _"}`, hasToolCalls, false},
+		{`{"tool_callſ":[]}`, (chat.Chat{}).MayHoldCalls, true},
+		{`{"ToOl_CaLlS":[]}`, (chat.Chat{}).MayHoldCalls, true},
+		{`{"FUNCTION_CALL":{}}`, (chat.Chat{}).MayHoldCalls, true},
+		{`{"content":"ſ, K and _"}`, (chat.Chat{}).MayHoldCalls, false},
 		// Type names are values: every reader compares them exactly.
 		{`{"type":"function_call"}`, hasCallBytes, true},
 		{`{"type":"FUNCTION_CALL"}`, hasCallBytes, false},
@@ -95,7 +96,7 @@ func FuzzMayHold(f *testing.F) {
 			folded bool
 			may    func([]byte) bool
 		}{
-			{"chat", []string{"tool_calls", "function_call"}, true, hasToolCalls},
+			{"chat", []string{"tool_calls", "function_call"}, true, (chat.Chat{}).MayHoldCalls},
 			{"anthropic", []string{"tool_use", "input"}, false, hasToolUse},
 			{"responses", []string{"function_call", "custom_tool_call", "arguments", "input"}, false, hasCallBytes},
 		} {
@@ -112,7 +113,7 @@ func BenchmarkHasToolCalls(b *testing.B) {
 	ev := []byte(`data: {"id":"chatcmpl-ABfwAwrNePHUgBBezonVC6MX3zd63","object":"chat.completion.chunk","created":1727346178,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_5050236cbd","choices":[{"index":0,"delta":{"content":" weather"},"logprobs":null,"finish_reason":null}]}` + "\n\n")
 	b.Run("mayHold", func(b *testing.B) {
 		for b.Loop() {
-			hasToolCalls(ev)
+			(chat.Chat{}).MayHoldCalls(ev)
 		}
 	})
 	b.Run("bytes.Contains", func(b *testing.B) {

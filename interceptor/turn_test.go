@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/chat"
 )
 
 const (
@@ -81,7 +82,7 @@ func jsonUp(body string) upstream { return upstream{200, "application/json", bod
 func runTurn(t *testing.T, h provider.Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
 	t.Helper()
 	rec = newRecorder()
-	rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(request))
 	for i, r := range responses {
 		if i > 0 {
@@ -233,7 +234,7 @@ func TestTurnStreamHeldBesideRefused(t *testing.T) {
 func TestTurnStreamTextFlowsAsItComes(t *testing.T) {
 	h := newHolder().refusing("send_email", refusal)
 	rec := newRecorder()
-	rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
 	rw.Header().Set("Content-Type", "text/event-stream")
 	rw.WriteHeader(http.StatusOK)
@@ -394,7 +395,7 @@ func TestTurnStreamNoFollowUpSent(t *testing.T) {
 	// The handler may decline to continue: the refusal is shown in place.
 	h := newHolder().refusing("send_email", refusal)
 	rec := newRecorder()
-	rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
 	rw.Header().Set("Content-Type", "text/event-stream")
 	if _, err := rw.Write([]byte(refusingStream())); err != nil {
@@ -426,7 +427,7 @@ func TestTurnWithoutRequestShowsRefusalsInPlace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHolder("delete_post").refusing("send_email", refusal)
 			rec := newRecorder()
-			rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+			rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 			if tc.request != "" {
 				rw.SetRequest([]byte(tc.request))
 			}
@@ -572,7 +573,7 @@ func TestVerdictPassJSON(t *testing.T) {
 	body := fixture(t, "json-parallel-tools.json")
 	// Both calls inspected: the weather call passes, the stock call is held.
 	h := newHolder("get_stock_price").passing("GetWeatherArgs")
-	out, err := Chat{}.RewriteJSON(context.Background(), body, h)
+	out, err := chat.Chat{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,7 +590,7 @@ func TestVerdictPassJSON(t *testing.T) {
 	}
 
 	// Every call passes, no text: the same slice.
-	out, err = Chat{}.RewriteJSON(context.Background(), body, newHolder().passing("GetWeatherArgs", "get_stock_price"))
+	out, err = chat.Chat{}.RewriteJSON(context.Background(), body, newHolder().passing("GetWeatherArgs", "get_stock_price"))
 	if err != nil || &out[0] != &body[0] || len(out) != len(body) {
 		t.Errorf("all passed: err %v, not the same slice", err)
 	}
@@ -683,7 +684,7 @@ func TestRefusalInPlaceWithoutTurn(t *testing.T) {
 	if c := accumulate(t, out).Choices[0]; c.Message.Content != refusal || c.FinishReason != "stop" || len(c.Message.ToolCalls) != 0 {
 		t.Errorf("choice = %+v", c)
 	}
-	js, err := Chat{}.RewriteJSON(context.Background(), fixture(t, "json-one-tool.json"), h)
+	js, err := chat.Chat{}.RewriteJSON(context.Background(), fixture(t, "json-one-tool.json"), h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolgate/toolgate/provider/chat"
 )
 
 // A call the gate cannot place — of an unknown type, or naming a gated
@@ -32,7 +34,7 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	}
 	for name, msg := range chatJSON {
 		body := chatEnv + msg + `,"logprobs":null,"finish_reason":"stop"}]}`
-		out, err := Chat{}.RewriteJSON(ctx, []byte(body), newHolder("delete_post").passing("read_post"))
+		out, err := chat.Chat{}.RewriteJSON(ctx, []byte(body), newHolder("delete_post").passing("read_post"))
 		if err == nil {
 			t.Errorf("chat json, %s: not refused; the app reads %s", name, out)
 		}

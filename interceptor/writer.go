@@ -772,6 +772,4 @@ var (
 	_ io.ReaderFrom                             = (*ResponseWriter)(nil)
 	_ interface{ FlushError() error }           = (*ResponseWriter)(nil)
 	_ interface{ Unwrap() http.ResponseWriter } = (*ResponseWriter)(nil)
-	_ provider.Adapter                          = Chat{}
-	_ provider.Stream                           = (*chatStream)(nil)
 )

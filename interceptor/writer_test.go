@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/chat"
 )
 
 // recorder is an httptest.ResponseRecorder that also records each
@@ -41,7 +42,7 @@ func (r *recorder) Flush() {
 type onlyReader struct{ io.Reader }
 
 func wrap(rec *recorder, h provider.Holder, contentType string, max int64) *ResponseWriter {
-	rw := Wrap(rec, Chat{}, context.Background(), h, max)
+	rw := Wrap(rec, chat.Chat{}, context.Background(), h, max)
 	rw.Header().Set("Content-Type", contentType)
 	return rw
 }
@@ -257,7 +258,7 @@ func TestWriterReadsEveryLabel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
 			h := newHolder("GetWeatherArgs")
-			rw := Wrap(rec, Chat{}, context.Background(), h, 0)
+			rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 			rw.SetRequest([]byte(`{"model":"gpt-4o","stream":` + strconv.FormatBool(tc.stream) + `,"messages":[]}`))
 			for _, ct := range tc.types {
 				rw.Header().Add("Content-Type", ct)
@@ -299,7 +300,7 @@ func TestWriterReadsEveryLabel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			rw := Wrap(rec, Chat{}, context.Background(), newHolder("GetWeatherArgs"), 0)
+			rw := Wrap(rec, chat.Chat{}, context.Background(), newHolder("GetWeatherArgs"), 0)
 			rw.SetRequest([]byte(`{"stream":` + strconv.FormatBool(tc.stream) + `}`))
 			if tc.ct != "" {
 				rw.Header().Set("Content-Type", tc.ct)

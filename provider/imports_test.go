@@ -28,6 +28,7 @@ var allowedImports = map[string][]string{
 	"store":                       nil,
 
 	"provider":                   nil,
+	"provider/chat":              {"provider", "wire/..."},
 	"provider/gemini":            {"provider", "provider/internal/...", "wire/..."},
 	"provider/gemini/geminitest": nil,
 	"wire/sse":                   nil,
@@ -35,11 +36,15 @@ var allowedImports = map[string][]string{
 	"wire/links":                 nil,
 	"wire/keyscan":               nil,
 	"wire/turn":                  {"provider", "wire/jsonedit"},
+	"wire/stream":                {"wire/shape", "wire/sse"},
+	"wire/shape":                 {"wire/keyscan"},
+	"wire/tooledit":              {"provider", "wire/jsonedit"},
+	"wire/params":                nil,
 	"interceptor":                {"provider", "wire/..."},
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
 	"pages":       {"cards", "forms", "gate", "store"},
-	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/gemini", "store", "wire/..."},
+	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/chat", "provider/gemini", "store", "wire/..."},
 
 	"cmd/toolgate":             {"caddymodule", "policies"},
 	"examples/demo":            {"actions", "caddymodule"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/provider"
+	chatadapter "github.com/toolgate/toolgate/provider/chat"
 )
 
 // In-process differential: the gate's response writer (interceptor.Wrap,
@@ -32,7 +33,7 @@ func (holdGated) Hold(context.Context, []provider.Call, []byte) provider.Verdict
 }
 
 var adapters = map[string]provider.Adapter{
-	chat:      interceptor.Chat{},
+	chat:      chatadapter.Chat{},
 	responses: interceptor.Responses{},
 	anthropic: interceptor.Anthropic{},
 }

@@ -304,10 +304,10 @@ var mutations = []mutation{
 	},
 	{
 		Name:  "shapes: a name spelt with escapes",
-		File:  "interceptor/guard.go",
+		File:  "wire/shape/shape.go",
 		From:  "if keyscan.HasEscape(b) {",
 		To:    "if false && keyscan.HasEscape(b) {",
-		Tests: []string{"./interceptor:TestNamesFindWholeNames"},
+		Tests: []string{"./wire/shape:TestNamesFindWholeNames"},
 	},
 	{
 		Name:  "shapes: a JSON answer in the adapter's own shape",
@@ -318,10 +318,10 @@ var mutations = []mutation{
 	},
 	{
 		Name:  "shapes: another provider's call key beside the adapter's",
-		File:  "interceptor/guard.go",
-		From:  "case isCallKey(name):\n\t\t\tforeign = true",
-		To:    "case isCallKey(name):",
-		Tests: []string{"./interceptor:TestEveryShapeThroughEveryAdapter"},
+		File:  "wire/shape/shape.go",
+		From:  "case IsCallKey(name):\n\t\t\tforeign = true",
+		To:    "case IsCallKey(name):",
+		Tests: []string{"./interceptor:TestEveryShapeThroughEveryAdapter", "./wire/shape:TestReadsOneShape"},
 	},
 	{
 		Name:  "shapes: NDJSON and event-stream answers guarded",
@@ -332,7 +332,7 @@ var mutations = []mutation{
 	},
 	{
 		Name:  "shapes: a stream event in another protocol's shape",
-		File:  "interceptor/sseframe.go",
+		File:  "wire/stream/frame.go",
 		From:  "if f.names == nil || f.names.Named(ev) == \"\" {",
 		To:    "if true || f.names.Named(ev) == \"\" {",
 		Tests: []string{"./interceptor:TestStreamRefusesForeignEvents", "./e2e:TestNoShapeCarriesAGatedCall"},

@@ -50,3 +50,13 @@ func Apply(src []byte, edits []Edit) []byte {
 
 // IsNull reports whether r is absent or JSON null.
 func IsNull(r gjson.Result) bool { return r.Type == gjson.Null }
+
+// Arguments decodes a tool call's arguments value as the providers send
+// it: the text of a JSON string, or the raw JSON of anything else a
+// provider might send.
+func Arguments(a gjson.Result) []byte {
+	if a.Type == gjson.String {
+		return []byte(a.Str)
+	}
+	return []byte(a.Raw)
+}

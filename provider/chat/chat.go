@@ -1,4 +1,4 @@
-package interceptor
+package chat
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/wire/jsonedit"
 	"github.com/toolgate/toolgate/wire/keyscan"
 	"github.com/toolgate/toolgate/wire/sse"
+	"github.com/toolgate/toolgate/wire/stream"
 	"github.com/toolgate/toolgate/wire/turn"
 )
 
@@ -50,6 +51,10 @@ var chatShape = func() *jsonedit.Shape {
 // hasToolCalls reports whether b may hold a Chat call: "tool_calls" or
 // the legacy "function_call", however a reader may read them.
 func hasToolCalls(b []byte) bool { return chatKeys.MayHold(b) }
+
+// MayHoldCalls is the fast path's byte search (hasToolCalls), for the
+// tests that hold every adapter's search against the readers'.
+func (Chat) MayHoldCalls(b []byte) bool { return hasToolCalls(b) }
 
 // RewriteJSON judges the inspected calls of a chat.completion body
 // (wire-formats.md §1.1) and takes out the held and refused ones; refusals
@@ -126,7 +131,7 @@ func rewriteChatJSON(ctx context.Context, body []byte, h provider.Holder, cont b
 						ID:        tc.Get("id").Str,
 						Type:      typ,
 						Name:      name,
-						Arguments: argumentBytes(callArguments(fn)),
+						Arguments: jsonedit.Arguments(callArguments(fn)),
 						Raw:       []byte(tc.Raw),
 					})
 				}
@@ -355,23 +360,6 @@ func callArguments(fn gjson.Result) gjson.Result {
 	return fn.Get("input")
 }
 
-// argumentBytes decodes an arguments value: the text of a JSON string, or
-// the raw JSON of anything else a provider might send.
-func argumentBytes(a gjson.Result) []byte {
-	if a.Type == gjson.String {
-		return []byte(a.Str)
-	}
-	return []byte(a.Raw)
-}
-
-// maxEvent caps one SSE event (all its lines). Chat chunks are a few hundred
-// bytes; the cap bounds what one stream may make us buffer.
-const maxEvent = 8 << 20
-
-// foldAt is the size at which the content log is parsed and emptied, so a
-// long text answer costs a bounded buffer, not a copy of the stream.
-const foldAt = 256 << 10
-
 // NewStream returns the rewriter of a chat.completion.chunk stream
 // (wire-formats.md §1.2). The upstream body may arrive in any split.
 //
@@ -403,8 +391,7 @@ const foldAt = 256 << 10
 // held call whose choice never finished is simply never written or held.
 func (Chat) NewStream(ctx context.Context, dst io.Writer, flush func() error, h provider.Holder) provider.Stream {
 	s := &chatStream{ctx: ctx, h: h}
-	s.attach(dst, flush, "chat stream")
-	s.stop = s
+	s.Attach(dst, flush, "chat stream", s)
 	return s
 }
 
@@ -413,10 +400,10 @@ type chatStream struct {
 	h   provider.Holder
 	t   *chatTurn // the turn it belongs to; nil: no continuation
 
-	sseFrame               // the event begun in an earlier Write, not yet complete
-	log      *bytes.Buffer // passed events that may carry content, not yet read (pooled)
-	choices  []*chatChoice // per choice index, in order of appearance
-	waiting  int           // choices with held calls not yet handed to Hold
+	stream.Frame               // the event begun in an earlier Write, not yet complete
+	log          *bytes.Buffer // passed events that may carry content, not yet read (pooled)
+	choices      []*chatChoice // per choice index, in order of appearance
+	waiting      int           // choices with held calls not yet handed to Hold
 
 	// Continuation state (a Turn's stream only; the rest is in t).
 	slowAll  bool // read every event: the response continues an earlier one, or its end is withheld
@@ -452,44 +439,43 @@ type chatCall struct {
 
 var (
 	errMidLine    = errors.New("chat stream: body ends mid-line")
-	errEventLarge = fmt.Errorf("chat stream: event over %d bytes", maxEvent)
+	errEventLarge = fmt.Errorf("chat stream: event over %d bytes", stream.MaxEvent)
 	errClosed     = errors.New("chat stream: write after close")
 )
 
 func (s *chatStream) Write(p []byte) (int, error) {
-	return s.frameWrite(s, p, errEventLarge, errClosed)
+	return s.WriteEvents(s, p, errEventLarge, errClosed)
 }
 
 // Close handles a last event left without its closing blank line, then
 // gives the buffers back. It reports a body that ends mid-line (after passing
 // the partial line on if it could pass) and any earlier error.
 func (s *chatStream) Close() error {
-	if s.closed {
-		return s.err
+	if s.MarkClosed() {
+		return s.Err()
 	}
-	s.closed = true
-	if s.frameClose(s) && s.err == nil {
-		s.err = errMidLine
+	if s.CloseEvents(s) && s.Err() == nil {
+		s.SetErr(errMidLine)
 	}
-	putBuf(s.log)
+	stream.PutBuf(s.log)
 	s.log = nil
-	return s.err
+	return s.Err()
 }
 
-// passes reports whether ev goes out unread: it names no tool call and no
+// Passes reports whether ev goes out unread: it names no tool call and no
 // held call waits for its finish chunk. Such an event may still carry text a
 // held message will need; it is copied to the log, to be read only if a
 // tool call turns up (fold). Copying every event costs less than searching
 // each for "content".
-func (s *chatStream) passes(ev []byte) bool {
+func (s *chatStream) Passes(ev []byte) bool {
 	if s.waiting > 0 || s.slowAll || hasToolCalls(ev) {
 		return false
 	}
 	if s.log == nil {
-		s.log = getBuf()
+		s.log = stream.GetBuf()
 	}
 	s.log.Write(ev)
-	if s.log.Len() >= foldAt {
+	if s.log.Len() >= stream.FoldAt {
 		s.fold()
 	}
 	return true
@@ -502,7 +488,7 @@ func (s *chatStream) fold() {
 	b := s.log.Bytes()
 	for len(b) > 0 {
 		e := sse.EventLen(b)
-		data, ok := s.data(b[:e])
+		data, ok := s.Data(b[:e])
 		b = b[e:]
 		if !ok || !gjson.ValidBytes(data) {
 			continue
@@ -521,42 +507,42 @@ func (s *chatStream) fold() {
 	s.log.Reset()
 }
 
-// slow handles an event that names a tool call, or any event while a held
+// Slow handles an event that names a tool call, or any event while a held
 // call waits for its finish chunk or a continuation is under way.
-func (s *chatStream) slow(ev []byte) {
+func (s *chatStream) Slow(ev []byte) {
 	if s.log != nil && s.log.Len() > 0 {
 		s.fold() // keep the text in order: logged deltas came first
 	}
-	data, ok := s.data(ev)
+	data, ok := s.Data(ev)
 	if s.ending {
 		s.withhold(data, ok)
 		return
 	}
 	if !ok {
-		s.write(ev)
+		s.Emit(ev)
 		return
 	}
 	if bytes.Equal(data, doneData) {
 		s.writeCarry()
-		s.write(ev)
+		s.Emit(ev)
 		return
 	}
 	if !gjson.ValidBytes(data) {
 		if hasToolCalls(data) {
-			s.fail(errors.New("chat stream: invalid JSON around tool calls"))
+			s.Fail(errors.New("chat stream: invalid JSON around tool calls"))
 			return
 		}
-		s.write(ev) // not a chunk; it can hold no call
+		s.Emit(ev) // not a chunk; it can hold no call
 		return
 	}
 	repl, drop, err := s.chunk(data)
 	switch {
 	case err != nil:
-		s.fail(err)
+		s.Fail(err)
 	case drop:
 		s.writeEvent(ev, "") // its other lines (id:, comments) stay
 	case repl == "":
-		s.write(ev)
+		s.Emit(ev)
 	default:
 		s.writeEvent(ev, repl)
 	}
@@ -620,9 +606,9 @@ func (s *chatStream) chunk(data []byte) (repl string, drop bool, err error) {
 				return false
 			}
 			droppable = droppable && !keep
-			return s.err == nil
+			return s.Err() == nil
 		})
-		if err != nil || s.err != nil {
+		if err != nil || s.Err() != nil {
 			return "", false, err
 		}
 	}
@@ -717,7 +703,7 @@ func (s *chatStream) choiceDelta(data []byte, root, ch gjson.Result, ci int) (ke
 		settled := st.held > 0
 		if settled {
 			s.settle(root, st)
-			if s.err != nil {
+			if s.Err() != nil {
 				return false, nil
 			}
 		}
@@ -935,8 +921,8 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 	st.held = 0
 	s.waiting--
 
-	s.flushNow() // what came before must not wait for Hold
-	if s.err != nil {
+	s.FlushNow() // what came before must not wait for Hold
+	if s.Err() != nil {
 		return
 	}
 	v := s.h.Hold(s.ctx, held, msg)
@@ -981,7 +967,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 		ev = c.appendDelta(ev)
 		ev = append(ev, `]},"logprobs":null,"finish_reason":null}]}`...)
 		s.out = ev
-		s.writeNew("", ev)
+		s.WriteEvent("", ev)
 	}
 	if s.t != nil {
 		s.t.HoldsStep(v, st.passed == 0 && len(s.choices) == 1 && st.index == 0 && s.t.allowed())
@@ -1026,7 +1012,7 @@ func (s *chatStream) writeText(root gjson.Result, env []byte, ci int, text strin
 	ev = gjson.AppendJSONString(ev, text)
 	ev = append(ev, `},"logprobs":null,"finish_reason":null}]}`...)
 	s.out = ev
-	s.writeNew("", ev)
+	s.WriteEvent("", ev)
 }
 
 // writeCarry writes the usage still carried from withheld responses as
@@ -1042,7 +1028,7 @@ func (s *chatStream) writeCarry() {
 	ev = append(ev, '}')
 	s.t.carry = ""
 	s.out = ev
-	s.writeNew("", ev)
+	s.WriteEvent("", ev)
 }
 
 // writeEnd writes the end of the turn that a continuation withheld: text
@@ -1067,13 +1053,13 @@ func (s *chatStream) writeEnd(text string) {
 	ev = strconv.AppendQuote(ev, reason)
 	ev = append(ev, "}]}"...)
 	s.out = ev
-	s.writeNew("", ev)
+	s.WriteEvent("", ev)
 	s.writeCarry()
 	if s.t.doneSeen {
-		s.write([]byte("data: [DONE]\n\n"))
+		s.Emit([]byte("data: [DONE]\n\n"))
 	}
 	s.ending = false
-	s.flushNow()
+	s.FlushNow()
 }
 
 // appendJSON appends the call as it appears in a complete message.
@@ -1117,12 +1103,12 @@ func chatStopEvent(message string) []byte {
 	return append(b, `,"type":"toolgate_error","param":null,"code":"response_refused"}}`+"\n\n"...)
 }
 
-func (s *chatStream) stopEvent(message string) []byte { return chatStopEvent(message) }
+func (s *chatStream) StopEvent(message string) []byte { return chatStopEvent(message) }
 
 // writeEvent writes ev with its data replaced by data (several data
 // lines when it holds line ends); its other lines (id:, comments) are
 // kept, in order. With no data ("") its data lines are dropped, and an
 // event left with nothing is not written.
 func (s *chatStream) writeEvent(ev []byte, data string) {
-	s.writeReplaced(ev, []byte(data), data == "")
+	s.WriteReplaced(ev, []byte(data), data == "")
 }

@@ -1,4 +1,4 @@
-package interceptor
+package tooledit
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
-// toolEdit rewrites one tool object of a request (or of an MCP tools/list
+// edit rewrites one tool object of a request (or of an MCP tools/list
 // result): the object obj inside body holds the tool's name, its schema
 // under schemaKey and its description. rewrite is asked under each of
 // names in turn until it says ok; then the schema is replaced (unless the
@@ -19,7 +19,7 @@ import (
 // every other byte stays. ok is false when the tool stays as it is. Each
 // provider differs only in where the object sits and what its schema key
 // is; this is the part they share.
-func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, rewrite provider.ToolRewrite, proto string) (e jsonedit.Edit, ok bool, err error) {
+func edit(body []byte, obj gjson.Result, schemaKey string, names []string, rewrite provider.ToolRewrite, proto string) (e jsonedit.Edit, ok bool, err error) {
 	if !obj.IsObject() {
 		return jsonedit.Edit{}, false, nil
 	}
@@ -67,15 +67,18 @@ func toolEdit(body []byte, obj gjson.Result, schemaKey string, names []string, r
 	return e, err == nil, err
 }
 
-// rewriteToolList applies toolEdit to every object each(tools) yields and
-// splices the edits into body (the same slice when nothing changed).
-func rewriteToolList(body []byte, tools gjson.Result, visit func(tool gjson.Result, add func(obj gjson.Result, schemaKey string, names ...string) bool) bool, rewrite provider.ToolRewrite, proto string) ([]byte, error) {
+// Rewrite applies a policy's rewrite to the tools of a list: visit is
+// called with each element of tools (an array inside body) and calls add
+// for each tool object it holds (obj, its schema's key, and the names the
+// rewrite is asked under, in turn); the edits are spliced into body (the
+// same slice when nothing changed). proto names the list in errors.
+func Rewrite(body []byte, tools gjson.Result, visit func(tool gjson.Result, add func(obj gjson.Result, schemaKey string, names ...string) bool) bool, rewrite provider.ToolRewrite, proto string) ([]byte, error) {
 	var edits []jsonedit.Edit
 	var err error
 	add := func(obj gjson.Result, schemaKey string, names ...string) bool {
 		var e jsonedit.Edit
 		var ok bool
-		if e, ok, err = toolEdit(body, obj, schemaKey, names, rewrite, proto); err != nil {
+		if e, ok, err = edit(body, obj, schemaKey, names, rewrite, proto); err != nil {
 			return false
 		}
 		if ok {

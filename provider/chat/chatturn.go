@@ -1,4 +1,4 @@
-package interceptor
+package chat
 
 import (
 	"context"
@@ -103,8 +103,7 @@ func (t *chatTurn) allowed() bool {
 // Stream implements Turn.
 func (t *chatTurn) Stream(dst io.Writer, flush func() error) provider.Stream {
 	t.Streaming = true
-	t.s.attach(dst, flush, "chat stream")
-	t.s.stop = &t.s
+	t.s.Attach(dst, flush, "chat stream", &t.s)
 	return &t.s
 }
 
@@ -121,7 +120,7 @@ func (t *chatTurn) JSON(body []byte) error {
 
 // Continuation implements Turn.
 func (t *chatTurn) Continuation() ([]byte, bool) {
-	return t.FollowUp(!t.Streaming || t.s.err == nil && t.s.ending, appendStep)
+	return t.FollowUp(!t.Streaming || t.s.Err() == nil && t.s.ending, appendStep)
 }
 
 // Resume implements Turn: the follow-up request is the last request with
@@ -142,15 +141,15 @@ func (t *chatTurn) Continue() {
 // Finish implements Turn.
 func (t *chatTurn) Finish() ([]byte, error) {
 	if t.Finished {
-		return t.Acc, t.s.err
+		return t.Acc, t.s.Err()
 	}
 	text := t.End(func(s *chatStep) string { return s.fallback })
 	if !t.Streaming {
 		return t.EndJSON(text, appendChoiceText), nil
 	}
 	s := &t.s
-	if s.err != nil {
-		return nil, s.err
+	if s.Err() != nil {
+		return nil, s.Err()
 	}
 	switch {
 	case s.ending:
@@ -160,7 +159,7 @@ func (t *chatTurn) Finish() ([]byte, error) {
 	case s.inCont && !s.finished:
 		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
 	}
-	return nil, s.err
+	return nil, s.Err()
 }
 
 // continueResponse readies the stream for the follow-up response, which

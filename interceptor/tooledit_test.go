@@ -2,8 +2,12 @@ package interceptor
 
 import (
 	"testing"
+
+	"github.com/toolgate/toolgate/provider"
 )
 
+// TestDropTools: each adapter's DropTools, and MCP's, through the shared
+// wire/tooledit.Drop.
 func TestDropTools(t *testing.T) {
 	drop := func(name string) bool { return name == "send" }
 	for _, c := range []struct{ name, proto, in, want string }{
@@ -24,7 +28,11 @@ func TestDropTools(t *testing.T) {
 		{"a custom tool is the model's too", "openai-responses", `{"tools":[{"type":"custom","name":"send"},{"type":"mcp","server_label":"send"}]}`, `{"tools":[{"type":"mcp","server_label":"send"}]}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := DropTools([]byte(c.in), c.proto, drop)
+			dropTools := DropMCPTools
+			if c.proto != "mcp" {
+				dropTools = provider.Lookup(c.proto).DropTools
+			}
+			got, err := dropTools([]byte(c.in), drop)
 			if err != nil || string(got) != c.want {
 				t.Fatalf("got %s, %v\nwant %s", got, err, c.want)
 			}

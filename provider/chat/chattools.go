@@ -1,4 +1,4 @@
-package interceptor
+package chat
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
 var toolsKey = []byte(`"tools"`)
@@ -35,7 +36,7 @@ func (Chat) RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, err
 	if !tools.IsArray() {
 		return body, nil
 	}
-	return rewriteToolList(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
+	return tooledit.Rewrite(body, tools, func(tool gjson.Result, add func(gjson.Result, string, ...string) bool) bool {
 		if !tool.IsObject() || tool.Get("type").Str != "function" {
 			return true
 		}

@@ -1,0 +1,70 @@
+package interceptor
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/params"
+	"github.com/toolgate/toolgate/wire/tooledit"
+)
+
+// What Anthropic Messages answers of the provider.Provider questions.
+
+func init() {
+	provider.Register(Anthropic{})
+}
+
+// Name is "anthropic".
+func (Anthropic) Name() string { return "anthropic" }
+
+// Serves reports a path ending in /messages.
+func (Anthropic) Serves(path string) bool { return strings.HasSuffix(path, "/messages") }
+
+// Around names the Message Batches API (anything under /messages/batches).
+func (Anthropic) Around(method string, segs []string, i int) *provider.Around {
+	if segs[i] == "batches" {
+		return provider.AroundBatches
+	}
+	return nil
+}
+
+// AroundParam: no Messages parameter carries calls around the gate.
+func (Anthropic) AroundParam([]byte) *provider.Around { return nil }
+
+// KnownPaths: legacy text completions, token counting.
+func (Anthropic) KnownPaths() []string { return []string{"/complete", "/messages/count_tokens"} }
+
+// Streams reports a body that asks for a stream ("stream": true).
+func (Anthropic) Streams(_ string, _ *url.URL, body []byte) bool {
+	return params.StreamsByBody(body)
+}
+
+// OwnerFields: none; a route sets one (metadata.user_id).
+func (Anthropic) OwnerFields() []string { return nil }
+
+// ToolParameters returns the input_schema of the client tool of that
+// name, or nil.
+func (Anthropic) ToolParameters(body []byte, name string) []byte {
+	return AnthropicToolSchema(body, name)
+}
+
+// DropTools takes the client tools drop names out of the request
+// (tooledit.Drop; an emptied list goes, with tool_choice and
+// parallel_tool_calls).
+func (Anthropic) DropTools(body []byte, drop func(string) bool) ([]byte, error) {
+	return tooledit.Drop(body, anthropicToolName, tooledit.RemoveEmpty, drop)
+}
+
+// anthropicToolName is a client tool's name.
+func anthropicToolName(tool gjson.Result) (string, bool) {
+	if anthClientTool(tool) {
+		return tool.Get("name").Str, true
+	}
+	return "", false
+}
+
+// Interface guards
+var _ provider.Provider = Anthropic{}

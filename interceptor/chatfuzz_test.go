@@ -1,0 +1,123 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/wire/stream"
+)
+
+// FuzzChatContinuation fuzzes the follow-up stream of a turn whose first
+// response refused a call: no held or refused call reaches the app, every
+// chunk carries the first response's id, and splits change nothing.
+func FuzzChatContinuation(f *testing.F) {
+	f.Add([]byte(followUp("Who should receive it?", "stop")), []byte{0})
+	f.Add([]byte(followUp("I'll ask.", "tool_calls",
+		chunkU(deltaChoice(0, toolDelta(toolHeader(0, "c1", "delete_post")))),
+		chunkU(deltaChoice(0, toolDelta(toolHeader(1, "c2", "get_weather")))),
+		chunkU(deltaChoice(0, toolDelta(toolHeader(2, "c3", "get_stock_price")))),
+		chunkU(deltaChoice(0, toolDelta(toolArgs(2, "{}"), toolArgs(1, "{}")))),
+	)), []byte{5, 1})
+	f.Add(fixture(f, "stream-parallel-tools.sse"), []byte{40})
+	f.Add(fixture(f, "json-parallel-tools.json"), []byte{1})
+	first := []byte(refusingStream())
+	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *fakeHolder, error) {
+		h := fuzzHolder().refusing("send_email", refusal)
+		rec := newRecorder()
+		rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
+		rw.SetRequest([]byte(testRequest))
+		rw.Header().Set("Content-Type", "text/event-stream")
+		if _, err := rw.Write(first); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rw.Continuation(); !ok {
+			t.Fatal("no continuation")
+		}
+		rw.Continue()
+		rw.Header().Set("Content-Type", "text/event-stream")
+		rw.WriteHeader(http.StatusOK)
+		for i := 0; len(follow) > 0; i++ {
+			n := len(follow)
+			if len(sizes) > 0 {
+				n = min(sizes[i%len(sizes)], n)
+			}
+			if _, err := rw.Write(follow[:n]); err != nil {
+				break
+			}
+			follow = follow[n:]
+		}
+		err := rw.Close()
+		return rec.Body.Bytes(), h, err
+	}
+	f.Fuzz(func(t *testing.T, follow []byte, splits []byte) {
+		sizes := make([]int, len(splits))
+		for i, b := range splits {
+			sizes[i] = int(b) + 1
+		}
+		whole, h, werr := run(t, follow, nil)
+		split, _, serr := run(t, follow, sizes)
+		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
+			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
+		}
+		if blockedInStream(h, whole) || bytes.Contains(whole, []byte(refusedID)) {
+			t.Fatalf("a held or refused call got through:\n%q", whole)
+		}
+		checkJSONContinuation(t, follow)
+		var s stream.Frame
+		for _, ev := range events(whole) {
+			data, ok := s.Data(ev)
+			if !ok || !gjson.ValidBytes(data) {
+				continue
+			}
+			if id := gjson.GetBytes(data, "id"); gjson.ParseBytes(data).IsObject() && id.Exists() && id.Raw != `"chatcmpl-T"` {
+				t.Fatalf("a chunk with id %s reached the app:\n%q", id.Raw, whole)
+			}
+		}
+	})
+}
+
+// checkJSONContinuation runs body as the JSON follow-up of a turn whose
+// first response refused a call: the answer is valid JSON, with the right
+// Content-Length, and no held or refused call.
+func checkJSONContinuation(t *testing.T, body []byte) {
+	h := fuzzHolder().refusing("send_email", refusal)
+	rec := newRecorder()
+	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
+	rw.SetRequest([]byte(testRequest))
+	rw.Header().Set("Content-Type", "application/json")
+	first := jsonCompletion("chatcmpl-A", `{"role":"assistant","content":"Sure.","tool_calls":[`+refusedCallJSON+`,`+getCallJSON+`]}`, "tool_calls", 10)
+	if _, err := rw.Write([]byte(first)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rw.Continuation(); !ok {
+		t.Fatal("no continuation")
+	}
+	rw.Continue()
+	rw.Header().Set("Content-Type", "application/json")
+	if _, err := rw.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatalf("Close: %v", err) // the first response was fine: a bad follow-up is text, not an error
+	}
+	out := rec.Body.Bytes()
+	if !gjson.ValidBytes(out) || rec.Header().Get("Content-Length") != strconv.Itoa(len(out)) {
+		t.Fatalf("invalid answer (Content-Length %s): %q", rec.Header().Get("Content-Length"), out)
+	}
+	if bytes.Contains(out, []byte(refusedID)) {
+		t.Fatalf("the refused call got through: %s", out)
+	}
+	gjson.GetBytes(out, "choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		if slices.ContainsFunc(callNames(tc), h.blocks) {
+			t.Fatalf("a held or refused call got through: %s", out)
+		}
+		return true
+	})
+}

@@ -1,0 +1,73 @@
+// Package params reads a request body's top-level parameters as the
+// lenient servers behind the gate read them, for the questions every
+// provider answers about a request (does it stream, does it ask for a
+// parameter that carries calls around the gate): a byte filter first, so
+// that the common request is not parsed for a key it cannot hold.
+package params
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// StreamsByBody reports a body whose "stream" is true, as OpenAI's and
+// Anthropic's APIs ask for an event stream.
+func StreamsByBody(body []byte) bool {
+	return body != nil && gjson.GetBytes(body, "stream").Type == gjson.True
+}
+
+// MayName reports whether a JSON body may name one of the lower-case
+// words as a key: its bytes hold one, in any case, between quotes, or a
+// \u escape, which could spell one. It reads the bytes without
+// allocating, so that the common request is not parsed for a key it cannot
+// hold.
+func MayName(body []byte, words ...string) bool {
+	if bytes.Contains(body, []byte(`\u`)) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(body[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		for _, w := range words {
+			if len(body)-i > len(w) && foldEq(body[i:i+len(w)], w) && body[i+len(w)] == '"' {
+				return true
+			}
+		}
+	}
+}
+
+// foldEq reports whether b equals the lower-case ASCII word w in any case.
+func foldEq(b []byte, w string) bool {
+	for j := 0; j < len(w); j++ {
+		if c := b[j]; c != w[j] && c+('a'-'A') != w[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// Truthy reports a value a lenient server (pydantic's lax mode) reads as
+// true: true, a number other than 0, or "1", "on", "t", "true", "y", "yes".
+func Truthy(v gjson.Result) bool {
+	switch v.Type {
+	case gjson.True:
+		return true
+	case gjson.Number:
+		return v.Num != 0
+	case gjson.String:
+		switch strings.ToLower(strings.TrimSpace(v.Str)) {
+		case "1", "on", "t", "true", "y", "yes":
+			return true
+		}
+	}
+	return false
+}
+
+// OpenAIOwnerFields name the end user in OpenAI requests (Chat and
+// Responses): safety_identifier, and user, which it replaces.
+var OpenAIOwnerFields = []string{"safety_identifier", "user"}

@@ -1,0 +1,178 @@
+// Package shape holds the checks of a response's shape that every adapter
+// and the guard share: the byte search for the gated tools' names (Names),
+// and whether a JSON answer or a stream event is one protocol's own and no
+// other's (Reads, EventMarks). A body the gate does not read as its
+// adapter's answer must not carry a gated call (issue 15 §2): another
+// provider's client would read calls the adapter never saw. Nothing here
+// is parsed on the fast path: the shape is asked only of bytes that name a
+// gated tool.
+package shape
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/wire/keyscan"
+)
+
+// Names is the byte search for the gated tools' names in a response the
+// gate has no adapter for. Build it once per policy (NewNames); it is
+// safe for concurrent use.
+type Names struct {
+	names [][]byte
+	max   int // the longest name, in bytes
+}
+
+// NewNames returns the search for tools (the policy's gated tools); nil
+// when there are none, which finds nothing.
+func NewNames(tools []string) *Names {
+	if len(tools) == 0 {
+		return nil
+	}
+	n := &Names{}
+	for _, t := range tools {
+		if t == "" {
+			continue
+		}
+		n.names = append(n.names, []byte(t))
+		n.max = max(n.max, len(t))
+	}
+	return n
+}
+
+// Named returns the gated tool b names, or "": a name as a whole word (no
+// name byte right before or after it; b's own ends count as a word's
+// end, so a name cut by the end of a write is found), or "\u" escapes
+// that could spell one (keyscan.HasEscape: no JSON encoder escapes an ASCII
+// letter, digit or underscore, so only a body made to walk around the
+// gate has them), which returns "an escaped name". One bytes.Index per
+// name: nothing is parsed.
+func (n *Names) Named(b []byte) string {
+	if n == nil {
+		return ""
+	}
+	for _, name := range n.names {
+		for i := 0; ; {
+			j := bytes.Index(b[i:], name)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(name)
+			if (start == 0 || !isNameByte(b[start-1])) && (end == len(b) || !isNameByte(b[end])) {
+				return string(name)
+			}
+			i = start + 1
+		}
+	}
+	if keyscan.HasEscape(b) {
+		return "an escaped name"
+	}
+	return ""
+}
+
+// isNameByte reports a byte a tool name may hold around a name: a name
+// inside a longer one ("undelete_posts") is another tool.
+func isNameByte(c byte) bool { return keyscan.IsKeyByte(c) || c == '-' }
+
+// Window is how many bytes of the last write the next one is searched
+// with, for a name (or a \u escape) cut between two writes.
+func (n *Names) Window() int { return n.max + 6 }
+
+// callKeys are the top-level keys some provider's answer carries calls
+// under, folded to lower case: Chat's choices, Responses' output (and
+// Bedrock Converse's), Anthropic's content, Gemini's candidates, Ollama's
+// message, the Assistants API's required_action, and the call keys
+// themselves where an answer could put them at the top.
+var callKeys = []string{"choices", "output", "content", "candidates", "message", "required_action", "tool_calls", "function_call", "functioncall", "tooluse", "tool_use", "toolcalls"}
+
+// IsCallKey reports whether name is, in any case, a top-level key some
+// provider's answer carries calls under.
+func IsCallKey(name string) bool {
+	for _, c := range callKeys {
+		if strings.EqualFold(name, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reads reports whether an adapter whose answer is under answerKey reads
+// body as its own answer: a JSON object with answerKey, an array, and no
+// other provider's call key at its top, in any case (Go's encoding/json
+// folds keys, U+017F and U+212A too, as strings.EqualFold does). A body in
+// another provider's shape, or one that is two at once, is not: a client
+// of that other shape would read calls the adapter never saw. It is asked
+// only of a body that names a gated tool (Names), so it is off the fast
+// path.
+func Reads(answerKey string, body []byte) bool {
+	v := gjson.ParseBytes(body)
+	if !v.IsObject() {
+		return false
+	}
+	own, foreign := false, false
+	v.ForEach(func(key, val gjson.Result) bool {
+		name := key.String()
+		switch {
+		case strings.EqualFold(name, answerKey):
+			own = val.IsArray() // Bedrock Converse's output is an object
+			foreign = !own
+		case IsCallKey(name):
+			foreign = true
+		}
+		return !foreign
+	})
+	return own && !foreign
+}
+
+// Marks of the protocols a stream event can be read as.
+const (
+	MarkChat      = 1 << iota // a choices key (Chat's chunks)
+	MarkResponses             // a type "response.…", or an item key (Responses' events)
+	MarkAnthropic             // a type of Anthropic's events, or a content_block or message key
+	MarkOther                 // any other provider's call key (callKeys), or not an object
+)
+
+// EventMarks returns the marks of every protocol whose clients read the
+// event's data as theirs, keys compared in any case: an event one
+// adapter reads must carry only its own.
+func EventMarks(data []byte) int {
+	v := gjson.ParseBytes(data)
+	if !v.IsObject() {
+		return MarkOther
+	}
+	marks := 0
+	v.ForEach(func(key, val gjson.Result) bool {
+		name := key.String()
+		switch {
+		case strings.EqualFold(name, "choices"):
+			marks |= MarkChat
+		case strings.EqualFold(name, "item"):
+			marks |= MarkResponses
+		case strings.EqualFold(name, "content_block"), strings.EqualFold(name, "message"):
+			marks |= MarkAnthropic
+		case strings.EqualFold(name, "type"):
+			switch typ := val.String(); {
+			case strings.HasPrefix(typ, "response."):
+				marks |= MarkResponses
+			case AnthropicEvent(typ):
+				marks |= MarkAnthropic
+			}
+		case IsCallKey(name):
+			marks |= MarkOther
+		}
+		return true
+	})
+	return marks
+}
+
+// AnthropicEvent reports whether typ is the type of one of Anthropic's
+// stream events.
+func AnthropicEvent(typ string) bool { return anthropicEvents[typ] }
+
+// anthropicEvents are the types of Anthropic's stream events.
+var anthropicEvents = map[string]bool{
+	"message_start": true, "content_block_start": true, "content_block_delta": true,
+	"content_block_stop": true, "message_delta": true, "message_stop": true, "ping": true,
+}
