@@ -363,7 +363,7 @@ func TestWriterUnwrap(t *testing.T) {
 // arrayAdapter is Chat whose turns also read a streamed JSON array: its
 // ArrayStream passes the body through as it comes and fails on a body
 // whose first byte that is not blank is not '['.
-type arrayAdapter struct{ Chat }
+type arrayAdapter struct{ chat.Chat }
 
 func (a arrayAdapter) NewTurn(ctx context.Context, h provider.Holder, request []byte, n int) provider.Turn {
 	return arrayTurn{a.Chat.NewTurn(ctx, h, request, n)}
@@ -432,7 +432,7 @@ func TestWriterJSONLabelledStream(t *testing.T) {
 		t.Errorf("headers %v, Content-Length %q", rec.headers, rec.Header().Get("Content-Length"))
 	}
 
-	for name, a := range map[string]provider.Adapter{"one object": arrayAdapter{}, "no ArrayStream": Chat{}} {
+	for name, a := range map[string]provider.Adapter{"one object": arrayAdapter{}, "no ArrayStream": chat.Chat{}} {
 		rec := newRecorder()
 		rw := Wrap(rec, a, context.Background(), newHolder("delete_post"), 0)
 		rw.SetStreamsJSON(true)
