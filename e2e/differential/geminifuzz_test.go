@@ -177,14 +177,15 @@ func FuzzGeminiStream(f *testing.F) {
 	f.Add([]byte{4, 4, 4, 6}, "a|id-a|s1|b|id-b|s2", uint16(7), false, true, uint8(0b101))
 	f.Add([]byte{1, 0, 3, 7}, "Let me look.|weather|city|Berlin", uint16(90), false, false, uint8(1)) // cut before the finish
 	f.Add([]byte{1, 0, 3, 4, 0, 6}, "x|ok|k|v|delete|id|sig", uint16(0), false, false, uint8(0b10))
+	// Each worker process starts its Node side before its first input, so
+	// that Node's start (seconds on a loaded machine) is not taken for a
+	// hung input.
+	fuzzGeminiOnce.Do(func() { startFuzzGemini(f, ns) })
 	f.Fuzz(func(t *testing.T, plan []byte, words string, cut uint16, lf, noSpace bool, gate uint8) {
 		if len(plan) > 64 || len(words) > 4096 {
 			t.Skip("too long")
 		}
-		fuzzGeminiOnce.Do(func() {
-			fuzzGeminiSrv = newGeminiServer(processTB{t})
-			fuzzGeminiNode, fuzzGeminiErr = ns.startGemini()
-		})
+		fuzzGeminiOnce.Do(func() { startFuzzGemini(t, ns) })
 		if fuzzGeminiErr != nil {
 			t.Fatalf("starting parse-gemini.mjs: %v", fuzzGeminiErr)
 		}
@@ -250,6 +251,19 @@ func FuzzGeminiStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// startFuzzGemini starts the process's local server and parse-gemini.mjs,
+// and has it read one stream, so that its clients are loaded.
+func startFuzzGemini(tb testing.TB, ns nodeSide) {
+	fuzzGeminiSrv = newGeminiServer(processTB{tb})
+	if fuzzGeminiNode, fuzzGeminiErr = ns.startGemini(); fuzzGeminiErr != nil {
+		return
+	}
+	body, _ := geminiStream([]byte{1, 6}, "warm", false, false)
+	fuzzGeminiSrv.answer("warm-up", sseAnswer(body))
+	_, fuzzGeminiErr = fuzzGeminiNode.read(geminiNodeRequest{ID: "warm-up", Client: jsGenai, Stream: true, BaseURL: fuzzGeminiSrv.URL,
+		Headers: map[string]string{geminiCaseHeader: "warm-up"}})
 }
 
 // geminiWait is the waiting text the fuzzed gate writes for a held call.
