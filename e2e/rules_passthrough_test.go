@@ -21,7 +21,7 @@ const neverRule = "    rules: [{name: never evaluated, when: '1 / (tool.size() -
 
 // neverRulesPolicy is the test policy with neverRule on every action but
 // list_posts (an action without rules).
-func neverRulesPolicy(t *testing.T) string {
+func neverRulesPolicy(t testing.TB) string {
 	t.Helper()
 	actions := strings.Count(policyYAML, "\n    effect: ")
 	p := strings.ReplaceAll(policyYAML, "\n    effect: ", "\n"+neverRule+"    effect: ")
