@@ -21,12 +21,19 @@ import (
 // cost.
 type benchEnv struct {
 	gated, plain string
+	ruled        string // the gate with a policy that has rules (startBenchRules); "" none
 	client       *http.Client
 }
 
 func newBenchEnv(b *testing.B, body []byte, events [][]byte) *benchEnv {
 	b.Helper()
-	return startBench(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return startBenchRules(b, benchUpstream(body, events), policyYAML, "", "toolgate")
+}
+
+// benchUpstream answers body, or events when the request asks for a
+// stream.
+func benchUpstream(body []byte, events [][]byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		// A stream: the benchmark's ?stream (OpenAI, Anthropic), or
 		// Gemini's :streamGenerateContent, which says it in the path.
@@ -41,7 +48,7 @@ func newBenchEnv(b *testing.B, body []byte, events [][]byte) *benchEnv {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
-	}), policyYAML, "toolgate")
+	})
 }
 
 // startBench serves up behind one Caddy with two routes: one through the
@@ -49,14 +56,38 @@ func newBenchEnv(b *testing.B, body []byte, events [][]byte) *benchEnv {
 // reverse_proxy.
 func startBench(b *testing.B, upstream http.Handler, policy, directive string) *benchEnv {
 	b.Helper()
+	return startBenchRules(b, upstream, policy, "", directive)
+}
+
+// startBenchRules is startBench with, when rules is not "", a third route
+// through the gate with the policy rules (benchEnv.ruled).
+func startBenchRules(b *testing.B, upstream http.Handler, policy, rules, directive string) *benchEnv {
+	b.Helper()
 	up := httptest.NewServer(upstream)
 	b.Cleanup(up.Close)
 	dir := b.TempDir()
-	pf := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(pf, []byte(strings.ReplaceAll(policy, "APP", "http://127.0.0.1:1")), 0o600); err != nil {
-		b.Fatal(err)
+	write := func(name, policy string) string {
+		pf := filepath.Join(dir, name)
+		if err := os.WriteFile(pf, []byte(strings.ReplaceAll(policy, "APP", "http://127.0.0.1:1")), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		return pf
 	}
+	pf := write("policy.yaml", policy)
 	gp, pp, pages := testkit.FreePort(b), testkit.FreePort(b), testkit.FreePort(b)
+	third, rp := "", 0
+	if rules != "" {
+		rp = testkit.FreePort(b)
+		third = fmt.Sprintf(`
+http://127.0.0.1:%d {
+	%s {
+		policy %s
+		owner {http.request.header.X-User-Id}
+	}
+	reverse_proxy %s
+}
+`, rp, directive, write("rules.yaml", rules), up.URL)
+	}
 	testkit.Run(b, fmt.Sprintf(`{
 	admin off
 	auto_https off
@@ -80,12 +111,16 @@ http://127.0.0.1:%d {
 http://127.0.0.1:%d {
 	reverse_proxy %s
 }
-`, filepath.Join(dir, "store"), secret, pages, gp, directive, pf, up.URL, pp, up.URL))
-	return &benchEnv{
+`, filepath.Join(dir, "store"), secret, pages, gp, directive, pf, up.URL, pp, up.URL)+third)
+	e := &benchEnv{
 		gated:  fmt.Sprintf("http://127.0.0.1:%d", gp),
 		plain:  fmt.Sprintf("http://127.0.0.1:%d", pp),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
 	}
+	if rules != "" {
+		e.ruled = fmt.Sprintf("http://127.0.0.1:%d", rp)
+	}
+	return e
 }
 
 func (e *benchEnv) do(b *testing.B, url string, req []byte, want int) time.Duration {
@@ -129,6 +164,35 @@ func (e *benchEnv) compare(b *testing.B, query string, req []byte, want int) {
 	b.ReportMetric(float64(gated)/float64(plain), "toolgate/plain")
 }
 
+// compareRules is compare over three routes in one run: plain Caddy, the
+// gate, and the gate with a policy that has rules (e.ruled). Each round
+// sends one request to each, starting with another route each time, so a
+// change in the machine's load falls on all three; it reports each one's
+// time per request and their ratios.
+func (e *benchEnv) compareRules(b *testing.B, query string, req []byte, want int) {
+	routes := []string{e.plain + query, e.gated + query, e.ruled + query}
+	for range 20 { // warm the routes' connections
+		for _, u := range routes {
+			e.do(b, u, req, want)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var took [3]time.Duration
+	for i := 0; b.Loop(); i++ {
+		for k := range routes {
+			j := (i + k) % len(routes)
+			took[j] += e.do(b, routes[j], req, want)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(took[0].Nanoseconds())/n, "plain-ns/req")
+	b.ReportMetric(float64(took[1].Nanoseconds())/n, "toolgate-ns/req")
+	b.ReportMetric(float64(took[2].Nanoseconds())/n, "rules-ns/req")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "toolgate/plain")
+	b.ReportMetric(float64(took[2])/float64(took[0]), "rules/plain")
+}
+
 // chatRequest is a 2 KB chat request with a short history.
 func chatRequest(stream bool) []byte {
 	var msgs []string
@@ -144,6 +208,30 @@ func BenchmarkPassThroughJSON(b *testing.B) {
 	body := jsonCompletion(text)
 	e := newBenchEnv(b, body, nil)
 	e.compare(b, "/v1/chat/completions", chatRequest(false), len(body))
+}
+
+// BenchmarkPassThroughJSONRules is BenchmarkPassThroughJSON with a third
+// route whose policy gives every action but one a rule
+// (neverRulesPolicy): the rule's evaluation fails, so a response the gate
+// evaluated it on would not be the provider's bytes and the benchmark
+// would stop. A response without a declared call evaluates no rule: the
+// rules/plain ratio is toolgate/plain's, within the noise.
+func BenchmarkPassThroughJSONRules(b *testing.B) {
+	body := jsonCompletion(strings.Repeat("The meetup moved to Friday. ", 60))
+	e := startBenchRules(b, benchUpstream(body, nil), policyYAML, neverRulesPolicy(b), "toolgate")
+	e.compareRules(b, "/v1/chat/completions", chatRequest(false), len(body))
+}
+
+// BenchmarkPassThroughStreamRules is BenchmarkPassThroughStream with the
+// route of BenchmarkPassThroughJSONRules' rules.
+func BenchmarkPassThroughStreamRules(b *testing.B) {
+	words := make([]string, 196)
+	for i := range words {
+		words[i] = fmt.Sprintf("word%d ", i)
+	}
+	events := streamEvents(words)
+	e := startBenchRules(b, benchUpstream(nil, events), policyYAML, neverRulesPolicy(b), "toolgate")
+	e.compareRules(b, "/v1/chat/completions?stream", chatRequest(true), eventsLen(events))
 }
 
 // BenchmarkPassThroughStream: a non-gated 200-chunk text stream.

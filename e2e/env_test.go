@@ -58,6 +58,9 @@ type envOptions struct {
 	// upstream replaces the fake provider as the model route's upstream
 	// (a geminitest server, say).
 	upstream string
+	// logFile, when set, is where Caddy and the gate log, as JSON lines
+	// from level INFO on (default: stderr, from WARN on).
+	logFile string
 }
 
 // policyYAML is the test policy; APP is replaced by the fake app's URL.
@@ -250,12 +253,16 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if admin == "" {
 		admin = "admin off"
 	}
+	logging := "level WARN"
+	if opts.logFile != "" {
+		logging = fmt.Sprintf("output file %s\n\t\tformat json\n\t\tlevel INFO", opts.logFile)
+	}
 	e.caddy = fmt.Sprintf(`{
 	%s
 	auto_https off
 	default_bind 127.0.0.1
 	log {
-		level WARN
+		%s
 	}
 	persist_config off
 	grace_period 1ns
@@ -283,7 +290,7 @@ http://%s {
 		%s
 	}
 }
-`, admin, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, opts.app, apiPort, policyFile, opts.handler, upstream, pagesHost, pagesRoute)
+`, admin, logging, storeOption(t, e.storeDir), secret, e.pagesURL, ttl, opts.app, apiPort, policyFile, opts.handler, upstream, pagesHost, pagesRoute)
 	if opts.shop {
 		shopFile := filepath.Join(dir, "shop.yaml")
 		shop := strings.ReplaceAll(strings.Replace(pol, "app: Test blog", "app: Test shop", 1), e.app.URL+"/posts/", e.app.URL+"/shopitems/")
