@@ -193,8 +193,8 @@ func TestBrowserFillsForm(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#f-body`), "What shipped this week."),
 		chromedp.SetValue(chromedp.CSS(`#f-status`), "published"),
 		chromedp.Click(chromedp.CSS(`#f-featured`)),
-		chromedp.Click(chromedp.CSS(`input[name=tags][value=news]`)),
-		chromedp.Click(chromedp.CSS(`input[name=tags][value=events]`)),
+		chromedp.Click(chromedp.CSS(`input[name="f.tags"][value=news]`)),
+		chromedp.Click(chromedp.CSS(`input[name="f.tags"][value=events]`)),
 		chromedp.SendKeys(chromedp.CSS(`#f-publish_at`), "tomorrow morning"),
 		chromedp.Click(chromedp.CSS(`button.submit`)),
 	)

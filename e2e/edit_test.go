@@ -238,14 +238,14 @@ func TestEditForgedField(t *testing.T) {
 			}
 			if tc.script {
 				if _, err := chromedp.Run(b, chromedp.Evaluate[bool](`(function () {
-				var i = document.createElement('input'); i.type = 'hidden'; i.name = 'account'; i.value = 'other';
+				var i = document.createElement('input'); i.type = 'hidden'; i.name = 'f.account'; i.value = 'other';
 				document.querySelector('form.edit').appendChild(i); return true; })()`)); err != nil {
 					t.Fatal(err)
 				}
 			} else {
 				// Without scripts: the DevTools protocol renames the
 				// body's input, which then posts the account.
-				if err := chromedp.Do(b, chromedp.SetAttributeValue(chromedp.CSS(`#f-body`), "name", "account")); err != nil {
+				if err := chromedp.Do(b, chromedp.SetAttributeValue(chromedp.CSS(`#f-body`), "name", "f.account")); err != nil {
 					t.Fatal(err)
 				}
 			}

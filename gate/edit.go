@@ -57,8 +57,9 @@ func (g *Gate) editForm(ctx context.Context, a *policies.Action, h store.Hold, l
 
 // Edits are a confirmation's corrections as posted.
 type Edits struct {
-	// Form are the form-encoded keys besides the page's own (hold,
-	// answer, token and EditMarker).
+	// Form are the form-encoded fields by their own names (the page posts
+	// them under a prefix, apart from its own hold, answer, token and
+	// EditMarker, and takes it off).
 	Form map[string][]string
 	// Posted says the page's edit form was posted (it carries
 	// EditMarker): Form answers every editable field, and a field it

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -433,7 +433,7 @@ func TestPageIsShownOnlyToItsPerson(t *testing.T) {
 	r = fs.do("GET", formLink, ana, nil, "")
 	csp := r.header.Get("Content-Security-Policy")
 	i := strings.Index(csp, "'nonce-")
-	if r.status != http.StatusOK || i < 0 || !strings.Contains(r.body, `name="body"`) {
+	if r.status != http.StatusOK || i < 0 || !strings.Contains(r.body, `name="f.body"`) {
 		t.Fatalf("HTML page: %d, CSP %q", r.status, csp)
 	}
 	nonce := csp[i+len("'nonce-") : i+strings.Index(csp[i:], "';")]
@@ -470,25 +470,47 @@ func TestStoreDownIsSaid(t *testing.T) {
 	s.wantNothingRan(link)
 }
 
-// TestPageKeysAreThePolicysReserved: the keys a page's post carries beside
-// a form's fields are exactly policies.PageKeys, which no editable field
-// may be named (a field of one of these names would be dropped from the
-// edit or read as the answer).
-func TestPageKeysAreThePolicysReserved(t *testing.T) {
-	form := url.Values{"subject": {"Hi"}}
-	for _, k := range policies.PageKeys {
-		form.Set(k, "x")
+// TestFieldsArePostedUnderTheirPrefix: the page posts an action's fields
+// under FieldPrefix, so a field named like one of the page's own keys
+// (hold, answer, token, decline_note, the edit marker) is read as the
+// field, and the page's own keys as the page's. A post without any
+// prefixed key is the older shape, still read; one that mixes both is
+// refused (a bare key could be either).
+func TestFieldsArePostedUnderTheirPrefix(t *testing.T) {
+	read := func(form url.Values) (answer, error) {
+		r := httptest.NewRequest("POST", "/h/x", strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return readAnswer(r)
 	}
-	r := httptest.NewRequest("POST", "/h/x", strings.NewReader(form.Encode()))
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	a, err := readAnswer(r)
+	own := []string{"hold", "answer", "token", "decline_note", gate.EditMarker}
+	form := url.Values{"hold": {"h1"}, "answer": {"decline"}, "token": {"t1"}, "decline_note": {"no"}, FieldPrefix + "subject": {"Hi"}}
+	want := url.Values{"subject": {"Hi"}}
+	for _, k := range own {
+		form.Set(FieldPrefix+k, "field "+k)
+		want.Set(k, "field "+k)
+	}
+	a, err := read(form)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.form) != 1 || a.form.Get("subject") != "Hi" || !a.edit {
-		t.Errorf("the page's own keys are not policies.PageKeys: fields %v, edit %v", a.form, a.edit)
+	if !reflect.DeepEqual(a.form, want) || a.Hold != "h1" || a.Answer != "decline" || a.Token != "t1" || a.Note != "no" || a.edit {
+		t.Errorf("read fields %v, hold %q answer %q token %q note %q edit %v", a.form, a.Hold, a.Answer, a.Token, a.Note, a.edit)
 	}
-	if !slices.Contains(policies.PageKeys, gate.EditMarker) {
-		t.Errorf("policies.PageKeys lacks the edit marker %q", gate.EditMarker)
+	// The older shape: bare field names beside the page's own keys.
+	a, err = read(url.Values{"hold": {"h1"}, "answer": {"submit"}, "token": {"t1"}, "subject": {"Hi"}, gate.EditMarker: {"1"}})
+	if err != nil || !reflect.DeepEqual(a.form, url.Values{"subject": {"Hi"}}) || a.Answer != "submit" || !a.edit {
+		t.Errorf("older shape: fields %v, answer %q, edit %v, %v", a.form, a.Answer, a.edit, err)
 	}
+	// Both shapes in one post: refused, and by the page with 400.
+	mixed := url.Values{"hold": {"h1"}, "answer": {"submit"}, "token": {"t1"}, FieldPrefix + "subject": {"Hi"}, "body": {"text"}}
+	if _, err := read(mixed); err == nil {
+		t.Error("a post mixing prefixed and bare fields was read")
+	}
+	s := newSite(t)
+	link, holds := s.hold(ana, 7)
+	mixed.Set("hold", holds[0].ID)
+	mixed.Set("token", s.token(holds[0].ID, ana))
+	mixed.Set("answer", "confirm")
+	wantStatus(t, "mixed post", s.answer(link, ana, mixed), http.StatusBadRequest, "")
+	s.wantNothingRan(link)
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -306,6 +307,13 @@ func isJSON(r *http.Request) bool {
 	return mt == "application/json"
 }
 
+// FieldPrefix goes before each of an action's field names in the page's
+// form posts (name="f.title"), so that no field, whatever its schema calls
+// it, can be taken for one of the page's own keys (hold, answer, token,
+// decline_note, gate.EditMarker). The JSON API needs none: its values are
+// an object of their own.
+const FieldPrefix = "f."
+
 func readAnswer(r *http.Request) (answer, error) {
 	r.Body = http.MaxBytesReader(nil, r.Body, 256<<10)
 	var a answer
@@ -321,16 +329,38 @@ func readAnswer(r *http.Request) (answer, error) {
 	a.Hold, a.Answer, a.Token = r.PostForm.Get("hold"), r.PostForm.Get("answer"), r.PostForm.Get("token")
 	if a.Answer == "decline" {
 		// A card's decline form carries its note; a form's fields are
-		// its own (one may be called decline_note).
+		// its own (one may be called decline_note: f.decline_note).
 		a.Note = r.PostForm.Get("decline_note")
+	}
+	// The page posts an action's fields under FieldPrefix, so no field
+	// name is one of its own keys. A post without any prefixed key is the
+	// older shape: every key but the page's own is a field.
+	prefixed := false
+	for k := range r.PostForm {
+		if strings.HasPrefix(k, FieldPrefix) {
+			prefixed = true
+			break
+		}
 	}
 	a.form = url.Values{}
 	for k, v := range r.PostForm {
+		if field, ok := strings.CutPrefix(k, FieldPrefix); ok {
+			a.form[field] = v
+			continue
+		}
 		switch k {
 		case "hold", "answer", "token":
 		case gate.EditMarker:
 			a.edit = true
+		case "decline_note":
+			if !prefixed {
+				a.form[k] = v // the older shape: a form's field of this name
+			}
 		default:
+			if prefixed {
+				// Both shapes at once: is "x" a field or the page's?
+				return a, fmt.Errorf("the post mixes prefixed and bare field %q", k)
+			}
 			a.form[k] = v
 		}
 	}

@@ -244,6 +244,7 @@ func safeID(key string) bool {
 
 var funcs = template.FuncMap{
 	"deref": func(p *int) int { return *p },
+	"post":  func(key string) string { return FieldPrefix + key },
 }
 
 // style is the pages' CSS: readable at 320 px, light and dark
@@ -381,22 +382,22 @@ document.querySelectorAll('form.answer').forEach(function (form) {
 {{define "status"}}<span class="head">{{.Head}}</span>{{with .Detail}} <span class="detail"{{with $.DetailLang}} lang="{{.}}"{{end}}>{{.}}</span>{{end}}{{end}}
 {{define "field"}}<div class="field" data-field="{{.Key}}">
 {{if eq .Kind "checkbox"}}
-<label class="name"><input type="checkbox" name="{{.Key}}" value="true" id="{{.ID}}"{{if .Checked}} checked{{end}}{{template "describedby" .}}> {{.Label}}</label>
+<label class="name"><input type="checkbox" name="{{post .Key}}" value="true" id="{{.ID}}"{{if .Checked}} checked{{end}}{{template "describedby" .}}> {{.Label}}</label>
 {{else if eq .Kind "multiselect"}}{{$key := .Key}}{{$f := .}}
 <fieldset aria-describedby="{{if .HelpID}}{{.HelpID}} {{end}}{{.ErrID}}"><legend class="name">{{.Label}}{{if .Required}} <span class="req">{{$.W.Required}}</span>{{end}}</legend>
-<input type="hidden" name="{{$key}}" value="">
-{{range .Options}}<label><input type="checkbox" name="{{$key}}" value="{{.Value}}"{{if .Selected}} checked{{end}}{{if $f.Errors}} aria-invalid="true"{{end}}> {{.Label}}</label><br>{{end}}
+<input type="hidden" name="{{post $key}}" value="">
+{{range .Options}}<label><input type="checkbox" name="{{post $key}}" value="{{.Value}}"{{if .Selected}} checked{{end}}{{if $f.Errors}} aria-invalid="true"{{end}}> {{.Label}}</label><br>{{end}}
 </fieldset>
 {{else}}
 <label class="name" for="{{.ID}}">{{.Label}}{{if .Required}} <span class="req">{{$.W.Required}}</span>{{end}}</label>
 {{end}}
 {{if .HelpID}}<p class="help" id="{{.HelpID}}">{{.Description}}</p>{{end}}
 {{if eq .Kind "select"}}
-<select name="{{.Key}}" id="{{.ID}}"{{if .Required}} required{{end}}{{template "describedby" .}}><option value="">{{$.W.Choose}}</option>{{range .Options}}<option value="{{.Value}}"{{if .Selected}} selected{{end}}>{{.Label}}</option>{{end}}</select>
+<select name="{{post .Key}}" id="{{.ID}}"{{if .Required}} required{{end}}{{template "describedby" .}}><option value="">{{$.W.Choose}}</option>{{range .Options}}<option value="{{.Value}}"{{if .Selected}} selected{{end}}>{{.Label}}</option>{{end}}</select>
 {{else if .Textarea}}
-<textarea name="{{.Key}}" id="{{.ID}}" rows="6"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{template "describedby" .}}>{{.Text}}</textarea>
+<textarea name="{{post .Key}}" id="{{.ID}}" rows="6"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{template "describedby" .}}>{{.Text}}</textarea>
 {{else if .Input}}
-<input type="{{.Input}}" name="{{.Key}}" id="{{.ID}}" value="{{.Text}}"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{with .Minimum}} min="{{.}}"{{end}}{{with .Maximum}} max="{{.}}"{{end}}{{if eq .Kind "integer"}} step="1"{{else if eq .Kind "number"}} step="any"{{end}}{{if eq .Kind "datetime"}} placeholder="2026-12-01T09:00:00Z"{{end}}{{template "describedby" .}}>
+<input type="{{.Input}}" name="{{post .Key}}" id="{{.ID}}" value="{{.Text}}"{{if .Required}} required{{end}}{{with .MinLength}} minlength="{{deref .}}"{{end}}{{with .MaxLength}} maxlength="{{deref .}}"{{end}}{{with .Minimum}} min="{{.}}"{{end}}{{with .Maximum}} max="{{.}}"{{end}}{{if eq .Kind "integer"}} step="1"{{else if eq .Kind "number"}} step="any"{{end}}{{if eq .Kind "datetime"}} placeholder="2026-12-01T09:00:00Z"{{end}}{{template "describedby" .}}>
 {{end}}
 <div class="errors" id="{{.ErrID}}" data-for="{{.Key}}" aria-live="polite">{{range .Errors}}<p class="error"{{with .Lang}} lang="{{.}}"{{end}}>{{.Text}}</p>{{end}}</div>
 </div>{{end}}

@@ -183,7 +183,7 @@ func TestFormErrorsAreSaidInThePersonsLanguage(t *testing.T) {
 	refused := &refusedAnswer{hold: "h1", errs: gate.FieldErrors{"title": {"at most 5 characters"}, "when day": {"must be a valid date"}}, values: url.Values{"title": {"Too long"}}}
 	html := render(t, "de-DE", gate.StepView{Holds: []gate.HoldView{h}}, refused)
 	for _, want := range []string{
-		`<input type="text" name="title" id="f-title" value="Too long" required maxlength="5" aria-describedby="err-title" aria-invalid="true">`,
+		`<input type="text" name="f.title" id="f-title" value="Too long" required maxlength="5" aria-describedby="err-title" aria-invalid="true">`,
 		`<div class="errors" id="err-title" data-for="title" aria-live="polite"><p class="error">Verwenden Sie höchstens 5 Zeichen.</p></div>`,
 		// A key that cannot be an id gets its position instead.
 		`id="f-1"`,

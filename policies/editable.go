@@ -3,7 +3,6 @@ package policies
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -54,17 +53,11 @@ func (a *Action) PinnedFields() map[string]string {
 	return pinned
 }
 
-// PageKeys are the names the card page's edit form posts beside the
-// editable fields (pages: hold, answer, token, and gate.EditMarker). A
-// field of one of these names could not be told from them: the page would
-// drop its value (and the edit would run it as emptied) or read it as the
-// answer. No such field is editable.
-var PageKeys = []string{"hold", "answer", "token", "_edit"}
-
 // checkEditable checks card.editable once the whole action is read (the
 // form properties depend on its forbidden keys): every field is a property
-// of the schema that a form can hold, none is pinned (PinnedFields), and
-// none has the name of one of the page's own keys (PageKeys).
+// of the schema that a form can hold, and none is pinned (PinnedFields).
+// Any name will do: the page posts fields under a prefix of their own
+// (pages.FieldPrefix), so none is taken for the page's own keys.
 // n is the card's node, for the error's line.
 func (l *loader) checkEditable(a *Action, n *yaml.Node) error {
 	if a.Card == nil || len(a.Card.Editable) == 0 {
@@ -89,9 +82,6 @@ func (l *loader) checkEditable(a *Action, n *yaml.Node) error {
 		}
 		if where, ok := pinned[field]; ok {
 			return l.errf(at, "card.editable", "field %q is used in %s, so an edit could make the call about another record, send it elsewhere or dodge a rule; it cannot be editable", field, where)
-		}
-		if slices.Contains(PageKeys, field) {
-			return l.errf(at, "card.editable", "field %q has the name of one of the card page's own fields (%s); it cannot be editable", field, strings.Join(PageKeys, ", "))
 		}
 		if props[i].Kind == "" {
 			return l.errf(at, "card.editable", "field %q cannot be edited: %s", field, props[i].Unaskable)

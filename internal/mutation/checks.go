@@ -718,11 +718,18 @@ var mutations = []mutation{
 		Tests: []string{"./policies:TestEditableMistakes"},
 	},
 	{
-		Name:  "edit: a field named like one of the page's own keys cannot be editable",
-		File:  "policies/editable.go",
-		From:  "if slices.Contains(PageKeys, field) {",
-		To:    "if false && slices.Contains(PageKeys, field) {",
-		Tests: []string{"./policies:TestEditableMistakes"},
+		Name:  "pages: a post mixing prefixed and bare field names is refused",
+		File:  "pages/pages.go",
+		From:  "if prefixed {\n\t\t\t\t// Both shapes at once",
+		To:    "if false && prefixed {\n\t\t\t\t// Both shapes at once",
+		Tests: []string{"./pages:TestFieldsArePostedUnderTheirPrefix"},
+	},
+	{
+		Name:  "pages: an action's fields are read under their prefix, apart from the page's own keys",
+		File:  "pages/pages.go",
+		From:  "if field, ok := strings.CutPrefix(k, FieldPrefix); ok {",
+		To:    "if field, ok := strings.CutPrefix(k, FieldPrefix); ok && false {",
+		Tests: []string{"./pages:TestFieldsArePostedUnderTheirPrefix"},
 	},
 	{
 		Name:  "edit: a rule that reads the arguments whole pins every editable field",
