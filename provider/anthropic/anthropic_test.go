@@ -1,4 +1,4 @@
-package interceptor
+package anthropic
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 
 func anthFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "anthropic", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "anthropic", name))
 	if err != nil {
 		t.Fatal(err)
 	}
