@@ -138,21 +138,6 @@ func anthNoLeak(t *testing.T, out []byte, fragments ...string) {
 	}
 }
 
-func jsonEqual(t *testing.T, got, want string) bool {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal([]byte(got), &g); err != nil {
-		t.Errorf("invalid JSON %q: %v", got, err)
-		return false
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("invalid JSON %q: %v", want, err)
-	}
-	gb, _ := json.Marshal(g)
-	wb, _ := json.Marshal(w)
-	return bytes.Equal(gb, wb)
-}
-
 func TestAnthropicStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
 	for _, name := range anthSSEFixtures {
 		in := anthFixture(t, name)
