@@ -13,6 +13,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 const anthRefusal = "Toolgate refused get_weather: the field units (celsius or fahrenheit) is not allowed here. Nothing ran."
@@ -24,7 +26,7 @@ const anthRefusal = "Toolgate refused get_weather: the field units (celsius or f
 func anthRunTurn(t *testing.T, h provider.Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
 	t.Helper()
 	rec = newRecorder()
-	rw := Wrap(rec, Anthropic{}, context.Background(), h, 0)
+	rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), h, 0)
 	if request != "" {
 		rw.SetRequest([]byte(request))
 	}
@@ -272,7 +274,7 @@ func TestAnthropicTurnStreamFollowUpFails(t *testing.T) {
 func TestAnthropicTurnStreamNoFollowUpSent(t *testing.T) {
 	h := newHolder().refusing("send_email", refusal)
 	rec := newRecorder()
-	rw := Wrap(rec, Anthropic{}, context.Background(), h, 0)
+	rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(anthRequest))
 	rw.Header().Set("Content-Type", "text/event-stream")
 	if _, err := rw.Write([]byte(anthRefusingStream())); err != nil {
@@ -366,7 +368,7 @@ func TestAnthropicTurnJSONFollowUpFails(t *testing.T) {
 	// Refused alone, no follow-up sent: the refusal in place, end_turn.
 	h = newHolder().refusing("send_email", refusal)
 	rec = newRecorder()
-	rw := Wrap(rec, Anthropic{}, context.Background(), h, 0)
+	rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(anthRequest))
 	rw.Header().Set("Content-Type", "application/json")
 	only := `[{"type":"text","text":"Sure."},{"type":"tool_use","id":"toolu_send","name":"send_email","input":{}}]`
@@ -388,7 +390,7 @@ func TestAnthropicTurnJSONFollowUpFails(t *testing.T) {
 func TestAnthropicWriterPassesStream(t *testing.T) {
 	in := anthFixture(t, "stream-1.sse")
 	rec := newRecorder()
-	rw := Wrap(rec, Anthropic{}, context.Background(), newHolder("delete_post"), 0)
+	rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), newHolder("delete_post"), 0)
 	rw.SetRequest(anthFixture(t, "request-1.json"))
 	rw.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	for _, ev := range events(in) {
@@ -406,7 +408,7 @@ func TestAnthropicWriterPassesStream(t *testing.T) {
 // the follow-up's message_start never does, and splits change nothing.
 // anthToolUseID reports whether a stream carries a tool_use block with id.
 func anthToolUseID(out []byte, id string) bool {
-	var s anthStream
+	var s stream.Frame
 	for _, ev := range events(out) {
 		data, ok := s.Data(ev)
 		if !ok || !gjson.ValidBytes(data) {
@@ -436,7 +438,7 @@ func FuzzAnthropicContinuation(f *testing.F) {
 		h := anthFuzzHolder()
 		h.gated["get_weather"], h.refuse["get_weather"] = true, anthRefusal
 		rec := newRecorder()
-		rw := Wrap(rec, Anthropic{}, context.Background(), h, 0)
+		rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), h, 0)
 		rw.SetRequest(anthFixture(t, "request-1.json"))
 		rw.Header().Set("Content-Type", "text/event-stream")
 		if _, err := rw.Write(first); err != nil {
@@ -479,7 +481,7 @@ func FuzzAnthropicContinuation(f *testing.F) {
 			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 		// What the SDK reads: one message_start.
-		var s anthStream
+		var s stream.Frame
 		starts := 0
 		for _, ev := range events(whole) {
 			if data, ok := s.Data(ev); ok && gjson.ValidBytes(data) && gjson.GetBytes(data, "type").Str == "message_start" {

@@ -216,7 +216,6 @@ func (g *GuardWriter) Written() bool { return g.header || g.mode == guardPassing
 // naming a gated tool is read by the adapter only when it has this key and
 // no other provider's call key (see shape.Reads).
 func (Responses) AnswerKey() string { return "output" }
-func (Anthropic) AnswerKey() string { return "content" }
 
 // readsShape reports whether a reads body as its own answer (shape.Reads
 // with its AnswerKey); an adapter without one reads none.
@@ -237,17 +236,9 @@ func checkShape(a provider.Adapter, names *Names, body []byte) error {
 // OwnsEvent reports whether an event's data is one of the protocol's own
 // stream events and no other protocol's (asked only of an event naming a
 // gated tool): see shape.EventMarks. A Responses event naming a gated tool must say which event it
-// is, as an Anthropic one must (below): the adapter goes by its type.
+// is, as an Anthropic one must (provider/anthropic): the adapter goes by its type.
 func (Responses) OwnsEvent(data []byte) bool {
 	return shape.EventMarks(data) == shape.MarkResponses && strings.HasPrefix(gjson.GetBytes(data, "type").String(), "response.")
-}
-
-// OwnsEvent: an Anthropic event naming a gated tool must also say which
-// event it is: the adapter finds calls by the event's type, so one without
-// a known type (a content_block and no type, say) passes it unread while a
-// reader that goes by the keys could still take a call from it.
-func (Anthropic) OwnsEvent(data []byte) bool {
-	return shape.EventMarks(data) == shape.MarkAnthropic && shape.AnthropicEvent(gjson.GetBytes(data, "type").String())
 }
 
 // eventShape is the adapter's OwnsEvent; nil for an adapter without one

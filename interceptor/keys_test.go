@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
 )
 
@@ -54,7 +55,7 @@ func TestEscapedKeysAreRead(t *testing.T) {
 	})
 	t.Run("anthropic json", func(t *testing.T) {
 		h := newHolder("delete_post")
-		out, err := Anthropic{}.RewriteJSON(ctx, []byte(anthEscapedJSON), h)
+		out, err := anthropicadapter.Anthropic{}.RewriteJSON(ctx, []byte(anthEscapedJSON), h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	for name, body := range anthJSON {
 		lastReaderSees(t, "anthropic json, "+name, body)
 		h := newHolder("delete_post").passing("read_post")
-		out, err := Anthropic{}.RewriteJSON(context.Background(), []byte(body), h)
+		out, err := anthropicadapter.Anthropic{}.RewriteJSON(context.Background(), []byte(body), h)
 		if err == nil {
 			t.Errorf("anthropic json, %s: not refused; the app reads %s", name, out)
 		}

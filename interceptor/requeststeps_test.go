@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 )
 
 // Two steps in one message (a held call and a refused one, then a held
@@ -33,7 +34,7 @@ func TestAnthropicRequestRestoresEveryStep(t *testing.T) {
 	body := []byte(`{"model":"claude","max_tokens":100,"messages":[{"role":"user","content":"Clean up post 7."},` +
 		`{"role":"assistant","content":[{"type":"text","text":"` + twoLinks + `"},{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":7}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_get","content":"Post 7: hello"},{"type":"text","text":"Thanks."}]}]}`)
-	out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
+	out, err := anthropicadapter.Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
+var toolsKey = []byte(`"tools"`)
+
 // StateRestorer is a Restorer that also knows the steps held in responses
 // the provider keeps. A Responses API request that continues from
 // previous_response_id or a conversation carries none of the earlier

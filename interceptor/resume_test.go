@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
 )
 
@@ -298,7 +299,7 @@ func TestResumeAnthropicStream(t *testing.T) {
 	req := string(anthFixture(t, "request-1.json"))
 	h := newHolder("get_weather")
 	follow := string(anthFixture(t, "stream-2.sse"))
-	r := runResume(t, Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, follow)
+	r := runResume(t, anthropicadapter.Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, follow)
 	if r.closeErr != nil {
 		t.Fatal(r.closeErr)
 	}
@@ -459,11 +460,11 @@ func TestResumeNextRequestChatFollowUpCalls(t *testing.T) {
 func TestResumeNextRequestAnthropic(t *testing.T) {
 	h := newHolder("get_weather")
 	req := string(anthFixture(t, "request-1.json"))
-	r := runResume(t, Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, string(anthFixture(t, "stream-2.sse")))
+	r := runResume(t, anthropicadapter.Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, string(anthFixture(t, "stream-2.sse")))
 	m := anthAccumulate(t, r.out)
 	for _, more := range [][]anthropic.MessageParam{nil, {anthropic.NewUserMessage(anthropic.NewTextBlock("Thanks."))}} {
 		body := anthAppRequest(t, "Weather in SF in fahrenheit?", m, more...)
-		out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})
+		out, err := anthropicadapter.Anthropic{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
 	"github.com/toolgate/toolgate/wire/jsonedit"
 )
@@ -53,7 +54,7 @@ func TestMayHoldFoldsKeysNotValues(t *testing.T) {
 		{`{"type":"function_call"}`, hasCallBytes, true},
 		{`{"type":"FUNCTION_CALL"}`, hasCallBytes, false},
 		{`{"type":"custom_tool_caLL"}`, hasCallBytes, false},
-		{`{"type":"Tool_Use"}`, hasToolUse, false},
+		{`{"type":"Tool_Use"}`, (anthropicadapter.Anthropic{}).MayHoldCalls, false},
 		{`{"arguments":"{}"}`, hasCallBytes, true},
 		{`{"Arguments":"{}"}`, hasCallBytes, false}, // no SDK reads an item of an unknown type, and none folds
 	} {
@@ -97,7 +98,7 @@ func FuzzMayHold(f *testing.F) {
 			may    func([]byte) bool
 		}{
 			{"chat", []string{"tool_calls", "function_call"}, true, (chat.Chat{}).MayHoldCalls},
-			{"anthropic", []string{"tool_use", "input"}, false, hasToolUse},
+			{"anthropic", []string{"tool_use", "input"}, false, (anthropicadapter.Anthropic{}).MayHoldCalls},
 			{"responses", []string{"function_call", "custom_tool_call", "arguments", "input"}, false, hasCallBytes},
 		} {
 			for _, k := range c.keys {
@@ -124,7 +125,7 @@ func BenchmarkHasToolCalls(b *testing.B) {
 	text := []byte(strings.Repeat(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a useful word"}}`, 1))
 	b.Run("anthropic", func(b *testing.B) {
 		for b.Loop() {
-			hasToolUse(text)
+			(anthropicadapter.Anthropic{}).MayHoldCalls(text)
 		}
 	})
 }

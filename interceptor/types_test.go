@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
+	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
 )
 
@@ -60,7 +61,7 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	}
 	for name, block := range anthJSON {
 		body := anthEnv + block + `],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
-		out, err := Anthropic{}.RewriteJSON(ctx, []byte(body), newHolder("delete_post"))
+		out, err := anthropicadapter.Anthropic{}.RewriteJSON(ctx, []byte(body), newHolder("delete_post"))
 		if err == nil {
 			t.Errorf("anthropic json, %s: not refused; the app reads %s", name, out)
 		}
@@ -123,7 +124,7 @@ func TestProviderSideCalls(t *testing.T) {
 	}
 
 	for typ, block := range anthBlocks("delete_post") {
-		if out, err := (Anthropic{}).RewriteJSON(ctx, []byte(anthEnv+block+anthTail), newHolder("delete_post")); err == nil {
+		if out, err := (anthropicadapter.Anthropic{}).RewriteJSON(ctx, []byte(anthEnv+block+anthTail), newHolder("delete_post")); err == nil {
 			t.Errorf("anthropic json, %s naming a gated tool: not refused; the app reads %s", typ, out)
 		}
 		if out, _, err := anthRewrite([]byte(anthStream(block)), newHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
@@ -141,7 +142,7 @@ func TestProviderSideCalls(t *testing.T) {
 
 	for typ, block := range anthBlocks("web_search") {
 		body := anthEnv + block + anthTail
-		if out, err := (Anthropic{}).RewriteJSON(ctx, []byte(body), newHolder("delete_post")); err != nil || string(out) != body {
+		if out, err := (anthropicadapter.Anthropic{}).RewriteJSON(ctx, []byte(body), newHolder("delete_post")); err != nil || string(out) != body {
 			t.Errorf("anthropic json, %s of the provider's own tool: %v, %s", typ, err, out)
 		}
 		in := anthStream(block)

@@ -28,6 +28,7 @@ var allowedImports = map[string][]string{
 	"store":                       nil,
 
 	"provider":                   nil,
+	"provider/anthropic":         {"provider", "wire/..."},
 	"provider/chat":              {"provider", "wire/..."},
 	"provider/gemini":            {"provider", "provider/internal/...", "wire/..."},
 	"provider/gemini/geminitest": nil,
@@ -44,7 +45,7 @@ var allowedImports = map[string][]string{
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
 	"pages":       {"cards", "forms", "gate", "store"},
-	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/chat", "provider/gemini", "store", "wire/..."},
+	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/anthropic", "provider/chat", "provider/gemini", "store", "wire/..."},
 
 	"cmd/toolgate":             {"caddymodule", "policies"},
 	"examples/demo":            {"actions", "caddymodule"},

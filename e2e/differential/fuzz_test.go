@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/provider"
+	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	chatadapter "github.com/toolgate/toolgate/provider/chat"
 )
 
@@ -35,7 +36,7 @@ func (holdGated) Hold(context.Context, []provider.Call, []byte) provider.Verdict
 var adapters = map[string]provider.Adapter{
 	chat:      chatadapter.Chat{},
 	responses: interceptor.Responses{},
-	anthropic: interceptor.Anthropic{},
+	anthropic: anthropicadapter.Anthropic{},
 }
 
 // headerWriter notes whether anything reached the client, as a refused

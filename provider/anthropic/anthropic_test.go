@@ -1,4 +1,4 @@
-package interceptor
+package anthropic
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 
 func anthFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "anthropic", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "anthropic", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,21 +136,6 @@ func anthNoLeak(t *testing.T, out []byte, fragments ...string) {
 			t.Errorf("output holds %q", f)
 		}
 	}
-}
-
-func jsonEqual(t *testing.T, got, want string) bool {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal([]byte(got), &g); err != nil {
-		t.Errorf("invalid JSON %q: %v", got, err)
-		return false
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("invalid JSON %q: %v", want, err)
-	}
-	gb, _ := json.Marshal(g)
-	wb, _ := json.Marshal(w)
-	return bytes.Equal(gb, wb)
 }
 
 func TestAnthropicStreamPassesStreamsWithoutGatedCalls(t *testing.T) {

@@ -1,4 +1,4 @@
-package interceptor
+package anthropic
 
 import (
 	"context"
@@ -82,6 +82,10 @@ func errAnthStray(cb gjson.Result, name string) error {
 // hasToolUse reports whether b may hold an Anthropic call: "tool_use", or
 // "input" (a block of an unknown type), however a reader may read them.
 func hasToolUse(b []byte) bool { return anthKeys.MayHold(b) }
+
+// MayHoldCalls is the fast path's byte search (hasToolUse), for the tests
+// that hold every adapter's search against the readers'.
+func (Anthropic) MayHoldCalls(b []byte) bool { return hasToolUse(b) }
 
 // anthStep is the refused calls of one response, to send back to the model.
 type anthStep struct {

@@ -1,4 +1,4 @@
-package interceptor
+package anthropic
 
 import (
 	"bytes"
@@ -138,7 +138,7 @@ func (s *anthStream) Close() error {
 	if midLine && s.Err() == nil {
 		s.SetErr(errAnthMidLine)
 	}
-	putBuf(s.log)
+	stream.PutBuf(s.log)
 	s.log = nil
 	return s.Err()
 }
@@ -153,7 +153,7 @@ func (s *anthStream) Passes(ev []byte) bool {
 		return false
 	}
 	if s.log == nil {
-		s.log = getBuf()
+		s.log = stream.GetBuf()
 	}
 	s.log.Write(ev)
 	if s.log.Len() >= stream.FoldAt {

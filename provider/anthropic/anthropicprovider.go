@@ -1,4 +1,4 @@
-package interceptor
+package anthropic
 
 import (
 	"net/url"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/params"
+	"github.com/toolgate/toolgate/wire/shape"
 	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
@@ -64,6 +65,21 @@ func anthropicToolName(tool gjson.Result) (string, bool) {
 		return tool.Get("name").Str, true
 	}
 	return "", false
+}
+
+// AnswerKey is the top-level key an Anthropic answer carries its calls
+// under (content): a body naming a gated tool is read only when it has
+// this key and no other provider's call key (see shape.Reads).
+func (Anthropic) AnswerKey() string { return "content" }
+
+// OwnsEvent reports whether an event's data is an Anthropic event and no
+// other protocol's (asked only of an event naming a gated tool): see
+// shape.EventMarks. An Anthropic event naming a gated tool must also say
+// which event it is: the adapter finds calls by the event's type, so one
+// without a known type (a content_block and no type, say) passes it unread
+// while a reader that goes by the keys could still take a call from it.
+func (Anthropic) OwnsEvent(data []byte) bool {
+	return shape.EventMarks(data) == shape.MarkAnthropic && shape.AnthropicEvent(gjson.GetBytes(data, "type").String())
 }
 
 // Interface guards
