@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -46,6 +47,31 @@ func reloadPolicy(t *testing.T, caddyfile, appURL, from, to string) {
 	if err := testkit.Load(t, caddyfile); err != nil {
 		t.Fatalf("reloading: %v", err)
 	}
+	waitServing(t, caddyfile)
+}
+
+// waitServing returns once every site of the Caddyfile answers a request
+// after a reload: a connection dialled while the old server let go of its
+// listener was reset (CI saw "connection reset by peer" on the pages' GET),
+// and the idle connections to the old server are closed, not reused.
+func waitServing(t *testing.T, caddyfile string) {
+	t.Helper()
+	http.DefaultClient.CloseIdleConnections()
+	for _, m := range regexp.MustCompile(`(?m)^\S*:(\d+)\s*\{`).FindAllStringSubmatch(caddyfile, -1) {
+		var err error
+		for range 200 {
+			var resp *http.Response
+			if resp, err = http.Get("http://127.0.0.1:" + m[1] + "/"); err == nil {
+				resp.Body.Close()
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("after the reload, :%s does not answer: %v", m[1], err)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
 }
 
 // pageText is the person's HTML page of a step, as ana's browser gets it.
