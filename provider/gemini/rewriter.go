@@ -105,7 +105,6 @@ type Stream struct {
 	closed  bool
 	broken  bool // dst or flush failed: nothing more reaches the app
 	stopped bool // the error that ends the stream was written
-	shown   bool // something was written to dst
 
 	log      [][]byte  // data of passed chunks not yet read into parts, in logBlock
 	logBlock []byte    // where logChunk copies them: one allocation for many chunks
@@ -275,10 +274,10 @@ func (s *Stream) stop() {
 	if s.err == nil || s.stopped || s.broken {
 		return
 	}
-	if s.framing != SSE && !s.shown && !s.follow {
-		// Nothing of the array reached the app: the writer still holds
-		// the response's header and answers 502 instead, which every
-		// client reports, without a 200 before it.
+	if s.framing != SSE && s.elems == 0 && !s.follow {
+		// No element of the array is written or about to be: the writer
+		// still holds the response's header and answers 502 instead,
+		// which every client reports, without a 200 before it.
 		return
 	}
 	s.stopped = true
@@ -368,7 +367,7 @@ func (s *Stream) emit() {
 			return
 		}
 		s.out = s.out[:0]
-		s.wrote, s.shown = true, true
+		s.wrote = true
 	}
 	if !s.wrote {
 		return

@@ -120,3 +120,18 @@ func TestTurnStreamCutEndsInAnError(t *testing.T) {
 		t.Fatalf("the app read %q; holds %d", dst.Bytes(), len(h.holds))
 	}
 }
+
+// TestStreamArrayFailingInItsFirstWriteEndsInAnError: elements that pass
+// and an error in the same Write (nothing written to dst yet): the
+// elements reach the app, so the error element must follow them; only an
+// array of which no element is written is left to the writer's 502.
+func TestStreamArrayFailingInItsFirstWriteEndsInAnError(t *testing.T) {
+	body := []byte(`[{"candidates":[{"content":{"parts":[{"text":"Let me look."}]}}]},` + "\n" + `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete","args":{"path":}}}]}}]}]`)
+	out, _, _, err := runStream(streamCase{body: body, framing: JSONArray}, nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if !bytes.Contains(out, []byte("Let me look.")) || !bytes.Contains(out, []byte(ArraySep+`{"error":{"code":502,`)) {
+		t.Fatalf("the app read %q", out)
+	}
+}
