@@ -621,8 +621,9 @@ func TestGeminiAmbiguousAltRefused(t *testing.T) {
 	if n := len(g.Requests()); n != 0 {
 		t.Fatalf("%d requests reached the provider", n)
 	}
-	testkit.Run(t, strings.Replace(e.caddy, "owner {http.request.header.X-User-Id}", "owner {http.request.header.X-User-Id}\n\t\tallow ambiguous_alt", 1))
-	http.DefaultClient.CloseIdleConnections() // the reload closed them; a POST is not retried
+	allowed := strings.Replace(e.caddy, "owner {http.request.header.X-User-Id}", "owner {http.request.header.X-User-Id}\n\t\tallow ambiguous_alt", 1)
+	testkit.Run(t, allowed)
+	waitServing(t, allowed)
 	// geminitest answers alt=sse&alt=json with SSE (it reads the first);
 	// the gate reads it by its label, and holds the call.
 	b := e.postAs(t, "ana", base+"alt=sse&alt=json", geminiArrayRequest)

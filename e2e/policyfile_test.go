@@ -32,10 +32,11 @@ func TestPolicyIsItsContentNotItsPath(t *testing.T) {
 	if err := os.WriteFile(moved, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := testkit.Load(t, strings.Replace(e.caddy, file, moved, 1)); err != nil {
+	reloaded := strings.Replace(e.caddy, file, moved, 1)
+	if err := testkit.Load(t, reloaded); err != nil {
 		t.Fatalf("reloading with the copy: %v", err)
 	}
-	http.DefaultClient.CloseIdleConnections() // the reload closed them; a POST is not retried
+	waitServing(t, reloaded)
 	if st := e.answerOnly(ana, l, "confirm"); st != http.StatusSeeOther {
 		t.Fatalf("confirm: %d", st)
 	}

@@ -35,12 +35,11 @@ func TestSecretMismatchAndRotation(t *testing.T) {
 	if strings.Contains(err.Error(), newSecret) || strings.Contains(err.Error(), secret) {
 		t.Fatalf("the refusal names a secret: %v", err)
 	}
-	if err := testkit.Load(t, with("secret "+newSecret+"\n\t\tprevious_secrets "+secret)); err != nil {
+	rotated := with("secret " + newSecret + "\n\t\tprevious_secrets " + secret)
+	if err := testkit.Load(t, rotated); err != nil {
 		t.Fatalf("rotating: %v", err)
 	}
-	// The reload closed the servers' kept-alive connections; a POST on
-	// one of them is not retried.
-	http.DefaultClient.CloseIdleConnections()
+	waitServing(t, rotated)
 	if st, b := e.answer(ana, l, s.Holds[0].ID, s.Tokens[s.Holds[0].ID], "confirm", nil); st != http.StatusSeeOther {
 		t.Fatalf("confirming with the token signed before the rotation: %d %s", st, b)
 	}
