@@ -130,7 +130,7 @@ actions:
 	hold := func(p *policies.Policy, n int) time.Duration {
 		cpu := processCPU()
 		for range n {
-			if v := r.gate.Front(p, "policy.yaml", who, "openai-chat").Hold(ctx, calls, message); !v.Pass[0] {
+			if v := r.gate.Front(p, "policy.yaml", who, "openai-chat").Hold(ctx, calls, message, provider.Kept{}); !v.Pass[0] {
 				b.Fatalf("not passed: %+v", v)
 			}
 		}

@@ -246,7 +246,7 @@ func jsonString(s string) string {
 // step id, or the verdict when nothing was held.
 func (r *rig) hold(who Person, calls ...provider.Call) (string, provider.Verdict) {
 	r.t.Helper()
-	v := r.front(who).Hold(context.Background(), calls, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`))
+	v := r.front(who).Hold(context.Background(), calls, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`), provider.Kept{})
 	i := strings.Index(v.Text, "/h/")
 	if i < 0 {
 		return "", v

@@ -15,7 +15,6 @@ import (
 
 	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/forms"
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/store"
@@ -66,7 +65,7 @@ func (f *Front) Person() Person {
 var (
 	_ provider.Holder           = (*Front)(nil)
 	_ provider.Restorer         = (*Front)(nil)
-	_ interceptor.StateRestorer = (*Front)(nil)
+	_ provider.StateRestorer = (*Front)(nil)
 )
 
 // Gated reports whether the policy declares this tool, so its calls are
@@ -102,11 +101,11 @@ type plan struct {
 // built from its record. A call that cannot be held properly is refused
 // (fail closed): the model reads why at once, in a continuation. Holds of
 // one response share a step and one link, stored before the app sees it.
-func (f *Front) Hold(ctx context.Context, calls []provider.Call, message []byte) provider.Verdict {
+func (f *Front) Hold(ctx context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
 	g := f.g
 	now := g.cfg.Now()
 	f.Person()
-	if v, ok := f.holdShadowed(ctx, calls, message); ok {
+	if v, ok := f.holdShadowed(ctx, calls, message, kept); ok {
 		return v
 	}
 	v := provider.Verdict{Pass: make([]bool, len(calls))}
@@ -195,7 +194,7 @@ func (f *Front) Hold(ctx context.Context, calls []provider.Call, message []byte)
 	}
 	// The step's indexes go in its own write: one durable write holds the
 	// calls, and a step is findable by every key exactly when it is stored.
-	f.index(ctx, holds)
+	f.index(kept, holds)
 	f.fileIntents(holds, intents)
 	g.fileApprovals(holds)
 	if err := g.cfg.Store.Put(ctx, holds, refused...); err != nil {
@@ -236,12 +235,8 @@ func shownField(h store.Hold) zap.Field {
 // conversation), so a request that continues from them, carrying no link,
 // still gets the held calls' results. The keys go in the first hold's
 // Filed: Put files them with the step.
-func (f *Front) index(ctx context.Context, holds []store.Hold) {
-	st, ok := interceptor.ResponseStateOf(ctx)
-	if !ok || !st.Stored {
-		return
-	}
-	for _, key := range []string{responseKey(f.person, st.ResponseID), conversationKey(f.person, st.ConversationID)} {
+func (f *Front) index(kept provider.Kept, holds []store.Hold) {
+	for _, key := range []string{responseKey(f.person, kept.ResponseID), conversationKey(f.person, kept.ConversationID)} {
 		if key != "" {
 			holds[0].Filed = append(holds[0].Filed, key)
 		}

@@ -70,7 +70,7 @@ func TestRepeatBesideANewCall(t *testing.T) {
 	// The repeat and a new call in one response: one step and one link,
 	// the repeat sharing the first card, the new call with a card of its
 	// own.
-	v := r.front(ana).Hold(context.Background(), []provider.Call{call(0, 1), call(1, 2)}, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`))
+	v := r.front(ana).Hold(context.Background(), []provider.Call{call(0, 1), call(1, 2)}, []byte(`{"role":"assistant","content":null,"tool_calls":[]}`), provider.Kept{})
 	if v.Step == "" || v.Step == step || strings.Count(v.Text, "/h/") != 1 || !strings.Contains(v.Text, "/h/"+v.Step) {
 		t.Fatalf("verdict %+v", v)
 	}
@@ -237,7 +237,7 @@ func (r *rig) holdIn(front *Front, message []byte, calls ...provider.Call) strin
 	if message == nil {
 		message = []byte(`{"role":"assistant","content":null,"tool_calls":[]}`)
 	}
-	v := front.Hold(context.Background(), calls, message)
+	v := front.Hold(context.Background(), calls, message, provider.Kept{})
 	i := strings.Index(v.Text, "/h/")
 	if i < 0 {
 		r.t.Fatalf("nothing held: %+v", v)

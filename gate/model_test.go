@@ -450,7 +450,7 @@ func (s *sequence) holdConv(c *conv) error {
 		calls = append(calls, modelCall(i, h))
 	}
 	s.log("hold(conv %d, %s %s) %s", c.n, c.route, c.protocol, describe(c.holds))
-	v := s.front(c).Hold(context.Background(), calls, c.message)
+	v := s.front(c).Hold(context.Background(), calls, c.message, provider.Kept{})
 	i := strings.Index(v.Text, "/h/")
 	if i < 0 {
 		// Every record read timed out on a loaded machine: each call is

@@ -446,7 +446,7 @@ func TestRulesInShadowMode(t *testing.T) {
 	for i := range calls {
 		calls[i].Position = i
 	}
-	v := r.front(ana).Hold(context.Background(), calls, []byte(`{}`))
+	v := r.front(ana).Hold(context.Background(), calls, []byte(`{}`), provider.Kept{})
 	if len(v.Pass) != 4 || !v.Pass[0] || !v.Pass[1] || !v.Pass[2] || !v.Pass[3] || v.Text != "" || v.Step != "" || len(v.Refusals) != 0 {
 		t.Fatalf("verdict %+v, want every call passed", v)
 	}

@@ -38,7 +38,7 @@ const (
 // holdShadowed passes the calls of shadow actions, watching them, and
 // hands the others to Hold; ok is false when no call is in shadow (the
 // caller goes on as usual).
-func (f *Front) holdShadowed(ctx context.Context, calls []provider.Call, message []byte) (provider.Verdict, bool) {
+func (f *Front) holdShadowed(ctx context.Context, calls []provider.Call, message []byte, kept provider.Kept) (provider.Verdict, bool) {
 	var enforced, watched []provider.Call
 	var at []int // where each enforced call sits among calls
 	for i, c := range calls {
@@ -58,7 +58,7 @@ func (f *Front) holdShadowed(ctx context.Context, calls []provider.Call, message
 		v.Pass[i] = true
 	}
 	if len(enforced) > 0 {
-		ev := f.Hold(ctx, enforced, message)
+		ev := f.Hold(ctx, enforced, message, kept)
 		for j, i := range at {
 			v.Pass[i] = j < len(ev.Pass) && ev.Pass[j]
 		}
@@ -156,7 +156,7 @@ type watcher struct{ f *Front }
 
 func (w watcher) Gated(name string) bool { return w.f.policy.Action(name).Shadow() }
 
-func (w watcher) Hold(_ context.Context, calls []provider.Call, _ []byte) provider.Verdict {
+func (w watcher) Hold(_ context.Context, calls []provider.Call, _ []byte, _ provider.Kept) provider.Verdict {
 	var watched []provider.Call
 	for _, c := range calls {
 		if w.Gated(c.Name) {

@@ -73,11 +73,11 @@ func TestShadowPassesAndLogsTheCard(t *testing.T) {
 	if (&Front{policy: r.policy}).Watcher() == nil || newRig(t, rigOptions{}).front(ana).Watcher() != nil {
 		t.Fatal("a watcher for a policy without shadow actions, or none with one")
 	}
-	v := w.Hold(context.Background(), []provider.Call{call(0, 7), call(1, 0)}, []byte(`{}`))
+	v := w.Hold(context.Background(), []provider.Call{call(0, 7), call(1, 0)}, []byte(`{}`), provider.Kept{})
 	if len(v.Pass) != 2 || !v.Pass[1] {
 		t.Fatalf("watcher verdict %+v, want every call passed", v)
 	}
-	v = f.Hold(context.Background(), []provider.Call{call(0, 7)}, []byte(`{}`))
+	v = f.Hold(context.Background(), []provider.Call{call(0, 7)}, []byte(`{}`), provider.Kept{})
 	if len(v.Pass) != 1 || !v.Pass[0] || v.Text != "" || v.Step != "" || len(v.Refusals) != 0 {
 		t.Fatalf("verdict %+v, want the call passed", v)
 	}
@@ -114,11 +114,11 @@ func TestShadowPassesAndLogsTheCard(t *testing.T) {
 func TestShadowWouldRefuseOrAsk(t *testing.T) {
 	r, logs, counts := newShadowRig(t, true)
 	calls := []provider.Call{call(0, 8), call(1, 0)} // no record for post 8; draft_post misses its body
-	v := r.front(ana).Hold(context.Background(), calls, []byte(`{}`))
+	v := r.front(ana).Hold(context.Background(), calls, []byte(`{}`), provider.Kept{})
 	if !v.Pass[0] || !v.Pass[1] || v.Text != "" || len(v.Refusals) != 0 {
 		t.Fatalf("verdict %+v", v)
 	}
-	v = r.front(Person{}).Hold(context.Background(), []provider.Call{call(0, 7)}, []byte(`{}`))
+	v = r.front(Person{}).Hold(context.Background(), []provider.Call{call(0, 7)}, []byte(`{}`), provider.Kept{})
 	if !v.Pass[0] || v.Text != "" || len(v.Refusals) != 0 {
 		t.Fatalf("verdict without an owner %+v", v)
 	}

@@ -47,6 +47,7 @@ type fakeHolder struct {
 type holdRecord struct {
 	calls   []provider.Call
 	message []byte
+	kept    provider.Kept
 }
 
 func newHolder(names ...string) *fakeHolder {
@@ -71,10 +72,10 @@ func (h *fakeHolder) refusing(name, content string) *fakeHolder {
 
 func (h *fakeHolder) Gated(name string) bool { return h.gated[name] }
 
-func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte) provider.Verdict {
+func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.holds = append(h.holds, holdRecord{slices.Clone(calls), slices.Clone(message)})
+	h.holds = append(h.holds, holdRecord{slices.Clone(calls), slices.Clone(message), kept})
 	v := provider.Verdict{Pass: make([]bool, len(calls))}
 	held := false
 	for i, c := range calls {

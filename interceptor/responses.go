@@ -36,7 +36,8 @@ import (
 // verbatim, from the first up to and including the last inspected call
 // (reasoning items, the model's text and other calls included): what a
 // restored history puts back in place of the waiting text (see
-// RewriteRequest). The context Hold gets carries ResponseStateOf.
+// RewriteRequest). Hold's Kept names the response (unless the request
+// said store:false) and the request's conversation.
 //
 // The held calls of a response become one "message" item, at the output
 // index of the first of them, holding Verdict.Text; the others are removed
@@ -94,25 +95,6 @@ func hasCallBytes(b []byte) bool { return respKeys.MayHold(b) }
 // request that sends refusals back while it waits (the app's next request
 // carries the real one).
 const respWaitingOutput = "Waiting for the person's answer; nothing has run yet."
-
-// ResponseState tells a Holder where the provider keeps the response whose
-// calls it judges, so that a later request that continues from it by
-// previous_response_id or conversation (and so never carries the waiting
-// text) can have its history restored; see StateRestorer.
-type ResponseState struct {
-	ResponseID     string // the provider's response id ("resp_…"); "" when it did not say
-	ConversationID string // the request's conversation ("conv_…"); "" for none
-	Stored         bool   // the request did not set store:false
-}
-
-type responseStateKey struct{}
-
-// ResponseStateOf returns the ResponseState the Responses adapter put in the
-// context it gave Holder.Hold; ok is false for any other context.
-func ResponseStateOf(ctx context.Context) (ResponseState, bool) {
-	s, ok := ctx.Value(responseStateKey{}).(ResponseState)
-	return s, ok
-}
 
 // RewriteJSON judges the inspected calls of a Responses API response body
 // (wire-formats.md §2.1) and takes out the held and refused ones; refusals
@@ -367,12 +349,15 @@ func judge(ctx context.Context, h provider.Holder, t *respTurn, items []gjson.Re
 	for i, c := range calls {
 		list[i] = c.call()
 	}
-	state := ResponseState{ResponseID: responseID, Stored: true}
+	kept := provider.Kept{ResponseID: responseID}
 	if t != nil {
 		t.readRequest()
-		state.ConversationID, state.Stored = t.conv, !t.storeFalse
+		kept.ConversationID = t.conv
+		if t.storeFalse {
+			kept = provider.Kept{}
+		}
 	}
-	v := h.Hold(context.WithValue(ctx, responseStateKey{}, state), list, msg)
+	v := h.Hold(ctx, list, msg, kept)
 	fates, contents, anyRefused, ids := v.Fates(list)
 	for i, c := range calls {
 		c.fate = fates[i]

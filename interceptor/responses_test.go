@@ -502,7 +502,7 @@ func TestResponsesStreamHoldMessage(t *testing.T) {
 	// its output_index, namespace key and arguments.
 	in := newSyn().text("msg_1", "Sure.").reasoning("rs_1").call("fc_1", "call_1", "delete_contact", "crm", `{"id":3}`, false).
 		fn("pass", "get_post", `{}`).call("ctc_2", "call_2", "delete_post", "", "post 7", true).text("msg_2", "After.").completed()
-	h := &ctxHolder{fakeHolder: newHolder("crm/delete_contact", "delete_post").passing("get_post")}
+	h := newHolder("crm/delete_contact", "delete_post").passing("get_post")
 	if _, err := respRewrite([]byte(in), h); err != nil {
 		t.Fatal(err)
 	}
@@ -524,9 +524,8 @@ func TestResponsesStreamHoldMessage(t *testing.T) {
 	if gjson.GetBytes(items[4], "id").Str != "ctc_2" || gjson.GetBytes(items[1], "type").Str != "reasoning" {
 		t.Errorf("message = %s", h.holds[0].message)
 	}
-	ctx, ok := ResponseStateOf(h.ctx)
-	if !ok || ctx.ResponseID != "resp_syn" || !ctx.Stored {
-		t.Errorf("response state = %+v %v", ctx, ok)
+	if k := h.holds[0].kept; k.ResponseID != "resp_syn" {
+		t.Errorf("kept = %+v", k)
 	}
 }
 
@@ -680,7 +679,7 @@ func TestResponsesJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
 
 func TestResponsesJSONHoldsCall(t *testing.T) {
 	body := respFixture(t, "azure-tool-call.json")
-	h := &ctxHolder{fakeHolder: newHolder("weather")}
+	h := newHolder("weather")
 	out, err := Responses{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -702,8 +701,8 @@ func TestResponsesJSONHoldsCall(t *testing.T) {
 	if len(h.holds) != 1 || h.holds[0].calls[0].ID != "call_YunNGbIwdVJ2i0y0Mybva4Pw" || string(h.holds[0].calls[0].Arguments) != `{"location":"San Francisco"}` {
 		t.Errorf("holds = %+v", h.holds)
 	}
-	if ctx, ok := ResponseStateOf(h.ctx); !ok || ctx.ResponseID != "resp_0a2fa1b539ba14ba00698c519df7a88194874af28c8bfccb12" {
-		t.Errorf("state = %+v", ctx)
+	if k := h.holds[0].kept; k.ResponseID != "resp_0a2fa1b539ba14ba00698c519df7a88194874af28c8bfccb12" {
+		t.Errorf("kept = %+v", k)
 	}
 }
 
@@ -749,15 +748,4 @@ func TestResponsesJSONSynthetic(t *testing.T) {
 	if _, err := (Responses{}).RewriteJSON(context.Background(), []byte(`{"output":[{"type":"function_call","name":"delete_post"`), newHolder("delete_post")); err == nil {
 		t.Error("no error for invalid JSON naming a call")
 	}
-}
-
-// ctxHolder is a fakeHolder that keeps the context Hold got.
-type ctxHolder struct {
-	*fakeHolder
-	ctx context.Context
-}
-
-func (c *ctxHolder) Hold(ctx context.Context, calls []provider.Call, message []byte) provider.Verdict {
-	c.ctx = ctx
-	return c.fakeHolder.Hold(ctx, calls, message)
 }

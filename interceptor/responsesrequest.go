@@ -19,25 +19,6 @@ import (
 
 var toolsKey = []byte(`"tools"`)
 
-// StateRestorer is a Restorer that also knows the steps held in responses
-// the provider keeps. A Responses API request that continues from
-// previous_response_id or a conversation carries none of the earlier
-// output, so no link and no synthetic item: the provider holds the
-// original calls, and only the gate can tell which of them wait for a
-// result. The gate learns where each step's response is kept from
-// ResponseStateOf(ctx) in Holder.Hold.
-type StateRestorer interface {
-	provider.Restorer
-	// RestoreState returns, oldest first, the steps whose calls the
-	// provider holds without their results: those held in the response
-	// responseID (a request's previous_response_id), or, when responseID is
-	// "", those held in the conversation conversationID whose results were
-	// not yet given back. Their Results are added to the request's input;
-	// Message is read only for the calls' types. userFollows is as for
-	// Restore.
-	RestoreState(ctx context.Context, responseID, conversationID string, userFollows bool) []provider.Restored
-}
-
 var (
 	prevKey = []byte(`"previous_response_id"`)
 	convKey = []byte(`"conversation"`)
@@ -48,7 +29,7 @@ var (
 //
 // A body that holds neither linkPrefix (plainly or with "\/") nor
 // SyntheticPrefix is returned as is, the same slice, without JSON work,
-// unless r is a StateRestorer and the body names previous_response_id or
+// unless r is a provider.StateRestorer and the body names previous_response_id or
 // conversation. Otherwise it must be valid JSON, or it is an error.
 //
 // A step is found in an item of "input" whose id is a synthetic one (the
@@ -82,7 +63,7 @@ var (
 //
 // A synthetic item whose step is unknown (or another owner's) cannot reach
 // the provider either: an item_reference to it is dropped, a message loses
-// its id. When r is a StateRestorer, the steps it gives for
+// its id. When r is a provider.StateRestorer, the steps it gives for
 // previous_response_id (or else conversation) add their results first in
 // "input" too, except for calls already answered there. A string input
 // stays the user's message, after them.
@@ -92,7 +73,7 @@ var (
 // body.
 func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
 	linked := links.Has(body, linkPrefix) || bytes.Contains(body, synthPrefix)
-	sr, stateful := r.(StateRestorer)
+	sr, stateful := r.(provider.StateRestorer)
 	stateful = stateful && (bytes.Contains(body, prevKey) || bytes.Contains(body, convKey))
 	if !linked && !stateful {
 		return body, nil

@@ -274,7 +274,7 @@ func (t *respTurn) followUp(step *respStep) ([]byte, error) {
 // resumeRequest returns the request the app's next one would be, with
 // nothing new from the person, for the held calls of the response
 // responseID shown as text: with previous_response_id, that response's id
-// and an empty input (the gate gives the results, see StateRestorer);
+// and an empty input (the gate gives the results, see provider.StateRestorer);
 // with conversation, an empty input; otherwise the input with
 // {"role":"assistant","content":text} appended.
 func (t *respTurn) resumeRequest(req []byte, text, responseID string) ([]byte, error) {

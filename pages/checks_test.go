@@ -107,7 +107,7 @@ func (s *site) hold(who gate.Person, posts ...int) (string, []store.Hold) {
 		}
 		calls = append(calls, provider.Call{Position: i, ID: fmt.Sprintf("call_%d", i), Type: "function", Name: name, Arguments: []byte(args), Raw: []byte(`{}`)})
 	}
-	v := s.gate.Front(s.policy, "policy.yaml", func() gate.Person { return who }, "openai-chat").Hold(context.Background(), calls, []byte(`{"role":"assistant"}`))
+	v := s.gate.Front(s.policy, "policy.yaml", func() gate.Person { return who }, "openai-chat").Hold(context.Background(), calls, []byte(`{"role":"assistant"}`), provider.Kept{})
 	i := strings.Index(v.Text, s.url+"/h/")
 	if i < 0 {
 		s.t.Fatalf("nothing held: %+v", v)

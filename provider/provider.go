@@ -37,8 +37,37 @@ type Holder interface {
 	// assistant message they came from as it would be sent back in a
 	// request (role, content, every tool call, raw JSON), and judges each
 	// call. A call it does not explicitly pass or refuse is held: removed,
-	// with Verdict.Text shown in its place (fail closed).
-	Hold(ctx context.Context, calls []Call, message []byte) Verdict
+	// with Verdict.Text shown in its place (fail closed). kept says where
+	// the provider keeps the response the calls came in (the zero Kept:
+	// nowhere, as for every protocol but the Responses API).
+	Hold(ctx context.Context, calls []Call, message []byte, kept Kept) Verdict
+}
+
+// Kept says where the provider keeps the response whose calls a Holder
+// judges: the Responses API stores a response (unless the request said
+// store:false) and a conversation's items, and a later request that
+// continues from them by previous_response_id or conversation carries none
+// of the earlier output, so no link. The Holder files the held calls'
+// step under these ids so that a StateRestorer can give their results
+// back. The zero Kept keeps nothing.
+type Kept struct {
+	ResponseID     string // the provider's response id ("resp_…"); "" when it did not say
+	ConversationID string // the request's conversation ("conv_…"); "" for none
+}
+
+// StateRestorer is a Restorer that also knows the steps held in responses
+// the provider keeps (see Kept). Only the gate can tell which of the calls
+// the provider holds still wait for a result.
+type StateRestorer interface {
+	Restorer
+	// RestoreState returns, oldest first, the steps whose calls the
+	// provider holds without their results: those held in the response
+	// responseID (a request's previous_response_id), or, when responseID is
+	// "", those held in the conversation conversationID whose results were
+	// not yet given back. Their Results are added to the request's input;
+	// Message is read only for the calls' types. userFollows is as for
+	// Restore.
+	RestoreState(ctx context.Context, responseID, conversationID string, userFollows bool) []Restored
 }
 
 // Verdict is the Holder's judgement on the inspected calls of one choice.

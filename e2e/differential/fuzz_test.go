@@ -29,7 +29,7 @@ type holdGated struct{}
 
 func (holdGated) Gated(name string) bool { return isGated(name) }
 
-func (holdGated) Hold(context.Context, []provider.Call, []byte) provider.Verdict {
+func (holdGated) Hold(context.Context, []provider.Call, []byte, provider.Kept) provider.Verdict {
 	return provider.Verdict{Text: "Waiting for your confirmation: http://127.0.0.1:1/toolgate/h/aaaaaaaaaaaaaaaaaaaaaaaaaa"}
 }
 

@@ -274,7 +274,7 @@ type holdNames map[string]bool
 
 func (h holdNames) Gated(name string) bool { return h[name] }
 
-func (holdNames) Hold(context.Context, []provider.Call, []byte) provider.Verdict {
+func (holdNames) Hold(context.Context, []provider.Call, []byte, provider.Kept) provider.Verdict {
 	return provider.Verdict{Text: geminiWait}
 }
 

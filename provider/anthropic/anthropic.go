@@ -173,7 +173,7 @@ func rewriteAnthJSON(ctx context.Context, body []byte, h provider.Holder, allowe
 	msg = append(msg, `{"role":"assistant","content":`...)
 	msg = append(msg, content.Raw...)
 	msg = append(msg, '}')
-	v := h.Hold(ctx, calls, msg)
+	v := h.Hold(ctx, calls, msg, provider.Kept{})
 	fates, contents, anyRefused, ids := v.Fates(calls)
 	cont := anyRefused && ids && allowed != nil && allowed()
 	text := v.Text

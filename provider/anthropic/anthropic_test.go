@@ -603,9 +603,9 @@ type holdSpy struct {
 	at func()
 }
 
-func (h holdSpy) Hold(ctx context.Context, calls []provider.Call, message []byte) provider.Verdict {
+func (h holdSpy) Hold(ctx context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
 	h.at()
-	return h.fakeHolder.Hold(ctx, calls, message)
+	return h.fakeHolder.Hold(ctx, calls, message, kept)
 }
 
 // JSON.

@@ -630,7 +630,7 @@ func (s *anthStream) settle() {
 	if s.Err() != nil {
 		return
 	}
-	v := s.h.Hold(s.ctx, calls, msg)
+	v := s.h.Hold(s.ctx, calls, msg, provider.Kept{})
 	fates, contents, anyRefused, ids := v.Fates(calls)
 	cont := anyRefused && ids && s.t != nil && s.t.allowed()
 	text := v.Text

@@ -59,7 +59,7 @@ func (h *fakeHolder) refusing(name, content string) *fakeHolder {
 
 func (h *fakeHolder) Gated(name string) bool { return h.gated[name] }
 
-func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte) provider.Verdict {
+func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.holds = append(h.holds, holdRecord{slices.Clone(calls), slices.Clone(message)})

@@ -197,7 +197,7 @@ func holdChoice(ctx context.Context, choice gjson.Result, calls []provider.Call,
 	m = append(m, `,"tool_calls":`...)
 	m = append(m, tcs.Raw...)
 	m = append(m, '}')
-	v := h.Hold(ctx, calls, m)
+	v := h.Hold(ctx, calls, m, provider.Kept{})
 	fates, contents, anyRefused, ids := v.Fates(calls)
 	cont = cont && anyRefused && ids
 	text := v.Text
@@ -925,7 +925,7 @@ func (s *chatStream) settle(root gjson.Result, st *chatChoice) {
 	if s.Err() != nil {
 		return
 	}
-	v := s.h.Hold(s.ctx, held, msg)
+	v := s.h.Hold(s.ctx, held, msg, provider.Kept{})
 	fates, contents, anyRefused, ids := v.Fates(held)
 	cont := anyRefused && ids && s.t != nil && len(s.choices) == 1 && st.index == 0 && s.t.allowed()
 	text := v.Text

@@ -645,7 +645,7 @@ func (s *Stream) settle(i int, sc *streamCand) {
 	if s.err != nil {
 		return
 	}
-	v := s.h.Hold(s.ctx, gated, content)
+	v := s.h.Hold(s.ctx, gated, content, provider.Kept{})
 	gf, gc := Fates(v, gated)
 	anyRefused := slices.Contains(gf, Refused)
 	cont := s.Continue && anyRefused && len(s.cands) == 1

@@ -38,7 +38,7 @@ type fakeHold struct {
 
 func (h *fakeHolder) Gated(name string) bool { return h.gated == nil || h.gated[name] }
 
-func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte) provider.Verdict {
+func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
 	fh := fakeHold{calls: calls, message: slices.Clone(message)}
 	if h.dst != nil {
 		fh.before = h.dst.String()
@@ -504,7 +504,7 @@ type judge struct {
 
 func (*judge) Gated(string) bool { return true }
 
-func (j *judge) Hold(_ context.Context, calls []provider.Call, _ []byte) provider.Verdict {
+func (j *judge) Hold(_ context.Context, calls []provider.Call, _ []byte, kept provider.Kept) provider.Verdict {
 	v := provider.Verdict{Text: "wait", Pass: make([]bool, len(calls))}
 	for i, c := range calls {
 		j.n++

@@ -121,7 +121,7 @@ func (t *gemTurn) rewriteJSON(body []byte) ([]byte, *gemStep, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		v := t.h.Hold(t.ctx, gated, content)
+		v := t.h.Hold(t.ctx, gated, content, provider.Kept{})
 		gf, gc := Fates(v, gated)
 		cont := slices.Contains(gf, Refused) && len(cands) == 1 && t.allowed()
 		text := v.Text
