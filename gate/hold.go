@@ -63,8 +63,8 @@ func (f *Front) Person() Person {
 }
 
 var (
-	_ provider.Holder           = (*Front)(nil)
-	_ provider.Restorer         = (*Front)(nil)
+	_ provider.Holder        = (*Front)(nil)
+	_ provider.Restorer      = (*Front)(nil)
 	_ provider.StateRestorer = (*Front)(nil)
 )
 
