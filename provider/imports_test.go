@@ -32,6 +32,7 @@ var allowedImports = map[string][]string{
 	"provider/chat":              {"provider", "wire/..."},
 	"provider/gemini":            {"provider", "provider/internal/...", "wire/..."},
 	"provider/gemini/geminitest": nil,
+	"provider/providertest":      {"provider", "wire/sse"},
 	"wire/sse":                   nil,
 	"wire/jsonedit":              nil,
 	"wire/links":                 nil,
