@@ -5,8 +5,8 @@ package caddymodule
 // provider option) and by path. A new provider is a new package and one
 // line here.
 import (
-	_ "github.com/toolgate/toolgate/interceptor"        // openai-responses
 	_ "github.com/toolgate/toolgate/provider/anthropic" // anthropic
 	_ "github.com/toolgate/toolgate/provider/chat"      // openai-chat
 	_ "github.com/toolgate/toolgate/provider/gemini"    // gemini
+	_ "github.com/toolgate/toolgate/provider/responses" // openai-responses
 )

@@ -38,12 +38,6 @@ func passedAsRead(in, out []byte) bool {
 	return reflect.DeepEqual(sse.Parse(in), sse.Parse(out))
 }
 
-// crVariants are a stream's seeds for the fuzzers: its lines ended by a
-// bare CR, and its events each after a BOM.
-func crVariants(in []byte) [][]byte {
-	return [][]byte{bytes.ReplaceAll(in, []byte("\n"), []byte("\r")), bytes.ReplaceAll(in, []byte("\n\n"), []byte("\n\n\ufeff"))}
-}
-
 // nodeSees reports whether any event a Node SDK would dispatch from out
 // carries s in its data, bar the error event that ends a stream the gate
 // stopped (its message may name the tool).

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/shape"
@@ -212,11 +210,6 @@ func (g *GuardWriter) Close() error {
 // Written reports whether anything of the response reached the client.
 func (g *GuardWriter) Written() bool { return g.header || g.mode == guardPassing }
 
-// AnswerKey is the top-level key that carries an adapter's answer: a body
-// naming a gated tool is read by the adapter only when it has this key and
-// no other provider's call key (see shape.Reads).
-func (Responses) AnswerKey() string { return "output" }
-
 // readsShape reports whether a reads body as its own answer (shape.Reads
 // with its AnswerKey); an adapter without one reads none.
 func readsShape(a provider.Adapter, body []byte) bool {
@@ -231,14 +224,6 @@ func checkShape(a provider.Adapter, names *Names, body []byte) error {
 		return nil
 	}
 	return ErrNamesGated
-}
-
-// OwnsEvent reports whether an event's data is one of the protocol's own
-// stream events and no other protocol's (asked only of an event naming a
-// gated tool): see shape.EventMarks. A Responses event naming a gated tool must say which event it
-// is, as an Anthropic one must (provider/anthropic): the adapter goes by its type.
-func (Responses) OwnsEvent(data []byte) bool {
-	return shape.EventMarks(data) == shape.MarkResponses && strings.HasPrefix(gjson.GetBytes(data, "type").String(), "response.")
 }
 
 // eventShape is the adapter's OwnsEvent; nil for an adapter without one

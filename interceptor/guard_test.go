@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
 // A name counts as a whole word only, wherever it stands, and a \u escape
@@ -110,7 +111,7 @@ var shapeBodies = map[string]string{
 func TestEveryShapeThroughEveryAdapter(t *testing.T) {
 	names := NewNames([]string{"delete_post"})
 	own := map[string]string{"chat": "chat", "responses": "responses", "anthropic": "anthropic"}
-	for adapterName, a := range map[string]provider.Adapter{"chat": chat.Chat{}, "responses": Responses{}, "anthropic": anthropicadapter.Anthropic{}} {
+	for adapterName, a := range map[string]provider.Adapter{"chat": chat.Chat{}, "responses": responsesadapter.Responses{}, "anthropic": anthropicadapter.Anthropic{}} {
 		for shape, body := range shapeBodies {
 			err := checkShape(a, names, []byte(body))
 			if want := own[shape] == adapterName; (err == nil) != want {
@@ -173,7 +174,7 @@ func TestStreamRefusesForeignEvents(t *testing.T) {
 		"event: content_block_start\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"delete_post","input":{}},"choices":[]}` + "\n\n",
 		`data: {"message":{"role":"assistant","tool_calls":[{"function":{"name":"delete_post"}}]},"type":"response.output_text.delta"}` + "\n\n",
 	}
-	for name, a := range map[string]provider.Adapter{"chat": chat.Chat{}, "responses": Responses{}, "anthropic": anthropicadapter.Anthropic{}} {
+	for name, a := range map[string]provider.Adapter{"chat": chat.Chat{}, "responses": responsesadapter.Responses{}, "anthropic": anthropicadapter.Anthropic{}} {
 		for i, ev := range foreign {
 			rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
 			rw := Wrap(rec, a, context.Background(), newHolder("delete_post"), 0)

@@ -12,6 +12,7 @@ import (
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
 // Bodies that spell a call's key or type with \u escapes, which every
@@ -69,7 +70,7 @@ func TestEscapedKeysAreRead(t *testing.T) {
 	})
 	t.Run("responses json", func(t *testing.T) {
 		h := newHolder("delete_post")
-		out, err := Responses{}.RewriteJSON(ctx, []byte(respEscapedJSON), h)
+		out, err := responsesadapter.Responses{}.RewriteJSON(ctx, []byte(respEscapedJSON), h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +166,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	for name, body := range respJSON {
 		lastReaderSees(t, "responses json, "+name, body)
 		h := newHolder("delete_post").passing("read_post")
-		out, err := Responses{}.RewriteJSON(context.Background(), []byte(body), h)
+		out, err := responsesadapter.Responses{}.RewriteJSON(context.Background(), []byte(body), h)
 		if err == nil {
 			t.Errorf("responses json, %s: not refused; the app reads %s", name, out)
 		}

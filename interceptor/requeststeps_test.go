@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
 // Two steps in one message (a held call and a refused one, then a held
@@ -80,7 +81,7 @@ func TestResponsesRequestRestoresEveryStep(t *testing.T) {
 	// The app joined the answer's text into one assistant message.
 	body := []byte(`{"model":"gpt-4o","input":[{"role":"user","content":"Clean up post 7."},` +
 		`{"role":"assistant","content":"` + twoLinks + `"},{"role":"user","content":"Thanks."}]}`)
-	out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
+	out, err := responsesadapter.Responses{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
 		t.Fatal(err)
 	}

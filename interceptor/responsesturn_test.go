@@ -1,124 +1,26 @@
 package interceptor
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	responsesadapter "github.com/toolgate/toolgate/provider/responses"
+	"github.com/toolgate/toolgate/wire/sse"
 )
-
-// respAPI is a fake Responses API that checks a request's input the way the
-// real one does, as far as its documented errors go (wire-formats.md §2.4).
-type respAPI struct {
-	stored map[string]string // response id → its output (a JSON array)
-	next   map[string]string // reasoning item id → the id of the item that followed it
-}
-
-// learn records a response's output (a JSON array) under its id, and which
-// item followed each reasoning item.
-func (a *respAPI) learn(id, output string) {
-	if a.stored == nil {
-		a.stored, a.next = make(map[string]string), make(map[string]string)
-	}
-	a.stored[id] = output
-	items := gjson.Parse(output).Array()
-	for i, it := range items {
-		if it.Get("type").Str == "reasoning" && i+1 < len(items) {
-			a.next[it.Get("id").Str] = items[i+1].Get("id").Str
-		}
-	}
-}
-
-// check returns the error the API would answer with, or nil.
-func (a *respAPI) check(body []byte) error {
-	if !gjson.ValidBytes(body) {
-		return errors.New("invalid JSON")
-	}
-	root := gjson.ParseBytes(body)
-	calls := make(map[string]bool) // call ids made, answered or not
-	open := make(map[string]bool)  // calls without a result yet
-	known := make(map[string]bool) // item ids the API can resolve
-	for id, out := range a.stored {
-		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
-			known[it.Get("id").Str] = true
-			return true
-		})
-		_ = id
-	}
-	prev := root.Get("previous_response_id").Str
-	if prev == "" {
-		prev = root.Get("conversation.id").Str // a conversation holds the items of its responses
-		if c := root.Get("conversation"); c.Type == gjson.String {
-			prev = c.Str
-		}
-	}
-	if prev != "" {
-		out, ok := a.stored[prev]
-		if !ok {
-			return fmt.Errorf("Previous response with id '%s' not found.", prev)
-		}
-		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
-			if isClientCall(it.Get("type").Str) {
-				calls[it.Get("call_id").Str] = true
-				open[it.Get("call_id").Str] = true
-			}
-			return true
-		})
-	}
-	items := root.Get("input").Array()
-	seen := make(map[string]bool)
-	for i, it := range items {
-		id := it.Get("id").Str
-		typ := it.Get("type").Str
-		if id != "" {
-			if seen[id] {
-				return fmt.Errorf("Duplicate item found with id %s.", id)
-			}
-			seen[id] = true
-		}
-		if strings.HasPrefix(id, SyntheticPrefix) {
-			return fmt.Errorf("Item with id '%s' not found.", id)
-		}
-		switch {
-		case typ == "item_reference":
-			if !known[id] || root.Get("store").Type == gjson.False {
-				return fmt.Errorf("Item with id '%s' not found.", id)
-			}
-			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
-				return fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
-			}
-		case typ == "reasoning":
-			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
-				return fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
-			}
-		case isClientCall(typ):
-			calls[it.Get("call_id").Str] = true
-			open[it.Get("call_id").Str] = true
-		case strings.HasSuffix(typ, "_call_output"):
-			cid := it.Get("call_id").Str
-			if !calls[cid] {
-				return fmt.Errorf("No tool call found for function call output with call_id %s.", cid)
-			}
-			delete(open, cid)
-		}
-	}
-	for cid := range open {
-		return fmt.Errorf("No tool output found for function call %s.", cid)
-	}
-	return nil
-}
 
 // respRunTurn drives a ResponseWriter with the Responses adapter as the
 // Caddy handler does, and returns the follow-up requests it was given.
 func respRunTurn(t *testing.T, h provider.Holder, request string, responses ...upstream) (rec *recorder, requests []string, closeErr error) {
 	t.Helper()
 	rec = newRecorder()
-	rw := Wrap(rec, Responses{}, context.Background(), h, 0)
+	rw := Wrap(rec, responsesadapter.Responses{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(request))
 	for i, r := range responses {
 		if i > 0 {
@@ -402,7 +304,7 @@ func TestResponsesTurnStreamFollowUpFails(t *testing.T) {
 
 func TestResponsesTurnNoFollowUpSent(t *testing.T) {
 	rec := newRecorder()
-	rw := Wrap(rec, Responses{}, context.Background(), refusingHolder(), 0)
+	rw := Wrap(rec, responsesadapter.Responses{}, context.Background(), refusingHolder(), 0)
 	rw.SetRequest([]byte(respRequest))
 	rw.Header().Set("Content-Type", "text/event-stream")
 	rw.WriteHeader(200)
@@ -453,7 +355,7 @@ func TestResponsesTurnJSONContinues(t *testing.T) {
 	}
 
 	// No follow-up sent: the refusal is shown in place.
-	out, err := Responses{}.NewTurn(context.Background(), refusingHolder(), []byte(`{"input":"x"}`), 0), error(nil)
+	out, err := responsesadapter.Responses{}.NewTurn(context.Background(), refusingHolder(), []byte(`{"input":"x"}`), 0), error(nil)
 	if err = out.JSON([]byte(first.json())); err != nil {
 		t.Fatal(err)
 	}
@@ -463,29 +365,64 @@ func TestResponsesTurnJSONContinues(t *testing.T) {
 	}
 }
 
-// The Holder learns where the provider keeps the response its calls came
-// in from Hold's Kept: the response id, the request's conversation (as a
-// string or an object), and nothing when the request said store:false.
-func TestResponsesHoldIsToldWhereTheResponseIsKept(t *testing.T) {
-	const answer = `{"id":"resp_k1","object":"response","status":"completed","output":[{"type":"function_call","id":"fc_1","call_id":"call_1","name":"delete_post","arguments":"{\"id\":7}","status":"completed"}]}`
-	for _, tc := range []struct {
-		name, request string
-		want          provider.Kept
-	}{
-		{"stored", `{"input":"x"}`, provider.Kept{ResponseID: "resp_k1"}},
-		{"conversation string", `{"input":"x","conversation":"conv_a"}`, provider.Kept{ResponseID: "resp_k1", ConversationID: "conv_a"}},
-		{"conversation object", `{"input":"x","conversation":{"id":"conv_b"}}`, provider.Kept{ResponseID: "resp_k1", ConversationID: "conv_b"}},
-		{"store false", `{"input":"x","store":false,"conversation":"conv_c"}`, provider.Kept{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder("delete_post")
-			turn := Responses{}.NewTurn(context.Background(), h, []byte(tc.request), 0)
-			if err := turn.JSON([]byte(answer)); err != nil {
-				t.Fatal(err)
-			}
-			if len(h.holds) != 1 || h.holds[0].kept != tc.want {
-				t.Fatalf("holds = %+v, want kept %+v", h.holds, tc.want)
-			}
-		})
+// FuzzResponsesContinuation fuzzes the follow-up stream of a turn whose
+// first response refused a call: no held or refused call reaches the app,
+// the answer has at most one terminal event, and splits change nothing.
+func FuzzResponsesContinuation(f *testing.F) {
+	f.Add([]byte(newSynID("resp_U").text("msg_2", "Who should receive it?").completed()), []byte{0})
+	for _, s := range respFuzzSeeds() {
+		f.Add([]byte(strings.ReplaceAll(s, "resp_syn", "resp_U")), []byte{5, 1})
 	}
+	f.Add(respFixture(f, "reasoning-encrypted-step1.sse"), []byte{40})
+	first := []byte(refusingResp().completed())
+	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *fakeHolder, error) {
+		h := respFuzzHolder()
+		rec := newRecorder()
+		rw := Wrap(rec, responsesadapter.Responses{}, context.Background(), h, 0)
+		rw.SetRequest([]byte(respRequest))
+		rw.Header().Set("Content-Type", "text/event-stream")
+		if _, err := rw.Write(first); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rw.Continuation(); !ok {
+			t.Fatal("no continuation")
+		}
+		rw.Continue()
+		rw.Header().Set("Content-Type", "text/event-stream")
+		rw.WriteHeader(http.StatusOK)
+		for i := 0; len(follow) > 0; i++ {
+			n := len(follow)
+			if len(sizes) > 0 {
+				n = min(sizes[i%len(sizes)], n)
+			}
+			if _, err := rw.Write(follow[:n]); err != nil {
+				break
+			}
+			follow = follow[n:]
+		}
+		err := rw.Close()
+		return rec.Body.Bytes(), h, err
+	}
+	f.Fuzz(func(t *testing.T, follow []byte, splits []byte) {
+		whole, h, werr := run(t, follow, nil)
+		split, _, serr := run(t, follow, respSplits(splits))
+		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
+			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
+		}
+		if respLeaks(h, append(append([]byte(nil), first...), follow...), whole) || bytes.Contains(whole, []byte("call_ref")) {
+			t.Fatalf("a held or refused call got through:\n%q", whole)
+		}
+		terminals := 0
+		for _, ev := range events(whole) {
+			if data, _, ok := sse.Data(ev, nil); ok {
+				switch gjson.GetBytes(data, "type").Str {
+				case "response.completed", "response.incomplete", "response.failed":
+					terminals++
+				}
+			}
+		}
+		if terminals > 1 {
+			t.Fatalf("%d terminal events:\n%q", terminals, whole)
+		}
+	})
 }

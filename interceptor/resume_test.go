@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
 // A streamed answer whose calls are held waits for the person's answer
@@ -343,7 +344,7 @@ func TestResumeResponsesStream(t *testing.T) {
 			h := newHolder("delete_post")
 			first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
 			follow := newSynID("resp_U").text("msg_2", resumeText)
-			r := runResume(t, Responses{}, h, tc.request, first.completed()+"data: [DONE]\n\n", true, follow.completed())
+			r := runResume(t, responsesadapter.Responses{}, h, tc.request, first.completed()+"data: [DONE]\n\n", true, follow.completed())
 			if r.closeErr != nil {
 				t.Fatal(r.closeErr)
 			}
@@ -498,7 +499,7 @@ func TestResumeNextRequestAnthropic(t *testing.T) {
 func TestResumeNextRequestResponses(t *testing.T) {
 	h := newHolder("delete_post")
 	first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
-	r := runResume(t, Responses{}, h, respRequest, first.completed(), true, newSynID("resp_U").text("msg_2", resumeText).completed())
+	r := runResume(t, responsesadapter.Responses{}, h, respRequest, first.completed(), true, newSynID("resp_U").text("msg_2", resumeText).completed())
 	d := respDecode(t, r.out)
 	joined := ""
 	for _, it := range d.final.Output {
@@ -515,7 +516,7 @@ func TestResumeNextRequestResponses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(`{"model":"gpt-5.1","input":[{"role":"user","content":"Delete post 7"},` + tc.items + `,{"role":"user","content":"Thanks."}]}`)
-			out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})
+			out, err := responsesadapter.Responses{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})
 			if err != nil {
 				t.Fatal(err)
 			}

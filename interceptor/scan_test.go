@@ -8,6 +8,7 @@ import (
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
@@ -51,12 +52,12 @@ func TestMayHoldFoldsKeysNotValues(t *testing.T) {
 		{`{"FUNCTION_CALL":{}}`, (chat.Chat{}).MayHoldCalls, true},
 		{`{"content":"ſ, K and _"}`, (chat.Chat{}).MayHoldCalls, false},
 		// Type names are values: every reader compares them exactly.
-		{`{"type":"function_call"}`, hasCallBytes, true},
-		{`{"type":"FUNCTION_CALL"}`, hasCallBytes, false},
-		{`{"type":"custom_tool_caLL"}`, hasCallBytes, false},
+		{`{"type":"function_call"}`, (responsesadapter.Responses{}).MayHoldCalls, true},
+		{`{"type":"FUNCTION_CALL"}`, (responsesadapter.Responses{}).MayHoldCalls, false},
+		{`{"type":"custom_tool_caLL"}`, (responsesadapter.Responses{}).MayHoldCalls, false},
 		{`{"type":"Tool_Use"}`, (anthropicadapter.Anthropic{}).MayHoldCalls, false},
-		{`{"arguments":"{}"}`, hasCallBytes, true},
-		{`{"Arguments":"{}"}`, hasCallBytes, false}, // no SDK reads an item of an unknown type, and none folds
+		{`{"arguments":"{}"}`, (responsesadapter.Responses{}).MayHoldCalls, true},
+		{`{"Arguments":"{}"}`, (responsesadapter.Responses{}).MayHoldCalls, false}, // no SDK reads an item of an unknown type, and none folds
 	} {
 		if got := tc.may([]byte(tc.in)); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.in, got, tc.want)
@@ -99,7 +100,7 @@ func FuzzMayHold(f *testing.F) {
 		}{
 			{"chat", []string{"tool_calls", "function_call"}, true, (chat.Chat{}).MayHoldCalls},
 			{"anthropic", []string{"tool_use", "input"}, false, (anthropicadapter.Anthropic{}).MayHoldCalls},
-			{"responses", []string{"function_call", "custom_tool_call", "arguments", "input"}, false, hasCallBytes},
+			{"responses", []string{"function_call", "custom_tool_call", "arguments", "input"}, false, (responsesadapter.Responses{}).MayHoldCalls},
 		} {
 			for _, k := range c.keys {
 				if keyRead(b, k, c.folded) && !c.may(b) {

@@ -16,6 +16,7 @@ import (
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
 // A call the gate cannot place — of an unknown type, or naming a gated
@@ -74,7 +75,7 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	}
 
 	respJSON := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"fc_1","type":"function_call_v2","status":"completed","arguments":"{\"post\":7}","call_id":"call_1","name":"delete_post"}],"usage":null}`
-	if out, err := (Responses{}).RewriteJSON(ctx, []byte(respJSON), newHolder("delete_post")); err == nil {
+	if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respJSON), newHolder("delete_post")); err == nil {
 		t.Errorf("responses json, unknown type: not refused; the app reads %s", out)
 	}
 	syn := newSyn().text("msg_1", "Deleting.")
@@ -132,7 +133,7 @@ func TestProviderSideCalls(t *testing.T) {
 		}
 	}
 	for typ, item := range respItems("delete_post") {
-		if out, err := (Responses{}).RewriteJSON(ctx, []byte(respEnv+item+respTail), newHolder("delete_post")); err == nil {
+		if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respEnv+item+respTail), newHolder("delete_post")); err == nil {
 			t.Errorf("responses json, %s naming a gated tool: not refused; the app reads %s", typ, out)
 		}
 		if out, err := respRewrite([]byte(respStream(item)), newHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
@@ -152,7 +153,7 @@ func TestProviderSideCalls(t *testing.T) {
 	}
 	for typ, item := range respItems("code_execution") {
 		body := respEnv + item + respTail
-		if out, err := (Responses{}).RewriteJSON(ctx, []byte(body), newHolder("delete_post")); err != nil || string(out) != body {
+		if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(body), newHolder("delete_post")); err != nil || string(out) != body {
 			t.Errorf("responses json, %s of the provider's own tool: %v, %s", typ, err, out)
 		}
 		in := respStream(item)

@@ -33,6 +33,7 @@ var allowedImports = map[string][]string{
 	"provider/gemini":            {"provider", "provider/internal/...", "wire/..."},
 	"provider/gemini/geminitest": nil,
 	"provider/providertest":      {"provider", "wire/sse"},
+	"provider/responses":         {"provider", "wire/..."},
 	"wire/sse":                   nil,
 	"wire/jsonedit":              nil,
 	"wire/links":                 nil,
@@ -46,7 +47,7 @@ var allowedImports = map[string][]string{
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
 	"pages":       {"cards", "forms", "gate", "store"},
-	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/anthropic", "provider/chat", "provider/gemini", "store", "wire/..."},
+	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/anthropic", "provider/chat", "provider/gemini", "provider/responses", "store", "wire/..."},
 
 	"cmd/toolgate":             {"caddymodule", "policies"},
 	"examples/demo":            {"actions", "caddymodule"},

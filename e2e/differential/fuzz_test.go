@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	chatadapter "github.com/toolgate/toolgate/provider/chat"
+	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
 // In-process differential: the gate's response writer (interceptor.Wrap,
@@ -35,7 +36,7 @@ func (holdGated) Hold(context.Context, []provider.Call, []byte, provider.Kept) p
 
 var adapters = map[string]provider.Adapter{
 	chat:      chatadapter.Chat{},
-	responses: interceptor.Responses{},
+	responses: responsesadapter.Responses{},
 	anthropic: anthropicadapter.Anthropic{},
 }
 

@@ -1,13 +1,15 @@
 // Package providertest holds the test fakes every adapter's tests share:
 // a Holder that judges calls by tool name (or by position) and records
 // what it was asked, a Restorer that answers for known steps and records
-// what it was asked, and Events, which cuts an SSE body into its events.
+// what it was asked, Events, which cuts an SSE body into its events, and
+// PassedAsRead and CRVariants for the stream fuzzers.
 // It imports no adapter package.
 package providertest
 
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -233,4 +235,24 @@ func Events(b []byte) [][]byte {
 		b = b[e:]
 	}
 	return evs
+}
+
+// PassedAsRead reports whether a stream without calls came out as it went
+// in: byte for byte, or, when its bytes hold a CR or a BOM (which readers
+// may read differently, so the gate writes such events in canonical form),
+// as the same events for every reader.
+func PassedAsRead(in, out []byte) bool {
+	if bytes.Equal(in, out) {
+		return true
+	}
+	if !bytes.ContainsRune(in, '\r') && !bytes.Contains(in, []byte("\ufeff")) {
+		return false
+	}
+	return reflect.DeepEqual(sse.Parse(in), sse.Parse(out))
+}
+
+// CRVariants are a stream's seeds for the fuzzers: its lines ended by a
+// bare CR, and its events each after a BOM.
+func CRVariants(in []byte) [][]byte {
+	return [][]byte{bytes.ReplaceAll(in, []byte("\n"), []byte("\r")), bytes.ReplaceAll(in, []byte("\n\n"), []byte("\n\n\ufeff"))}
 }

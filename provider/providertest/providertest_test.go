@@ -108,3 +108,20 @@ func TestEventsCutsAtBlankLines(t *testing.T) {
 		t.Errorf("events = %q, want %q", s, want)
 	}
 }
+
+// TestPassedAsRead: equal bytes pass; other bytes pass only when the input
+// holds a CR or a BOM and every reader reads the same events.
+func TestPassedAsRead(t *testing.T) {
+	in := []byte("data: a\n\n")
+	if !PassedAsRead(in, in) || PassedAsRead(in, []byte("data: b\n\n")) || PassedAsRead(in, []byte("data:a\n\n")) {
+		t.Error("without a CR only equal bytes pass")
+	}
+	for _, v := range CRVariants(in) {
+		if !PassedAsRead(v, in) {
+			t.Errorf("%q read as %q: not passed", v, in)
+		}
+		if PassedAsRead(v, []byte("data: b\n\n")) {
+			t.Errorf("%q read as other events: passed", v)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package interceptor
+package responses
 
 import (
 	"bytes"
@@ -18,12 +18,13 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
 func respFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "openai-responses", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "openai-responses", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestResponsesStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
 			in      []byte
 		}{{"lf", in}, {"crlf", crlf}, {"done", done}} {
 			t.Run(name+"/"+tc.variant, func(t *testing.T) {
-				h := newHolder("delete_post")
+				h := providertest.NewHolder("delete_post")
 				out, err := respRewrite(tc.in, h, 61)
 				if err != nil {
 					t.Fatal(err)
@@ -203,8 +204,8 @@ func TestResponsesStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
 				if !bytes.Equal(out, tc.in) {
 					t.Errorf("output differs from input:\n%s", out)
 				}
-				if len(h.holds) != 0 {
-					t.Errorf("Hold called %d times", len(h.holds))
+				if len(h.Holds()) != 0 {
+					t.Errorf("Hold called %d times", len(h.Holds()))
 				}
 			})
 		}
@@ -228,7 +229,7 @@ func TestResponsesStreamHoldsCall(t *testing.T) {
 	for _, tc := range respHeldFixtures {
 		t.Run(tc.file, func(t *testing.T) {
 			in := respFixture(t, tc.file)
-			h := newHolder(tc.name)
+			h := providertest.NewHolder(tc.name)
 			out, err := respRewrite(in, h)
 			if err != nil {
 				t.Fatal(err)
@@ -244,23 +245,23 @@ func TestResponsesStreamHoldsCall(t *testing.T) {
 				t.Errorf("output = %v, want %v", got, want)
 			}
 			msg := d.final.Output[len(tc.before)]
-			if messageText(msg) != waitText || msg.ID != SyntheticPrefix+testStep || msg.Role != "assistant" {
+			if messageText(msg) != providertest.WaitText || msg.ID != SyntheticPrefix+providertest.Step || msg.Role != "assistant" {
 				t.Errorf("message = %s", msg.RawJSON())
 			}
-			if it, ok := d.done[int64(len(tc.before))]; !ok || messageText(it) != waitText {
+			if it, ok := d.done[int64(len(tc.before))]; !ok || messageText(it) != providertest.WaitText {
 				t.Errorf("no output_item.done with the text: %+v", d.done)
 			}
 			if tc.total > 0 && d.final.Usage.TotalTokens != tc.total {
 				t.Errorf("usage total = %d, want %d", d.final.Usage.TotalTokens, tc.total)
 			}
-			if d.final.OutputText() != waitText {
+			if d.final.OutputText() != providertest.WaitText {
 				t.Errorf("OutputText = %q", d.final.OutputText())
 			}
 
-			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 {
-				t.Fatalf("holds = %+v", h.holds)
+			if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 1 {
+				t.Fatalf("holds = %+v", h.Holds())
 			}
-			c := h.holds[0].calls[0]
+			c := h.Holds()[0].Calls[0]
 			if c.ID != tc.callID || c.Name != tc.name || c.Type != "function" || string(c.Arguments) != tc.args || c.Position != len(tc.before) {
 				t.Errorf("call = %+v", c)
 			}
@@ -269,7 +270,7 @@ func TestResponsesStreamHoldsCall(t *testing.T) {
 			}
 			// The message to restore: the output items verbatim up to the call.
 			var items []responses.ResponseOutputItemUnion
-			if err := json.Unmarshal(h.holds[0].message, &items); err != nil {
+			if err := json.Unmarshal(h.Holds()[0].Message, &items); err != nil {
 				t.Fatalf("message: %v", err)
 			}
 			want = append(append([]string(nil), tc.before...), "function_call:"+tc.name)
@@ -289,13 +290,13 @@ func TestResponsesStreamHoldsCall(t *testing.T) {
 func TestResponsesStreamIgnoresSplits(t *testing.T) {
 	for _, name := range []string{"azure-tool-call.sse", "reasoning-encrypted-step1.sse"} {
 		in := respFixture(t, name)
-		h := newHolder("weather", "calculator")
+		h := providertest.NewHolder("weather", "calculator")
 		whole, err := respRewrite(in, h)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := 1; i < len(in); i++ {
-			out, err := respRewrite(in, newHolder("weather", "calculator"), i, len(in))
+			out, err := respRewrite(in, providertest.NewHolder("weather", "calculator"), i, len(in))
 			if err != nil {
 				t.Fatalf("%s split at %d: %v", name, i, err)
 			}
@@ -304,7 +305,7 @@ func TestResponsesStreamIgnoresSplits(t *testing.T) {
 			}
 		}
 		for _, size := range []int{1, 2, 3, 7, 100} {
-			out, err := respRewrite(in, newHolder("weather", "calculator"), size)
+			out, err := respRewrite(in, providertest.NewHolder("weather", "calculator"), size)
 			if err != nil || !bytes.Equal(out, whole) {
 				t.Fatalf("%s in pieces of %d: err %v, output differs", name, size, err)
 			}
@@ -313,6 +314,9 @@ func TestResponsesStreamIgnoresSplits(t *testing.T) {
 }
 
 // Synthetic streams, in the shape of the recorded ones.
+
+// refusal is the tool result the model reads for a refused send_email.
+const refusal = "Toolgate refused send_email: the field to (required, an email address) is missing. Nothing ran."
 
 const respEnvelope = `"id":"resp_syn","object":"response","created_at":1770803615,"model":"gpt-5.1","parallel_tool_calls":true,"store":true,"tools":[]`
 
@@ -410,54 +414,49 @@ func (s *respSyn) end(typ string) string {
 
 func (s *respSyn) completed() string { return s.end("response.completed") }
 
-// json is the response as a non-streamed body.
-func (s *respSyn) json() string {
-	return `{` + s.env + `,"status":"completed","output":[` + strings.Join(s.items, ",") + `],"usage":` + respUsage + `}`
-}
-
 func TestResponsesStreamSynthetic(t *testing.T) {
 	const del, get = "delete_post", "get_post"
 	for _, tc := range []struct {
 		name   string
 		stream string
-		h      *fakeHolder
+		h      *providertest.Holder
 		want   []string // the final output
 		text   int      // index of the waiting message (-1 none)
 		absent []string
 	}{
 		{"text, held, passed, text",
 			newSyn().text("msg_1", "Sure, deleting it.").fn("held1", del, `{"post":7}`).fn("pass1", get, `{"post":8}`).text("msg_2", "Done soon.").completed(),
-			newHolder(del).passing(get), []string{"message", "message", "function_call:get_post", "message"}, 1,
+			providertest.NewHolder(del).Passing(get), []string{"message", "message", "function_call:get_post", "message"}, 1,
 			[]string{"fc_held1", "call_held1", `"post\":7`, "delete_post"}},
 		{"passed first, then held",
 			newSyn().fn("pass1", get, `{"post":8}`).fn("held1", del, `{"post":7}`).completed(),
-			newHolder(del).passing(get), []string{"function_call:get_post", "message"}, 1,
+			providertest.NewHolder(del).Passing(get), []string{"function_call:get_post", "message"}, 1,
 			[]string{"fc_held1", "call_held1", "delete_post"}},
 		{"unread call, then two held, then text",
 			newSyn().fn("free", "lookup", `{}`).fn("held1", del, `{"post":7}`).fn("held2", del, `{"post":9}`).text("msg_2", "Anything else?").completed(),
-			newHolder(del), []string{"function_call:lookup", "message", "message"}, 1,
+			providertest.NewHolder(del), []string{"function_call:lookup", "message", "message"}, 1,
 			[]string{"fc_held1", "fc_held2", "call_held2", "delete_post"}},
 		{"reasoning before the held call",
 			newSyn().reasoning("rs_1").fn("held1", del, `{"post":7}`).completed(),
-			newHolder(del), []string{"reasoning", "message"}, 1, []string{"fc_held1", "delete_post"}},
+			providertest.NewHolder(del), []string{"reasoning", "message"}, 1, []string{"fc_held1", "delete_post"}},
 		{"custom tool call",
 			newSyn().call("ctc_1", "call_c1", del, "", "post 7 please", true).completed(),
-			newHolder(del), []string{"message"}, 0, []string{"ctc_1", "call_c1", "post 7", "delete_post", "custom_tool_call"}},
+			providertest.NewHolder(del), []string{"message"}, 0, []string{"ctc_1", "call_c1", "post 7", "delete_post", "custom_tool_call"}},
 		{"namespaced call, qualified key",
 			newSyn().call("fc_ns", "call_ns", "delete_contact", "crm", `{"id":3}`, false).completed(),
-			newHolder("crm/delete_contact"), []string{"message"}, 0, []string{"fc_ns", "call_ns"}},
+			providertest.NewHolder("crm/delete_contact"), []string{"message"}, 0, []string{"fc_ns", "call_ns"}},
 		{"namespaced call, bare key",
 			newSyn().call("fc_ns", "call_ns", "delete_contact", "crm", `{"id":3}`, false).completed(),
-			newHolder("delete_contact"), []string{"message"}, 0, []string{"fc_ns", "call_ns"}},
+			providertest.NewHolder("delete_contact"), []string{"message"}, 0, []string{"fc_ns", "call_ns"}},
 		{"incomplete response",
 			newSyn().fn("held1", del, `{"post":7}`).end("response.incomplete"),
-			newHolder(del), []string{"message"}, 0, []string{"fc_held1", "delete_post"}},
+			providertest.NewHolder(del), []string{"message"}, 0, []string{"fc_held1", "delete_post"}},
 		{"refused in place, held",
 			newSyn().fn("ref1", "send_email", `{"subject":"x"}`).fn("held1", del, `{"post":7}`).completed(),
-			newHolder(del).refusing("send_email", refusal), []string{"message"}, 0, []string{"fc_ref1", "fc_held1", "delete_post", "function_call"}},
+			providertest.NewHolder(del).Refusing("send_email", refusal), []string{"message"}, 0, []string{"fc_ref1", "fc_held1", "delete_post", "function_call"}},
 		{"every call passed after inspection",
 			newSyn().fn("pass1", get, `{"post":8}`).fn("pass2", get, `{"post":9}`).completed(),
-			newHolder().passing(get), []string{"function_call:get_post", "function_call:get_post"}, -1, nil},
+			providertest.NewHolder().Passing(get), []string{"function_call:get_post", "function_call:get_post"}, -1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := []byte(tc.stream)
@@ -475,10 +474,10 @@ func TestResponsesStreamSynthetic(t *testing.T) {
 			}
 			if tc.text >= 0 {
 				txt := messageText(d.final.Output[tc.text])
-				if !strings.HasPrefix(txt, waitText) || !strings.HasPrefix(d.final.Output[tc.text].ID, SyntheticPrefix) {
+				if !strings.HasPrefix(txt, providertest.WaitText) || !strings.HasPrefix(d.final.Output[tc.text].ID, SyntheticPrefix) {
 					t.Errorf("output[%d] = %s", tc.text, d.final.Output[tc.text].RawJSON())
 				}
-				if tc.name == "refused in place, held" && txt != waitText+"\n\n"+refusal {
+				if tc.name == "refused in place, held" && txt != providertest.WaitText+"\n\n"+refusal {
 					t.Errorf("text = %q", txt)
 				}
 			} else if !bytes.Equal(out, in) {
@@ -502,15 +501,15 @@ func TestResponsesStreamHoldMessage(t *testing.T) {
 	// its output_index, namespace key and arguments.
 	in := newSyn().text("msg_1", "Sure.").reasoning("rs_1").call("fc_1", "call_1", "delete_contact", "crm", `{"id":3}`, false).
 		fn("pass", "get_post", `{}`).call("ctc_2", "call_2", "delete_post", "", "post 7", true).text("msg_2", "After.").completed()
-	h := newHolder("crm/delete_contact", "delete_post").passing("get_post")
+	h := providertest.NewHolder("crm/delete_contact", "delete_post").Passing("get_post")
 	if _, err := respRewrite([]byte(in), h); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.holds) != 1 {
-		t.Fatalf("holds = %d", len(h.holds))
+	if len(h.Holds()) != 1 {
+		t.Fatalf("holds = %d", len(h.Holds()))
 	}
 	var got []string
-	for _, c := range h.holds[0].calls {
+	for _, c := range h.Holds()[0].Calls {
 		got = append(got, fmt.Sprintf("%d %s %s %s %s", c.Position, c.Type, c.Name, c.ID, c.Arguments))
 	}
 	want := []string{`2 function crm/delete_contact call_1 {"id":3}`, `3 function get_post call_pass {}`, `4 custom delete_post call_2 post 7`}
@@ -518,13 +517,13 @@ func TestResponsesStreamHoldMessage(t *testing.T) {
 		t.Errorf("calls = %q\nwant %q", got, want)
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(h.holds[0].message, &items); err != nil || len(items) != 5 {
-		t.Fatalf("message = %s (%v)", h.holds[0].message, err)
+	if err := json.Unmarshal(h.Holds()[0].Message, &items); err != nil || len(items) != 5 {
+		t.Fatalf("message = %s (%v)", h.Holds()[0].Message, err)
 	}
 	if gjson.GetBytes(items[4], "id").Str != "ctc_2" || gjson.GetBytes(items[1], "type").Str != "reasoning" {
-		t.Errorf("message = %s", h.holds[0].message)
+		t.Errorf("message = %s", h.Holds()[0].Message)
 	}
-	if k := h.holds[0].kept; k.ResponseID != "resp_syn" {
+	if k := h.Holds()[0].Kept; k.ResponseID != "resp_syn" {
 		t.Errorf("kept = %+v", k)
 	}
 }
@@ -535,7 +534,7 @@ func TestResponsesStreamDataOnly(t *testing.T) {
 	s.b.Reset()
 	s.seq = 0
 	in := s.fn("held1", "delete_post", `{}`).completed() + "data: [DONE]\n\n"
-	out, err := respRewrite([]byte(in), newHolder("delete_post"))
+	out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +542,7 @@ func TestResponsesStreamDataOnly(t *testing.T) {
 		t.Errorf("event lines added to a data-only stream:\n%s", out)
 	}
 	d := respDecode(t, out)
-	if d.final == nil || len(d.final.Output) != 1 || messageText(d.final.Output[0]) != waitText {
+	if d.final == nil || len(d.final.Output) != 1 || messageText(d.final.Output[0]) != providertest.WaitText {
 		t.Errorf("final = %+v", d.final)
 	}
 	if !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) {
@@ -556,13 +555,13 @@ func TestResponsesStreamEndsEarly(t *testing.T) {
 	// Cut before the terminal event: the call is never judged, never
 	// written; what came after it still reaches the app.
 	cut := full[:strings.Index(full, "event: response.completed")]
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, err := respRewrite([]byte(cut), h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkAbsent(t, out, "fc_held1", "call_held1")
-	if len(h.holds) != 0 {
+	if len(h.Holds()) != 0 {
 		t.Errorf("Hold called on an unfinished response")
 	}
 	d := respDecode(t, out)
@@ -573,7 +572,7 @@ func TestResponsesStreamEndsEarly(t *testing.T) {
 	// An error event ends it the same way.
 	errEv := "event: error\ndata: {\"type\":\"error\",\"sequence_number\":99,\"code\":\"server_error\",\"message\":\"boom\",\"param\":null}\n\n"
 	cut = full[:strings.Index(full, "event: response.output_item.done")] + errEv
-	out, err = respRewrite([]byte(cut), newHolder("delete_post"))
+	out, err = respRewrite([]byte(cut), providertest.NewHolder("delete_post"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,13 +587,13 @@ func TestResponsesStreamTerminalOnlyCall(t *testing.T) {
 	// all the same, since clients take calls from there.
 	s := newSyn().text("msg_1", "Sure.")
 	s.items = append(s.items, `{"id":"fc_x","type":"function_call","status":"completed","arguments":"{\"post\":7}","call_id":"call_x","name":"delete_post"}`)
-	out, err := respRewrite([]byte(s.completed()), newHolder("delete_post"))
+	out, err := respRewrite([]byte(s.completed()), providertest.NewHolder("delete_post"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkAbsent(t, out, "fc_x", "call_x")
 	final := gjson.GetBytes(lastData(out), "response.output")
-	if n := len(final.Array()); n != 2 || final.Get("1.text").Exists() || final.Get("1.content.0.text").Str != waitText {
+	if n := len(final.Array()); n != 2 || final.Get("1.text").Exists() || final.Get("1.content.0.text").Str != providertest.WaitText {
 		t.Errorf("output = %s", final.Raw)
 	}
 }
@@ -620,7 +619,7 @@ func TestResponsesStreamFailsClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			s := Responses{}.NewStream(context.Background(), &buf, nil, newHolder("delete_post"))
+			s := Responses{}.NewStream(context.Background(), &buf, nil, providertest.NewHolder("delete_post"))
 			if _, err := s.Write([]byte(tc.in)); err == nil {
 				t.Fatal("no error")
 			}
@@ -643,7 +642,7 @@ func TestResponsesStreamFailsClosed(t *testing.T) {
 	args = strings.Replace(args, `"arguments":"{\"post\":8}","call_id"`, `"arguments":"{\"post\":9}","call_id"`, 1)
 	for name, in := range map[string]string{"renamed": renamed, "unread, renamed in the output": unread, "arguments differ": args} {
 		t.Run(name, func(t *testing.T) {
-			h := newHolder("delete_post").passing("get_post")
+			h := providertest.NewHolder("delete_post").Passing("get_post")
 			out, err := respRewrite([]byte(in), h)
 			if err == nil || bytes.Contains(out, []byte("delete_post")) {
 				t.Errorf("err %v, output:\n%s", err, out)
@@ -653,7 +652,7 @@ func TestResponsesStreamFailsClosed(t *testing.T) {
 
 	t.Run("mid-line end", func(t *testing.T) {
 		tail := "data: {\"type\":\"response.output_text.delta\",\"delta\":\"x"
-		out, err := respRewrite([]byte(tail), newHolder())
+		out, err := respRewrite([]byte(tail), providertest.NewHolder())
 		if err != errRespMidLine || string(out) != tail {
 			t.Errorf("err %v, output %q", err, out)
 		}
@@ -662,7 +661,7 @@ func TestResponsesStreamFailsClosed(t *testing.T) {
 
 func TestResponsesJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
 	body := respFixture(t, "azure-tool-call.json")
-	for _, h := range []*fakeHolder{newHolder("delete_post"), newHolder().passing("weather")} {
+	for _, h := range []*providertest.Holder{providertest.NewHolder("delete_post"), providertest.NewHolder().Passing("weather")} {
 		out, err := Responses{}.RewriteJSON(context.Background(), body, h)
 		if err != nil {
 			t.Fatal(err)
@@ -679,7 +678,7 @@ func TestResponsesJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
 
 func TestResponsesJSONHoldsCall(t *testing.T) {
 	body := respFixture(t, "azure-tool-call.json")
-	h := newHolder("weather")
+	h := providertest.NewHolder("weather")
 	out, err := Responses{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -689,7 +688,7 @@ func TestResponsesJSONHoldsCall(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("openai-go: %v", err)
 	}
-	if fmt.Sprint(outputSummary(r.Output)) != "[message]" || r.OutputText() != waitText || r.Usage.TotalTokens != 69 {
+	if fmt.Sprint(outputSummary(r.Output)) != "[message]" || r.OutputText() != providertest.WaitText || r.Usage.TotalTokens != 69 {
 		t.Errorf("response = %v %q", outputSummary(r.Output), r.OutputText())
 	}
 	// Every byte outside "output" stays.
@@ -698,10 +697,10 @@ func TestResponsesJSONHoldsCall(t *testing.T) {
 	if !bytes.Equal(body[:o.Index], out[:no.Index]) || !bytes.Equal(body[o.Index+len(o.Raw):], out[no.Index+len(no.Raw):]) {
 		t.Error("bytes outside output changed")
 	}
-	if len(h.holds) != 1 || h.holds[0].calls[0].ID != "call_YunNGbIwdVJ2i0y0Mybva4Pw" || string(h.holds[0].calls[0].Arguments) != `{"location":"San Francisco"}` {
-		t.Errorf("holds = %+v", h.holds)
+	if len(h.Holds()) != 1 || h.Holds()[0].Calls[0].ID != "call_YunNGbIwdVJ2i0y0Mybva4Pw" || string(h.Holds()[0].Calls[0].Arguments) != `{"location":"San Francisco"}` {
+		t.Errorf("holds = %+v", h.Holds())
 	}
-	if k := h.holds[0].kept; k.ResponseID != "resp_0a2fa1b539ba14ba00698c519df7a88194874af28c8bfccb12" {
+	if k := h.Holds()[0].Kept; k.ResponseID != "resp_0a2fa1b539ba14ba00698c519df7a88194874af28c8bfccb12" {
 		t.Errorf("kept = %+v", k)
 	}
 }
@@ -714,14 +713,14 @@ func TestResponsesJSONSynthetic(t *testing.T) {
 	msg := `{"id":"msg_1","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"Sure \u00e9."}],"role":"assistant"}`
 	for _, tc := range []struct {
 		name, output string
-		h            *fakeHolder
+		h            *providertest.Holder
 		want         string
 		holdItems    int
 	}{
-		{"reasoning then held", rs + "," + item("a", "delete_post"), newHolder("delete_post"), "[reasoning message]", 2},
-		{"text, held, passed", msg + "," + item("a", "delete_post") + "," + item("b", "get_post"), newHolder("delete_post").passing("get_post"), "[message message function_call:get_post]", 3},
-		{"two held, text after", item("a", "delete_post") + "," + item("b", "delete_post") + "," + msg, newHolder("delete_post"), "[message message]", 2},
-		{"refused in place", item("a", "send_email"), newHolder().refusing("send_email", refusal), "[message]", 1},
+		{"reasoning then held", rs + "," + item("a", "delete_post"), providertest.NewHolder("delete_post"), "[reasoning message]", 2},
+		{"text, held, passed", msg + "," + item("a", "delete_post") + "," + item("b", "get_post"), providertest.NewHolder("delete_post").Passing("get_post"), "[message message function_call:get_post]", 3},
+		{"two held, text after", item("a", "delete_post") + "," + item("b", "delete_post") + "," + msg, providertest.NewHolder("delete_post"), "[message message]", 2},
+		{"refused in place", item("a", "send_email"), providertest.NewHolder().Refusing("send_email", refusal), "[message]", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(`{"id":"resp_j","object":"response","status":"completed","output":[` + tc.output + `],"usage":` + respUsage + `}`)
@@ -740,12 +739,12 @@ func TestResponsesJSONSynthetic(t *testing.T) {
 				t.Error("the model's own text was re-encoded")
 			}
 			checkAbsent(t, out, "fc_a", "call_a")
-			if len(tc.h.holds) != 1 || len(gjson.ParseBytes(tc.h.holds[0].message).Array()) != tc.holdItems {
-				t.Errorf("holds = %+v", tc.h.holds)
+			if len(tc.h.Holds()) != 1 || len(gjson.ParseBytes(tc.h.Holds()[0].Message).Array()) != tc.holdItems {
+				t.Errorf("holds = %+v", tc.h.Holds())
 			}
 		})
 	}
-	if _, err := (Responses{}).RewriteJSON(context.Background(), []byte(`{"output":[{"type":"function_call","name":"delete_post"`), newHolder("delete_post")); err == nil {
+	if _, err := (Responses{}).RewriteJSON(context.Background(), []byte(`{"output":[{"type":"function_call","name":"delete_post"`), providertest.NewHolder("delete_post")); err == nil {
 		t.Error("no error for invalid JSON naming a call")
 	}
 }

@@ -1,4 +1,4 @@
-package interceptor
+package responses
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/params"
+	"github.com/toolgate/toolgate/wire/shape"
 	"github.com/toolgate/toolgate/wire/tooledit"
 )
 
@@ -21,6 +22,20 @@ func init() {
 
 // Name is "openai-responses".
 func (Responses) Name() string { return "openai-responses" }
+
+// AnswerKey is the top-level key a Responses answer carries its calls
+// under (output): a body naming a gated tool is read only when it has
+// this key and no other provider's call key (see shape.Reads).
+func (Responses) AnswerKey() string { return "output" }
+
+// OwnsEvent reports whether an event's data is a Responses event and no
+// other protocol's (asked only of an event naming a gated tool): see
+// shape.EventMarks. A Responses event naming a gated tool must also say
+// which event it is, as an Anthropic one must (provider/anthropic): the
+// adapter goes by its type.
+func (Responses) OwnsEvent(data []byte) bool {
+	return shape.EventMarks(data) == shape.MarkResponses && strings.HasPrefix(gjson.GetBytes(data, "type").String(), "response.")
+}
 
 // Serves reports a path ending in /responses.
 func (Responses) Serves(path string) bool { return strings.HasSuffix(path, "/responses") }

@@ -1,9 +1,10 @@
-package interceptor
+package responses
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,11 +13,12 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 )
 
-// stateRestorer is a fakeRestorer that also answers for stored responses.
+// stateRestorer is a providertest.Restorer that also answers for stored responses.
 type stateRestorer struct {
-	*fakeRestorer
+	*providertest.Restorer
 	byResponse map[string]provider.Restored
 	asked      []string
 }
@@ -29,18 +31,129 @@ func (r *stateRestorer) RestoreState(_ context.Context, responseID, conversation
 	return nil
 }
 
+// respAPI is a fake Responses API that checks a request's input the way the
+// real one does, as far as its documented errors go (wire-formats.md §2.4).
+type respAPI struct {
+	stored map[string]string // response id → its output (a JSON array)
+	next   map[string]string // reasoning item id → the id of the item that followed it
+}
+
+// learn records a response's output (a JSON array) under its id, and which
+// item followed each reasoning item.
+func (a *respAPI) learn(id, output string) {
+	if a.stored == nil {
+		a.stored, a.next = make(map[string]string), make(map[string]string)
+	}
+	a.stored[id] = output
+	items := gjson.Parse(output).Array()
+	for i, it := range items {
+		if it.Get("type").Str == "reasoning" && i+1 < len(items) {
+			a.next[it.Get("id").Str] = items[i+1].Get("id").Str
+		}
+	}
+}
+
+// check returns the error the API would answer with, or nil.
+func (a *respAPI) check(body []byte) error {
+	if !gjson.ValidBytes(body) {
+		return errors.New("invalid JSON")
+	}
+	root := gjson.ParseBytes(body)
+	calls := make(map[string]bool) // call ids made, answered or not
+	open := make(map[string]bool)  // calls without a result yet
+	known := make(map[string]bool) // item ids the API can resolve
+	for id, out := range a.stored {
+		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
+			known[it.Get("id").Str] = true
+			return true
+		})
+		_ = id
+	}
+	prev := root.Get("previous_response_id").Str
+	if prev == "" {
+		prev = root.Get("conversation.id").Str // a conversation holds the items of its responses
+		if c := root.Get("conversation"); c.Type == gjson.String {
+			prev = c.Str
+		}
+	}
+	if prev != "" {
+		out, ok := a.stored[prev]
+		if !ok {
+			return fmt.Errorf("Previous response with id '%s' not found.", prev)
+		}
+		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
+			if isClientCall(it.Get("type").Str) {
+				calls[it.Get("call_id").Str] = true
+				open[it.Get("call_id").Str] = true
+			}
+			return true
+		})
+	}
+	items := root.Get("input").Array()
+	seen := make(map[string]bool)
+	for i, it := range items {
+		id := it.Get("id").Str
+		typ := it.Get("type").Str
+		if id != "" {
+			if seen[id] {
+				return fmt.Errorf("Duplicate item found with id %s.", id)
+			}
+			seen[id] = true
+		}
+		if strings.HasPrefix(id, SyntheticPrefix) {
+			return fmt.Errorf("Item with id '%s' not found.", id)
+		}
+		switch {
+		case typ == "item_reference":
+			if !known[id] || root.Get("store").Type == gjson.False {
+				return fmt.Errorf("Item with id '%s' not found.", id)
+			}
+			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
+				return fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
+			}
+		case typ == "reasoning":
+			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
+				return fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
+			}
+		case isClientCall(typ):
+			calls[it.Get("call_id").Str] = true
+			open[it.Get("call_id").Str] = true
+		case strings.HasSuffix(typ, "_call_output"):
+			cid := it.Get("call_id").Str
+			if !calls[cid] {
+				return fmt.Errorf("No tool call found for function call output with call_id %s.", cid)
+			}
+			delete(open, cid)
+		}
+	}
+	for cid := range open {
+		return fmt.Errorf("No tool output found for function call %s.", cid)
+	}
+	return nil
+}
+
 const respConfirmed = "The person confirmed. 19."
+
+// restorer is a Restorer without RestoreState that knows the test step
+// (a Chat message, as the other adapters' tests have it).
+func restorer() *providertest.Restorer {
+	return &providertest.Restorer{Steps: map[string]provider.Restored{
+		providertest.Step: {Message: []byte(storedOne), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}}},
+	}}
+}
+
+const storedOne = `{"role":"assistant","content":"I'll delete it.","tool_calls":[{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}]}`
 
 // step1Hold runs the reasoning fixture through the gate and returns the
 // rewritten stream and the message Hold got: what the store keeps.
 func step1Hold(t *testing.T) (out []byte, stored []byte, final *responses.Response) {
 	t.Helper()
-	h := newHolder("calculator")
+	h := providertest.NewHolder("calculator")
 	out, err := respRewrite(respFixture(t, "reasoning-encrypted-step1.sse"), h)
-	if err != nil || len(h.holds) != 1 {
-		t.Fatalf("err %v, holds %d", err, len(h.holds))
+	if err != nil || len(h.Holds()) != 1 {
+		t.Fatalf("err %v, holds %d", err, len(h.Holds()))
 	}
-	return out, h.holds[0].message, respDecode(t, out).final
+	return out, h.Holds()[0].Message, respDecode(t, out).final
 }
 
 // appItems is what an openai-go app appends to its input from a response:
@@ -69,9 +182,9 @@ func appItems(t *testing.T, r *responses.Response) []string {
 	return items
 }
 
-func respRestorer(stored []byte, callID string) *fakeRestorer {
-	return &fakeRestorer{steps: map[string]provider.Restored{
-		testStep: {Message: stored, Results: []provider.Result{{CallID: callID, Content: respConfirmed}}},
+func respRestorer(stored []byte, callID string) *providertest.Restorer {
+	return &providertest.Restorer{Steps: map[string]provider.Restored{
+		providertest.Step: {Message: stored, Results: []provider.Result{{CallID: callID, Content: respConfirmed}}},
 	}}
 }
 
@@ -111,9 +224,9 @@ func TestResponsesRequestRestoresReasoningAndCall(t *testing.T) {
 	}{
 		{"openai-go items", append(append([]string{user}, items...), next), "",
 			"[user reasoning:" + rs + " function_call:" + fc + " function_call_output:" + callID + " user]"},
-		{"item references (AI SDK, store on)", []string{user, `{"type":"item_reference","id":"` + rs + `"}`, `{"type":"item_reference","id":"` + SyntheticPrefix + testStep + `"}`, next}, "",
+		{"item references (AI SDK, store on)", []string{user, `{"type":"item_reference","id":"` + rs + `"}`, `{"type":"item_reference","id":"` + SyntheticPrefix + providertest.Step + `"}`, next}, "",
 			"[user reasoning:" + rs + " function_call:" + fc + " function_call_output:" + callID + " user]"},
-		{"the waiting text only, no ids", []string{user, `{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, waitText)) + `}`, next}, "",
+		{"the waiting text only, no ids", []string{user, `{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, providertest.WaitText)) + `}`, next}, "",
 			"[user reasoning:" + rs + " function_call:" + fc + " function_call_output:" + callID + " user]"},
 		{"reasoning dropped by the app", []string{user, items[1], next}, "",
 			"[user reasoning:" + rs + " function_call:" + fc + " function_call_output:" + callID + " user]"},
@@ -126,7 +239,7 @@ func TestResponsesRequestRestoresReasoningAndCall(t *testing.T) {
 				t.Error("the API accepts the history before the rewrite")
 			}
 			r := respRestorer(stored, callID)
-			out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
+			out, err := Responses{}.RewriteRequest(context.Background(), body, providertest.Link, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,8 +249,8 @@ func TestResponsesRequestRestoresReasoningAndCall(t *testing.T) {
 			if err := api.check(out); err != nil {
 				t.Errorf("the API would refuse: %v\n%s", err, out)
 			}
-			if len(r.asked) != 1 || r.asked[0] != (restoreCall{testStep, true}) {
-				t.Errorf("asked %v", r.asked)
+			if len(r.Asked()) != 1 || r.Asked()[0] != (providertest.RestoreCall{Step: providertest.Step, UserFollows: true}) {
+				t.Errorf("asked %v", r.Asked())
 			}
 			if gjson.GetBytes(out, "input.3.output").Str != respConfirmed {
 				t.Errorf("result = %s", gjson.GetBytes(out, "input.3").Raw)
@@ -162,7 +275,7 @@ func respFixtureOutput(t *testing.T, name string) []byte {
 func TestResponsesRequestKeepsOtherItems(t *testing.T) {
 	// Text, a held call and a passed one: the app ran the passed call.
 	in := newSyn().text("msg_1", "Sure.").fn("held", "delete_post", `{"post":7}`).fn("pass", "get_post", `{}`)
-	h := newHolder("delete_post").passing("get_post")
+	h := providertest.NewHolder("delete_post").Passing("get_post")
 	out, err := respRewrite([]byte(in.completed()), h)
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +286,8 @@ func TestResponsesRequestKeepsOtherItems(t *testing.T) {
 	api.learn("resp_syn", "["+strings.Join(in.items, ",")+"]")
 	body := []byte(`{"input":[{"role":"user","content":"go"},` + strings.Join(items, ",") +
 		`,{"type":"function_call_output","call_id":"call_pass","output":"post 8"},{"role":"user","content":"and?"}]}`)
-	r := respRestorer(h.holds[0].message, "call_held")
-	got, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
+	r := respRestorer(h.Holds()[0].Message, "call_held")
+	got, err := Responses{}.RewriteRequest(context.Background(), body, providertest.Link, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +301,8 @@ func TestResponsesRequestKeepsOtherItems(t *testing.T) {
 
 	// A chat-like app: id-less text, the model's and the gate's.
 	body = []byte(`{"input":[{"role":"user","content":"go"},{"role":"assistant","content":"Sure."},{"role":"assistant","content":[{"type":"output_text","text":` +
-		string(gjson.AppendJSONString(nil, waitText)) + `}]},{"role":"user","content":"and?"}]}`)
-	got, err = Responses{}.RewriteRequest(context.Background(), body, testLink, respRestorer(h.holds[0].message, "call_held"))
+		string(gjson.AppendJSONString(nil, providertest.WaitText)) + `}]},{"role":"user","content":"and?"}]}`)
+	got, err = Responses{}.RewriteRequest(context.Background(), body, providertest.Link, respRestorer(h.Holds()[0].Message, "call_held"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +325,8 @@ func TestResponsesRequestStoredState(t *testing.T) {
 		if err := api.check(body); err == nil {
 			t.Error("the API accepts the request before the rewrite")
 		}
-		r := &stateRestorer{fakeRestorer: &fakeRestorer{}, byResponse: map[string]provider.Restored{respID: res}}
-		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
+		r := &stateRestorer{Restorer: &providertest.Restorer{}, byResponse: map[string]provider.Restored{respID: res}}
+		out, err := Responses{}.RewriteRequest(context.Background(), body, providertest.Link, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,16 +340,16 @@ func TestResponsesRequestStoredState(t *testing.T) {
 			t.Errorf("asked %v", r.asked)
 		}
 		// Answered already: nothing added twice.
-		again, err := Responses{}.RewriteRequest(context.Background(), out, testLink, r)
+		again, err := Responses{}.RewriteRequest(context.Background(), out, providertest.Link, r)
 		if err != nil || !bytes.Equal(again, out) {
 			t.Errorf("second pass changed it: %v %s", err, again)
 		}
 	})
 
 	t.Run("previous_response_id with the synthetic reference", func(t *testing.T) {
-		body := []byte(`{"previous_response_id":"` + respID + `","input":[{"type":"item_reference","id":"` + SyntheticPrefix + testStep + `"},{"role":"user","content":"Done?"}]}`)
+		body := []byte(`{"previous_response_id":"` + respID + `","input":[{"type":"item_reference","id":"` + SyntheticPrefix + providertest.Step + `"},{"role":"user","content":"Done?"}]}`)
 		r := respRestorer(stored, callID)
-		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
+		out, err := Responses{}.RewriteRequest(context.Background(), body, providertest.Link, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,8 +363,8 @@ func TestResponsesRequestStoredState(t *testing.T) {
 
 	t.Run("conversation", func(t *testing.T) {
 		body := []byte(`{"conversation":"conv_1","input":[{"role":"user","content":"Done?"}]}`)
-		r := &stateRestorer{fakeRestorer: &fakeRestorer{}, byResponse: map[string]provider.Restored{"conv_1": res}}
-		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
+		r := &stateRestorer{Restorer: &providertest.Restorer{}, byResponse: map[string]provider.Restored{"conv_1": res}}
+		out, err := Responses{}.RewriteRequest(context.Background(), body, providertest.Link, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +375,7 @@ func TestResponsesRequestStoredState(t *testing.T) {
 
 	t.Run("a plain Restorer cannot know", func(t *testing.T) {
 		body := []byte(`{"previous_response_id":"` + respID + `","input":"Done?"}`)
-		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, respRestorer(stored, callID))
+		out, err := Responses{}.RewriteRequest(context.Background(), body, providertest.Link, respRestorer(stored, callID))
 		if err != nil || &out[0] != &body[0] {
 			t.Errorf("changed: %v", err)
 		}
@@ -271,16 +384,16 @@ func TestResponsesRequestStoredState(t *testing.T) {
 
 func TestResponsesRequestUntouchedAndSanitized(t *testing.T) {
 	body := []byte(`{"model":"gpt-5.1","input":[{"role":"user","content":"hi"}],"previous_response_id":"resp_1"}`)
-	r := &stateRestorer{fakeRestorer: &fakeRestorer{}}
+	r := &stateRestorer{Restorer: &providertest.Restorer{}}
 	for _, rr := range []provider.Restorer{restorer(), r} {
-		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, rr)
+		out, err := Responses{}.RewriteRequest(context.Background(), body, providertest.Link, rr)
 		if err != nil || &out[0] != &body[0] || len(out) != len(body) {
 			t.Errorf("%T: a body with nothing to restore changed: %v", rr, err)
 		}
 	}
 	plain := []byte(`{"model":"gpt-5.1","input":"hi"}`)
-	r = &stateRestorer{fakeRestorer: &fakeRestorer{}}
-	out, err := Responses{}.RewriteRequest(context.Background(), plain, testLink, r)
+	r = &stateRestorer{Restorer: &providertest.Restorer{}}
+	out, err := Responses{}.RewriteRequest(context.Background(), plain, providertest.Link, r)
 	if err != nil || &out[0] != &plain[0] || len(r.asked) != 0 {
 		t.Errorf("a body without a link or stored state was read: %v %v", err, r.asked)
 	}
@@ -288,7 +401,7 @@ func TestResponsesRequestUntouchedAndSanitized(t *testing.T) {
 	// An unknown step: its synthetic items cannot reach the provider.
 	unknown := SyntheticPrefix + "zzzzzzzzzzzzzzzzzzzzzzzzzz"
 	body = []byte(`{"input":[{"type":"message","id":"` + unknown + `","role":"assistant","content":[{"type":"output_text","text":"wait"}]},{"type":"item_reference","id":"` + unknown + `"},{"role":"user","content":"hi"}]}`)
-	out, err = Responses{}.RewriteRequest(context.Background(), body, testLink, restorer())
+	out, err = Responses{}.RewriteRequest(context.Background(), body, providertest.Link, restorer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,19 +411,19 @@ func TestResponsesRequestUntouchedAndSanitized(t *testing.T) {
 
 	// Each step once: a second copy of the message is dropped.
 	_, stored, _ := step1Hold(t)
-	ref := `{"type":"item_reference","id":"` + SyntheticPrefix + testStep + `"}`
+	ref := `{"type":"item_reference","id":"` + SyntheticPrefix + providertest.Step + `"}`
 	body = []byte(`{"input":[` + ref + `,` + ref + `,{"role":"user","content":"x"}]}`)
 	rr := respRestorer(stored, "call_AB6AaRZ1FYZB2RwS6A5vbdqn")
-	out, err = Responses{}.RewriteRequest(context.Background(), body, testLink, rr)
-	if err != nil || len(rr.asked) != 1 || strings.Count(string(out), `"type":"function_call"`) != 1 {
-		t.Errorf("err %v, asked %v, out %s", err, rr.asked, out)
+	out, err = Responses{}.RewriteRequest(context.Background(), body, providertest.Link, rr)
+	if err != nil || len(rr.Asked()) != 1 || strings.Count(string(out), `"type":"function_call"`) != 1 {
+		t.Errorf("err %v, asked %v, out %s", err, rr.Asked(), out)
 	}
 
-	if _, err := (Responses{}).RewriteRequest(context.Background(), []byte(`{"input":[{"id":"`+SyntheticPrefix), testLink, restorer()); err == nil {
+	if _, err := (Responses{}).RewriteRequest(context.Background(), []byte(`{"input":[{"id":"`+SyntheticPrefix), providertest.Link, restorer()); err == nil {
 		t.Error("no error for invalid JSON carrying a synthetic id")
 	}
-	bad := &fakeRestorer{steps: map[string]provider.Restored{testStep: {Message: []byte(`{"role":"assistant"}`)}}}
-	if _, err := (Responses{}).RewriteRequest(context.Background(), []byte(`{"input":[`+ref+`]}`), testLink, bad); err == nil {
+	bad := &providertest.Restorer{Steps: map[string]provider.Restored{providertest.Step: {Message: []byte(`{"role":"assistant"}`)}}}
+	if _, err := (Responses{}).RewriteRequest(context.Background(), []byte(`{"input":[`+ref+`]}`), providertest.Link, bad); err == nil {
 		t.Error("no error for a stored message that is no item list")
 	}
 }

@@ -1,4 +1,4 @@
-package interceptor
+package responses
 
 import (
 	"context"
@@ -90,6 +90,10 @@ var respShape = func() *jsonedit.Shape {
 // or "arguments" or "input" (an item of an unknown type), however a
 // reader may read them.
 func hasCallBytes(b []byte) bool { return respKeys.MayHold(b) }
+
+// MayHoldCalls is the fast path's byte search (hasCallBytes), for the
+// tests that hold every adapter's search against the readers'.
+func (Responses) MayHoldCalls(b []byte) bool { return hasCallBytes(b) }
 
 // respWaitingOutput is the tool result a held call gets in a follow-up
 // request that sends refusals back while it waits (the app's next request

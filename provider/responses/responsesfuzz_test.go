@@ -1,42 +1,42 @@
-package interceptor
+package responses
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/links"
 )
 
 // respFuzzHolder holds delete_post, weather and calculator, passes get_post
 // after inspection and refuses send_email.
-func respFuzzHolder() *fakeHolder {
-	return newHolder("delete_post", "weather", "calculator").passing("get_post").refusing("send_email", refusal)
+func respFuzzHolder() *providertest.Holder {
+	return providertest.NewHolder("delete_post", "weather", "calculator").Passing("get_post").Refusing("send_email", refusal)
 }
 
 // respBlocks reports whether h keeps a call item from the app.
-func respBlocks(h *fakeHolder, item gjson.Result) bool {
+func respBlocks(h *providertest.Holder, item gjson.Result) bool {
 	if !isCallType(item.Get("type").Str) {
 		return false
 	}
 	key, ok := gatedKey(h, item.Get("namespace").Str, item.Get("name").Str)
-	return ok && h.blocks(key)
+	return ok && h.Blocks(key)
 }
 
 // respLeaks reports whether a rewritten stream (or body) shows the app a
 // call h blocks: as an item of an event or of a response's output, or as
 // an event of a blocked item (by an item id no other item of in uses).
-func respLeaks(h *fakeHolder, in, out []byte) bool {
+func respLeaks(h *providertest.Holder, in, out []byte) bool {
 	blocked, other := make(map[string]bool), make(map[string]bool)
 	visit := func(b []byte, fn func(item gjson.Result)) {
-		for _, ev := range events(b) {
+		for _, ev := range providertest.Events(b) {
 			var s respStream
 			data, ok := s.Data(ev)
 			if !ok {
@@ -67,7 +67,7 @@ func respLeaks(h *fakeHolder, in, out []byte) bool {
 	})
 	leak := false
 	visit(out, func(it gjson.Result) { leak = leak || respBlocks(h, it) })
-	for _, ev := range events(out) {
+	for _, ev := range providertest.Events(out) {
 		var s respStream
 		if data, ok := s.Data(ev); ok && gjson.ValidBytes(data) {
 			if id := gjson.GetBytes(data, "item_id").Str; blocked[id] && !other[id] {
@@ -101,7 +101,7 @@ func FuzzResponsesStream(f *testing.F) {
 	}
 	for _, s := range respFuzzSeeds() {
 		f.Add([]byte(s), []byte{40, 1})
-		for _, v := range crVariants([]byte(s)) {
+		for _, v := range providertest.CRVariants([]byte(s)) {
 			f.Add(v, []byte{7})
 		}
 	}
@@ -112,7 +112,7 @@ func FuzzResponsesStream(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if !hasCallBytes(in) && !passedAsRead(in, whole) {
+		if !hasCallBytes(in) && !providertest.PassedAsRead(in, whole) {
 			t.Fatalf("a stream without calls changed:\n%q\n%q", in, whole)
 		}
 		if respLeaks(h, in, whole) {
@@ -136,7 +136,7 @@ func FuzzResponsesJSON(f *testing.F) {
 			t.Fatal("a body without calls changed")
 		}
 		if bytes.Equal(out, body) {
-			if respLeaks(h, body, out) && len(h.holds) > 0 {
+			if respLeaks(h, body, out) && len(h.Holds()) > 0 {
 				t.Fatalf("a held or refused call stayed: %s", out)
 			}
 			return
@@ -153,74 +153,11 @@ func FuzzResponsesJSON(f *testing.F) {
 	})
 }
 
-// FuzzResponsesContinuation fuzzes the follow-up stream of a turn whose
-// first response refused a call: no held or refused call reaches the app,
-// the answer has at most one terminal event, and splits change nothing.
-func FuzzResponsesContinuation(f *testing.F) {
-	f.Add([]byte(newSynID("resp_U").text("msg_2", "Who should receive it?").completed()), []byte{0})
-	for _, s := range respFuzzSeeds() {
-		f.Add([]byte(strings.ReplaceAll(s, "resp_syn", "resp_U")), []byte{5, 1})
-	}
-	f.Add(respFixture(f, "reasoning-encrypted-step1.sse"), []byte{40})
-	first := []byte(refusingResp().completed())
-	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *fakeHolder, error) {
-		h := respFuzzHolder()
-		rec := newRecorder()
-		rw := Wrap(rec, Responses{}, context.Background(), h, 0)
-		rw.SetRequest([]byte(respRequest))
-		rw.Header().Set("Content-Type", "text/event-stream")
-		if _, err := rw.Write(first); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rw.Continuation(); !ok {
-			t.Fatal("no continuation")
-		}
-		rw.Continue()
-		rw.Header().Set("Content-Type", "text/event-stream")
-		rw.WriteHeader(http.StatusOK)
-		for i := 0; len(follow) > 0; i++ {
-			n := len(follow)
-			if len(sizes) > 0 {
-				n = min(sizes[i%len(sizes)], n)
-			}
-			if _, err := rw.Write(follow[:n]); err != nil {
-				break
-			}
-			follow = follow[n:]
-		}
-		err := rw.Close()
-		return rec.Body.Bytes(), h, err
-	}
-	f.Fuzz(func(t *testing.T, follow []byte, splits []byte) {
-		whole, h, werr := run(t, follow, nil)
-		split, _, serr := run(t, follow, respSplits(splits))
-		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
-			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
-		}
-		if respLeaks(h, append(append([]byte(nil), first...), follow...), whole) || bytes.Contains(whole, []byte("call_ref")) {
-			t.Fatalf("a held or refused call got through:\n%q", whole)
-		}
-		terminals := 0
-		for _, ev := range events(whole) {
-			var s respStream
-			if data, ok := s.Data(ev); ok {
-				switch gjson.GetBytes(data, "type").Str {
-				case "response.completed", "response.incomplete", "response.failed":
-					terminals++
-				}
-			}
-		}
-		if terminals > 1 {
-			t.Fatalf("%d terminal events:\n%q", terminals, whole)
-		}
-	})
-}
-
 func FuzzResponsesRequest(f *testing.F) {
-	ref := `{"type":"item_reference","id":"` + SyntheticPrefix + testStep + `"}`
+	ref := `{"type":"item_reference","id":"` + SyntheticPrefix + providertest.Step + `"}`
 	f.Add([]byte(`{"input":[{"role":"user","content":"go"},` + ref + `,{"role":"user","content":"ok"}]}`))
-	f.Add([]byte(`{"input":[{"role":"user","content":"go"},{"role":"assistant","content":"Sure.\n\n` + waitText + `"},{"type":"function_call_output","call_id":"call_held","output":"x"}]}`))
-	f.Add([]byte(`{"input":[{"role":"user","content":"go"},{"role":"assistant","content":"Sure.\n\n` + waitText + `\n\nDone: post 7 is deleted."},{"role":"user","content":"ok"}]}`))
+	f.Add([]byte(`{"input":[{"role":"user","content":"go"},{"role":"assistant","content":"Sure.\n\n` + providertest.WaitText + `"},{"type":"function_call_output","call_id":"call_held","output":"x"}]}`))
+	f.Add([]byte(`{"input":[{"role":"user","content":"go"},{"role":"assistant","content":"Sure.\n\n` + providertest.WaitText + `\n\nDone: post 7 is deleted."},{"role":"user","content":"ok"}]}`))
 	f.Add([]byte(`{"previous_response_id":"resp_1","input":"Done?"}`))
 	f.Add([]byte(`{"conversation":{"id":"conv_1"},"input":[` + ref + `]}`))
 	f.Add([]byte(`{"store":false,"input":[{"type":"message","id":"` + SyntheticPrefix + `zzzzzzzzzzzzzzzzzzzzzzzzzz","role":"assistant","content":[]}]}`))
@@ -229,12 +166,12 @@ func FuzzResponsesRequest(f *testing.F) {
 	res := provider.Restored{Message: []byte(stored), Results: []provider.Result{{CallID: "call_held", Content: respConfirmed}}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := &stateRestorer{
-			fakeRestorer: &fakeRestorer{steps: map[string]provider.Restored{testStep: res}},
-			byResponse:   map[string]provider.Restored{"resp_1": res, "conv_1": res},
+			Restorer:   &providertest.Restorer{Steps: map[string]provider.Restored{providertest.Step: res}},
+			byResponse: map[string]provider.Restored{"resp_1": res, "conv_1": res},
 		}
-		out, err := Responses{}.RewriteRequest(context.Background(), body, testLink, r)
+		out, err := Responses{}.RewriteRequest(context.Background(), body, providertest.Link, r)
 		if err == nil {
-			quiet := !links.Has(body, testLink) && !bytes.Contains(body, synthPrefix) && !bytes.Contains(body, prevKey) && !bytes.Contains(body, convKey)
+			quiet := !links.Has(body, providertest.Link) && !bytes.Contains(body, synthPrefix) && !bytes.Contains(body, prevKey) && !bytes.Contains(body, convKey)
 			if quiet && !bytes.Equal(out, body) {
 				t.Fatal("a body without anything to restore changed")
 			}
@@ -275,7 +212,7 @@ func respTextStream(n int) []byte {
 }
 
 func benchRespStream(b *testing.B, in []byte, h provider.Holder) {
-	evs := events(in)
+	evs := providertest.Events(in)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -294,19 +231,19 @@ func benchRespStream(b *testing.B, in []byte, h provider.Holder) {
 // BenchmarkResponsesStreamText200 is the pass-through path: a text answer,
 // one event per Write, as a proxy copies it.
 func BenchmarkResponsesStreamText200(b *testing.B) {
-	benchRespStream(b, respTextStream(200), newHolder("delete_post"))
+	benchRespStream(b, respTextStream(200), providertest.NewHolder("delete_post"))
 }
 
 // BenchmarkResponsesStreamReasoningPassed is the recorded reasoning and
 // call stream, its call not gated.
 func BenchmarkResponsesStreamReasoningPassed(b *testing.B) {
-	benchRespStream(b, respFixture(b, "reasoning-encrypted-step1.sse"), newHolder("delete_post"))
+	benchRespStream(b, respFixture(b, "reasoning-encrypted-step1.sse"), providertest.NewHolder("delete_post"))
 }
 
 // BenchmarkResponsesStreamReasoningHeld is the same stream with the call
 // held.
 func BenchmarkResponsesStreamReasoningHeld(b *testing.B) {
-	benchRespStream(b, respFixture(b, "reasoning-encrypted-step1.sse"), newHolder("calculator"))
+	benchRespStream(b, respFixture(b, "reasoning-encrypted-step1.sse"), providertest.NewHolder("calculator"))
 }
 
 func BenchmarkResponsesJSON(b *testing.B) {
@@ -317,7 +254,7 @@ func BenchmarkResponsesJSON(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := []byte(tc.body)
-			h := newHolder("delete_post")
+			h := providertest.NewHolder("delete_post")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -336,7 +273,7 @@ func BenchmarkResponsesRequestWithoutLink(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := (Responses{}).RewriteRequest(context.Background(), body, testLink, plain); err != nil {
+		if _, err := (Responses{}).RewriteRequest(context.Background(), body, providertest.Link, plain); err != nil {
 			b.Fatal(err)
 		}
 	}
