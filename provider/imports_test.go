@@ -59,7 +59,7 @@ var allowedImports = map[string][]string{
 	"internal/mutation":        nil,
 	"internal/pgtest":          {"internal/freeport"},
 	"internal/reqbody":         nil,
-	"internal/testkit":         {"actions", "internal/freeport"},
+	"internal/testkit":         {"actions", "internal/freeport", "provider/anthropic/anthropictest", "provider/chat/chattest", "provider/responses/responsestest"},
 	"internal/testkit/process": nil,
 	"e2e":                      nil,
 	"e2e/differential":         nil,
