@@ -21,6 +21,8 @@ import (
 	"github.com/toolgate/toolgate/internal/reqbody"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/shape"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 func init() {
@@ -423,7 +425,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 // the adapter, with its follow-ups. A stream waiting for the person (see
 // ResumeWait) waits in it: its frame, and those it calls while waiting,
 // are kept small, as they stay on the stack of every waiting stream.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, prov provider.Provider, front *gate.Front, body []byte, names *interceptor.Names) error {
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, prov provider.Provider, front *gate.Front, body []byte, names *shape.Names) error {
 	rw := interceptor.Wrap(w, prov, r.Context(), front, h.MaxResponseBody)
 	rw.SetRequest(body)
 	streams := prov.Streams(r.Method, r.URL, body)
@@ -483,7 +485,7 @@ func (h *Handler) ownerless(prov provider.Provider, method, path string) *refusa
 // names a gated tool (see interceptor.Guard): refused with 502 when
 // nothing of it was written, cut otherwise. A policy without gated tools
 // has nothing to search for, and the request passes unwrapped.
-func (h *Handler) guarded(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, names *interceptor.Names) error {
+func (h *Handler) guarded(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, names *shape.Names) error {
 	if names == nil {
 		return next.ServeHTTP(w, r)
 	}
@@ -502,7 +504,7 @@ func (h *Handler) guarded(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	clear(w.Header()) // the upstream's, e.g. a Content-Length that no longer holds
 	why := "it is content-encoded, so the gate cannot search it for gated calls"
-	if errors.Is(err, interceptor.ErrNamesGated) {
+	if errors.Is(err, stream.ErrNamesGated) {
 		why = fmt.Sprintf("it names the gated tool %s in a shape the gate does not read as a provider's answer, so the call could reach the app unchecked", g.Named())
 	}
 	return h.refuse(w, r, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: %s", r.Method, r.URL.Path, why)})
@@ -542,7 +544,7 @@ func (h *Handler) closed(w http.ResponseWriter, r *http.Request, rw *interceptor
 		for k := range w.Header() {
 			delete(w.Header(), k) // the upstream's, e.g. a Content-Length that no longer holds
 		}
-		if errors.Is(closeErr, interceptor.ErrNamesGated) {
+		if errors.Is(closeErr, stream.ErrNamesGated) {
 			return h.refuse(w, r, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: it names a gated tool but is not in the shape this path is read as (another provider's answer, or two at once), so the call could reach the app unchecked", r.Method, r.URL.Path)})
 		}
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))

@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/shape"
 )
 
 var (
@@ -59,7 +60,7 @@ const DefaultMaxJSON = 8 << 20
 //     when it may hold a call, however a client would read it. A body
 //     that names a gated tool (GuardNames) and is not in the adapter's
 //     shape (another provider's answer, or two at once) fails there too
-//     (ErrNamesGated): its client would read calls the adapter never saw.
+//     (stream.ErrNamesGated): its client would read calls the adapter never saw.
 //   - A stream labelled as newline-delimited JSON or an AWS event stream
 //     (Ollama, Bedrock), which no adapter reads, goes through a
 //     GuardWriter: refused, or cut, where it names a gated tool.
@@ -84,7 +85,7 @@ type ResponseWriter struct {
 	streams streamsSaid  // SetStreams
 	array   bool         // SetStreamsJSON
 	resume  bool         // AllowResume
-	names   *Names       // GuardNames
+	names   *shape.Names // GuardNames
 	guard   *GuardWriter // guarded mode
 
 	mode     writerMode
@@ -179,7 +180,7 @@ func (rw *ResponseWriter) SetStreamsJSON(yes bool) { rw.array = yes }
 // refused when its bytes name one of them (see Guard, readsShape). Call
 // it before the next handler runs; without it such a response passes as
 // before.
-func (rw *ResponseWriter) GuardNames(n *Names) { rw.names = n }
+func (rw *ResponseWriter) GuardNames(n *shape.Names) { rw.names = n }
 
 // WriteHeader decides how the response is handled; see ResponseWriter.
 func (rw *ResponseWriter) WriteHeader(status int) {

@@ -110,7 +110,7 @@ func Parse(file string, data []byte) (*Policy, error) {
 // GatedTools returns the names of the tools whose calls the gate inspects
 // (every declared action not in shadow mode), sorted. A response the gate
 // cannot read as a provider's answer must not name any of them (see
-// interceptor.Names). The slice is shared: do not change it.
+// shape.Names). The slice is shared: do not change it.
 func (p *Policy) GatedTools() []string {
 	if p == nil {
 		return nil
