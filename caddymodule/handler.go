@@ -402,10 +402,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
-	rewrite := func(name string, parameters []byte) ([]byte, string, bool) {
-		return rewriteTool(pol.policy, name, parameters)
-	}
-	if body, err = prov.RewriteTools(body, rewrite); err != nil {
+	if body, err = prov.RewriteTools(body, pol.policy.OfferTool); err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
 	if pol.policy.HasOfferWhen() {
@@ -691,26 +688,6 @@ func setBody(r *http.Request, body []byte) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.Header.Del("Content-Length")
-}
-
-// askHint tells the model an ask-for-missing action may be called with
-// what it knows.
-const askHint = " If you do not know every field, call it with what you know: the person is asked for the rest."
-
-// rewriteTool offers the policy's actions to the model as the policy says:
-// required-for-agents fields required and not nullable, and the ask hint.
-// It is the one rule both fronts apply to a declared tool's definition. An action in shadow mode is offered as the app wrote it:
-// shadow mode changes nothing the model or the app reads.
-func rewriteTool(p *policies.Policy, name string, parameters []byte) ([]byte, string, bool) {
-	a := p.Action(name)
-	if a == nil || a.Shadow() || (len(a.RequiredForAgents) == 0 && !a.AskForMissing) || parameters == nil {
-		return nil, "", false
-	}
-	suffix := ""
-	if a.AskForMissing {
-		suffix = askHint
-	}
-	return a.AgentSchema(parameters), suffix, true
 }
 
 // bodyPool keeps request body buffers; the body must outlive the upstream

@@ -243,7 +243,7 @@ func (h *MCP) listTool(name string, schema []byte) ([]byte, string, bool) {
 	}
 	// The server's own schema, as the model front takes the request's: it
 	// carries the server's annotations (x-mcp-header), which clients need.
-	return rewriteTool(h.policy(), name, schema)
+	return h.policy().OfferTool(name, schema)
 }
 
 // serveCall decides a gated tools/call.
