@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/internal/reqbody"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/params"
 	"github.com/toolgate/toolgate/wire/shape"
 	"github.com/toolgate/toolgate/wire/stream"
 )
@@ -725,48 +726,8 @@ func (h *Handler) person(repl *caddy.Replacer, body []byte, prov provider.Provid
 	if fields == nil && h.Owner == "" && prov != nil {
 		fields = prov.OwnerFields()
 	}
-	for _, f := range fields {
-		v, ok := bodyField(body, f)
-		if !ok {
-			return p // ambiguous: nobody, rather than a guess
-		}
-		if v = strings.TrimSpace(v); v != "" {
-			p.Owner = v
-			break
-		}
-	}
+	p.Owner = params.Owner(body, fields)
 	return p
-}
-
-// bodyField reads the string at a dotted path of a JSON body ("" when
-// absent or not a string). ok is false when a key on the way is given
-// twice, or also in another case: servers differ on which they read.
-func bodyField(body []byte, path string) (string, bool) {
-	v := gjson.ParseBytes(body)
-	for _, key := range strings.Split(path, ".") {
-		if !v.IsObject() {
-			return "", true
-		}
-		var found gjson.Result
-		n := 0
-		v.ForEach(func(k, val gjson.Result) bool {
-			if strings.EqualFold(k.String(), key) {
-				n++
-				if k.String() == key {
-					found = val
-				}
-			}
-			return n < 2
-		})
-		if n > 1 {
-			return "", false
-		}
-		v = found
-	}
-	if v.Type != gjson.String {
-		return "", true
-	}
-	return v.Str, true
 }
 
 // Interface guards
