@@ -339,7 +339,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if buf == nil {
 		return err // refused, passed on, or not a model request
 	}
-	defer putBody(buf)
+	defer stream.PutBuf(buf) // the body outlives the upstream round trip: back to the pool when ServeHTTP ends
 	return h.answer(w, r, next, prov, front, body, pol.names)
 }
 
@@ -382,9 +382,9 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 			return nil, nil, nil, nil, h.refuse(w, r, aroundRefusal(a, r.Method, r.URL.Path))
 		}
 	}
-	buf := bodyPool.Get().(*bytes.Buffer)
+	buf := stream.GetBuf()
 	fail := func(err error) (provider.Provider, *gate.Front, []byte, *bytes.Buffer, error) {
-		putBody(buf)
+		stream.PutBuf(buf)
 		return nil, nil, nil, nil, err
 	}
 	body, ref := readBody(r, buf, h.MaxRequestBody)
@@ -689,18 +689,6 @@ func setBody(r *http.Request, body []byte) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.Header.Del("Content-Length")
-}
-
-// bodyPool keeps request body buffers; the body must outlive the upstream
-// round trip, so a buffer returns to the pool when ServeHTTP ends.
-var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func putBody(b *bytes.Buffer) {
-	if b.Cap() > 1<<20 {
-		return // do not keep a huge buffer for every later small request
-	}
-	b.Reset()
-	bodyPool.Put(b)
 }
 
 // person resolves the conversation's owner and tenant: the configured

@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/shape"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 var (
@@ -233,7 +233,7 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 	default:
 		rw.mode, rw.kind = buffering, jsonBody
 		rw.status = status
-		rw.buf = getBuf()
+		rw.buf = stream.GetBuf()
 	}
 }
 
@@ -273,7 +273,7 @@ func (rw *ResponseWriter) followUpHeader(status int) {
 		rw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)
 	default:
 		rw.mode = buffering
-		rw.buf, rw.body, rw.tooLarge = getBuf(), false, false
+		rw.buf, rw.body, rw.tooLarge = stream.GetBuf(), false, false
 	}
 }
 
@@ -318,7 +318,7 @@ func (rw *ResponseWriter) Write(p []byte) (int, error) {
 		}
 		if int64(rw.buf.Len())+int64(len(p)) > rw.maxJSON {
 			rw.tooLarge = true
-			putBuf(rw.buf)
+			stream.PutBuf(rw.buf)
 			rw.buf = nil
 			return len(p), nil
 		}
@@ -527,7 +527,7 @@ func (rw *ResponseWriter) Close() error {
 	}
 	rw.closeErr = rw.finish()
 	rw.closed = true
-	putBuf(rw.buf)
+	stream.PutBuf(rw.buf)
 	rw.buf = nil
 	return rw.closeErr
 }
@@ -578,27 +578,6 @@ func (rw *ResponseWriter) finish() error {
 		return err
 	}
 	return nil
-}
-
-// bufPool holds the buffers of JSON bodies, partial SSE events and content
-// logs. Buffers that grew past maxPooled are left to the garbage collector
-// rather than kept for every later response (STYLE.md: cap before Put).
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-const maxPooled = 1 << 20
-
-func getBuf() *bytes.Buffer {
-	b := bufPool.Get().(*bytes.Buffer)
-	b.Reset()
-	return b
-}
-
-func putBuf(b *bytes.Buffer) {
-	if b == nil || b.Cap() > maxPooled {
-		return
-	}
-	b.Reset()
-	bufPool.Put(b)
 }
 
 type bodyType uint8
