@@ -62,6 +62,7 @@ func TestRPCAnswerReadsEventStreams(t *testing.T) {
 		"data: {\"jsonrpc\":\"2.0\",\"id\":\"toolgate-tools-list\",\"result\":{\"tools\":[]}}\n\n",
 		"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":\"toolgate-tools-list\",\"result\":{\"tools\":[]}}\r\n\r\n",
 		"data:{\"jsonrpc\":\"2.0\",\"id\":\"toolgate-tools-list\",\"result\":{\"tools\":[]}}\r\r",
+		"event: message\rdata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\r\rdata: {\"jsonrpc\":\"2.0\",\"id\":\"toolgate-tools-list\",\"result\":{\"tools\":[]}}\r\r",
 	} {
 		res, rpcErr := rpcAnswer([]byte(body), "toolgate-tools-list", "text/event-stream")
 		if string(res) != `{"tools":[]}` || rpcErr.Exists() {
