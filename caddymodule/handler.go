@@ -21,6 +21,9 @@ import (
 	"github.com/toolgate/toolgate/internal/reqbody"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/params"
+	"github.com/toolgate/toolgate/wire/shape"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 func init() {
@@ -336,7 +339,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if buf == nil {
 		return err // refused, passed on, or not a model request
 	}
-	defer putBody(buf)
+	defer stream.PutBuf(buf) // the body outlives the upstream round trip: back to the pool when ServeHTTP ends
 	return h.answer(w, r, next, prov, front, body, pol.names)
 }
 
@@ -379,9 +382,9 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 			return nil, nil, nil, nil, h.refuse(w, r, aroundRefusal(a, r.Method, r.URL.Path))
 		}
 	}
-	buf := bodyPool.Get().(*bytes.Buffer)
+	buf := stream.GetBuf()
 	fail := func(err error) (provider.Provider, *gate.Front, []byte, *bytes.Buffer, error) {
-		putBody(buf)
+		stream.PutBuf(buf)
 		return nil, nil, nil, nil, err
 	}
 	body, ref := readBody(r, buf, h.MaxRequestBody)
@@ -400,10 +403,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
-	rewrite := func(name string, parameters []byte) ([]byte, string, bool) {
-		return rewriteTool(pol.policy, name, parameters)
-	}
-	if body, err = prov.RewriteTools(body, rewrite); err != nil {
+	if body, err = prov.RewriteTools(body, pol.policy.OfferTool); err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("offering tools: %w", err)))
 	}
 	if pol.policy.HasOfferWhen() {
@@ -423,7 +423,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 // the adapter, with its follow-ups. A stream waiting for the person (see
 // ResumeWait) waits in it: its frame, and those it calls while waiting,
 // are kept small, as they stay on the stack of every waiting stream.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, prov provider.Provider, front *gate.Front, body []byte, names *interceptor.Names) error {
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, prov provider.Provider, front *gate.Front, body []byte, names *shape.Names) error {
 	rw := interceptor.Wrap(w, prov, r.Context(), front, h.MaxResponseBody)
 	rw.SetRequest(body)
 	streams := prov.Streams(r.Method, r.URL, body)
@@ -483,7 +483,7 @@ func (h *Handler) ownerless(prov provider.Provider, method, path string) *refusa
 // names a gated tool (see interceptor.Guard): refused with 502 when
 // nothing of it was written, cut otherwise. A policy without gated tools
 // has nothing to search for, and the request passes unwrapped.
-func (h *Handler) guarded(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, names *interceptor.Names) error {
+func (h *Handler) guarded(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, names *shape.Names) error {
 	if names == nil {
 		return next.ServeHTTP(w, r)
 	}
@@ -502,7 +502,7 @@ func (h *Handler) guarded(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	clear(w.Header()) // the upstream's, e.g. a Content-Length that no longer holds
 	why := "it is content-encoded, so the gate cannot search it for gated calls"
-	if errors.Is(err, interceptor.ErrNamesGated) {
+	if errors.Is(err, stream.ErrNamesGated) {
 		why = fmt.Sprintf("it names the gated tool %s in a shape the gate does not read as a provider's answer, so the call could reach the app unchecked", g.Named())
 	}
 	return h.refuse(w, r, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: %s", r.Method, r.URL.Path, why)})
@@ -542,7 +542,7 @@ func (h *Handler) closed(w http.ResponseWriter, r *http.Request, rw *interceptor
 		for k := range w.Header() {
 			delete(w.Header(), k) // the upstream's, e.g. a Content-Length that no longer holds
 		}
-		if errors.Is(closeErr, interceptor.ErrNamesGated) {
+		if errors.Is(closeErr, stream.ErrNamesGated) {
 			return h.refuse(w, r, &refusal{http.StatusBadGateway, fmt.Sprintf("the answer to %s %s is refused: it names a gated tool but is not in the shape this path is read as (another provider's answer, or two at once), so the call could reach the app unchecked", r.Method, r.URL.Path)})
 		}
 		return caddyhttp.Error(http.StatusBadGateway, fmt.Errorf("checking response: %w", closeErr))
@@ -691,38 +691,6 @@ func setBody(r *http.Request, body []byte) {
 	r.Header.Del("Content-Length")
 }
 
-// askHint tells the model an ask-for-missing action may be called with
-// what it knows.
-const askHint = " If you do not know every field, call it with what you know: the person is asked for the rest."
-
-// rewriteTool offers the policy's actions to the model as the policy says:
-// required-for-agents fields required and not nullable, and the ask hint.
-// It is the one rule both fronts apply to a declared tool's definition. An action in shadow mode is offered as the app wrote it:
-// shadow mode changes nothing the model or the app reads.
-func rewriteTool(p *policies.Policy, name string, parameters []byte) ([]byte, string, bool) {
-	a := p.Action(name)
-	if a == nil || a.Shadow() || (len(a.RequiredForAgents) == 0 && !a.AskForMissing) || parameters == nil {
-		return nil, "", false
-	}
-	suffix := ""
-	if a.AskForMissing {
-		suffix = askHint
-	}
-	return a.AgentSchema(parameters), suffix, true
-}
-
-// bodyPool keeps request body buffers; the body must outlive the upstream
-// round trip, so a buffer returns to the pool when ServeHTTP ends.
-var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func putBody(b *bytes.Buffer) {
-	if b.Cap() > 1<<20 {
-		return // do not keep a huge buffer for every later small request
-	}
-	b.Reset()
-	bodyPool.Put(b)
-}
-
 // person resolves the conversation's owner and tenant: the configured
 // placeholders, then the body's owner fields where configured (see
 // OwnerFields): never a silent fallback from a configured Owner.
@@ -746,48 +714,8 @@ func (h *Handler) person(repl *caddy.Replacer, body []byte, prov provider.Provid
 	if fields == nil && h.Owner == "" && prov != nil {
 		fields = prov.OwnerFields()
 	}
-	for _, f := range fields {
-		v, ok := bodyField(body, f)
-		if !ok {
-			return p // ambiguous: nobody, rather than a guess
-		}
-		if v = strings.TrimSpace(v); v != "" {
-			p.Owner = v
-			break
-		}
-	}
+	p.Owner = params.Owner(body, fields)
 	return p
-}
-
-// bodyField reads the string at a dotted path of a JSON body ("" when
-// absent or not a string). ok is false when a key on the way is given
-// twice, or also in another case: servers differ on which they read.
-func bodyField(body []byte, path string) (string, bool) {
-	v := gjson.ParseBytes(body)
-	for _, key := range strings.Split(path, ".") {
-		if !v.IsObject() {
-			return "", true
-		}
-		var found gjson.Result
-		n := 0
-		v.ForEach(func(k, val gjson.Result) bool {
-			if strings.EqualFold(k.String(), key) {
-				n++
-				if k.String() == key {
-					found = val
-				}
-			}
-			return n < 2
-		})
-		if n > 1 {
-			return "", false
-		}
-		v = found
-	}
-	if v.Type != gjson.String {
-		return "", true
-	}
-	return v.Str, true
 }
 
 // Interface guards

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/wire/jsonedit"
 	"github.com/toolgate/toolgate/wire/sse"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 func init() {
@@ -152,8 +153,8 @@ func (h *MCP) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.H
 	if r.Method != http.MethodPost {
 		return next.ServeHTTP(w, r) // GET streams, DELETE: no tool calls
 	}
-	buf := bodyPool.Get().(*bytes.Buffer)
-	defer putBody(buf)
+	buf := stream.GetBuf()
+	defer stream.PutBuf(buf)
 	body, ref := readBody(r, buf, h.MaxRequestBody)
 	if ref != nil {
 		code := -32700 // parse error: the message could not be read
@@ -243,7 +244,7 @@ func (h *MCP) listTool(name string, schema []byte) ([]byte, string, bool) {
 	}
 	// The server's own schema, as the model front takes the request's: it
 	// carries the server's annotations (x-mcp-header), which clients need.
-	return rewriteTool(h.policy(), name, schema)
+	return h.policy().OfferTool(name, schema)
 }
 
 // serveCall decides a gated tools/call.

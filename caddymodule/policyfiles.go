@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/policies"
+	"github.com/toolgate/toolgate/wire/shape"
 )
 
 // A policy is known by its identity (policies.Policy.Identity: its name
@@ -39,13 +39,13 @@ const DefaultPolicyPoll = 2 * time.Second
 // loadedPolicy is one version of a policy file, as handlers use it.
 type loadedPolicy struct {
 	policy *policies.Policy
-	key    string             // policy.Identity()
-	names  *interceptor.Names // its gated tools, searched in answers no adapter reads (nil: none)
+	key    string       // policy.Identity()
+	names  *shape.Names // its gated tools, searched in answers no adapter reads (nil: none)
 }
 
 // loaded is p as handlers use it.
 func loaded(p *policies.Policy) *loadedPolicy {
-	return &loadedPolicy{policy: p, key: p.Identity(), names: interceptor.NewNames(p.GatedTools())}
+	return &loadedPolicy{policy: p, key: p.Identity(), names: shape.NewNames(p.GatedTools())}
 }
 
 // policyFile is a policy file the app's handlers load, with the version

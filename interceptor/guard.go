@@ -20,33 +20,16 @@ import (
 // client reads it) whose bytes name a gated tool is refused, and one
 // whose bytes do not is passed untouched, after a byte search only.
 
-var (
-	// ErrNamesGated is returned by GuardWriter.Close, and by
-	// ResponseWriter.Close, for a response the gate does not read as its
-	// adapter's answer whose bytes name a gated tool (stream.ErrNamesGated,
-	// which a stream's Frame fails with). When nothing of the response was
-	// written, the caller answers 502; otherwise the response was cut
-	// before the bytes naming it.
-	ErrNamesGated = stream.ErrNamesGated
-	// errCut is what a Write returns once a response whose header has
-	// gone named a gated tool: reverse_proxy then aborts the connection,
-	// so the app reads a broken response, never the call.
-	errCut = errors.New("interceptor: response cut: it names a gated tool in a shape the gate does not read")
-)
-
-// Names is the byte search for the gated tools' names (wire/shape), by
-// the name the Caddy glue knows it by.
-type Names = shape.Names
-
-// NewNames returns the search for tools (the policy's gated tools); nil
-// when there are none, which finds nothing.
-func NewNames(tools []string) *Names { return shape.NewNames(tools) }
+// errCut is what a Write returns once a response whose header has gone
+// named a gated tool: reverse_proxy then aborts the connection, so the app
+// reads a broken response, never the call.
+var errCut = errors.New("interceptor: response cut: it names a gated tool in a shape the gate does not read")
 
 // GuardWriter passes a response the gate has no adapter for (see Guard).
 type GuardWriter struct {
 	*caddyhttp.ResponseWriterWrapper
 
-	names  *Names
+	names  *shape.Names
 	mode   guardMode
 	status int    // the held status (watching, header not yet written)
 	header bool   // the status was written
@@ -69,7 +52,7 @@ const (
 // (a path without an adapter on a gated route, or a body in a shape its
 // adapter does not read). A response a client reads as an answer (2xx,
 // 3xx, see readStatus) whose bytes name one of names is refused: when
-// nothing was written yet, nothing is and Close returns ErrNamesGated
+// nothing was written yet, nothing is and Close returns stream.ErrNamesGated
 // (the caller answers 502); later, the write that completes the name
 // fails, which makes reverse_proxy cut the connection, and the bytes
 // naming it never reach the app. A content-encoded answer cannot be
@@ -77,7 +60,7 @@ const (
 // the upstream for identity. The status is held until the first body
 // byte or flush, so that a body naming a gated tool in its first write
 // is refused cleanly. Anything else goes through byte for byte.
-func Guard(w http.ResponseWriter, names *Names) *GuardWriter {
+func Guard(w http.ResponseWriter, names *shape.Names) *GuardWriter {
 	return &GuardWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, names: names}
 }
 
@@ -192,7 +175,7 @@ func (g *GuardWriter) FlushError() error {
 func (g *GuardWriter) Named() string { return g.named }
 
 // Close ends the response: the held status of an answer without a body
-// goes out. It returns ErrNamesGated when the response named a gated
+// goes out. It returns stream.ErrNamesGated when the response named a gated
 // tool and ErrEncoded when it could not be searched; see Guard for what
 // was written then.
 func (g *GuardWriter) Close() error {
@@ -200,7 +183,7 @@ func (g *GuardWriter) Close() error {
 	case guardWatching:
 		g.writeHeader()
 	case guardRefused, guardCut:
-		return ErrNamesGated
+		return stream.ErrNamesGated
 	case guardEncoded:
 		return ErrEncoded
 	}
@@ -218,12 +201,12 @@ func readsShape(a provider.Adapter, body []byte) bool {
 }
 
 // checkShape refuses a body an adapter would pass as not its answer while
-// it names a gated tool (ErrNamesGated); see readsShape.
-func checkShape(a provider.Adapter, names *Names, body []byte) error {
+// it names a gated tool (stream.ErrNamesGated); see readsShape.
+func checkShape(a provider.Adapter, names *shape.Names, body []byte) error {
 	if names.Named(body) == "" || readsShape(a, body) {
 		return nil
 	}
-	return ErrNamesGated
+	return stream.ErrNamesGated
 }
 
 // eventShape is the adapter's OwnsEvent; nil for an adapter without one
@@ -237,7 +220,7 @@ func eventShape(a provider.Adapter) func([]byte) bool {
 
 // guardStream makes s refuse events in another protocol's shape naming
 // one of names (see stream.Frame.GuardWith).
-func guardStream(s provider.Stream, a provider.Adapter, names *Names) {
+func guardStream(s provider.Stream, a provider.Adapter, names *shape.Names) {
 	own := eventShape(a)
 	if g, ok := s.(interface {
 		GuardWith(*shape.Names, func([]byte) bool)

@@ -12,6 +12,8 @@ import (
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
+	"github.com/toolgate/toolgate/wire/shape"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 // A name counts as a whole word only, wherever it stands, and a \u escape
@@ -33,7 +35,7 @@ func (r *guardRecorder) Write(p []byte) (int, error) {
 // write that completes the name, even when the name is split between two
 // writes; anything else goes through byte for byte.
 func TestGuardWriter(t *testing.T) {
-	names := NewNames([]string{"delete_post"})
+	names := shape.NewNames([]string{"delete_post"})
 	gemini := []byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete_post","args":{"post":7}}}]}}]}`)
 	plain := []byte(`{"candidates":[{"content":{"parts":[{"text":"Your posts: meetup draft, launch notes."}]}}]}`)
 
@@ -44,7 +46,7 @@ func TestGuardWriter(t *testing.T) {
 	if _, err := g.Write(gemini); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Close(); !errors.Is(err, ErrNamesGated) || rec.wrote || g.Written() || g.Named() != "delete_post" {
+	if err := g.Close(); !errors.Is(err, stream.ErrNamesGated) || rec.wrote || g.Written() || g.Named() != "delete_post" {
 		t.Errorf("first write naming it: Close %v, wrote %v %q", err, rec.wrote, rec.Body.Bytes())
 	}
 
@@ -57,7 +59,7 @@ func TestGuardWriter(t *testing.T) {
 		}
 		_, err1 := g.Write(gemini[:cut])
 		_, err2 := g.Write(gemini[cut:])
-		if err1 == nil && err2 == nil || !errors.Is(g.Close(), ErrNamesGated) {
+		if err1 == nil && err2 == nil || !errors.Is(g.Close(), stream.ErrNamesGated) {
 			t.Errorf("cut at %d: no write failed (%v, %v)", cut, err1, err2)
 		}
 		if bytes.Contains(rec.Body.Bytes(), []byte("delete_post")) {
@@ -109,7 +111,7 @@ var shapeBodies = map[string]string{
 // shape, and a body of two shapes at once, naming a gated tool fails
 // closed. A body naming none passes unread.
 func TestEveryShapeThroughEveryAdapter(t *testing.T) {
-	names := NewNames([]string{"delete_post"})
+	names := shape.NewNames([]string{"delete_post"})
 	own := map[string]string{"chat": "chat", "responses": "responses", "anthropic": "anthropic"}
 	for adapterName, a := range map[string]provider.Adapter{"chat": chat.Chat{}, "responses": responsesadapter.Responses{}, "anthropic": anthropicadapter.Anthropic{}} {
 		for shape, body := range shapeBodies {
@@ -128,7 +130,7 @@ func TestEveryShapeThroughEveryAdapter(t *testing.T) {
 // gated tool is refused (nothing written), and a newline-delimited JSON
 // stream (Ollama) goes through the guard, not the adapter's SSE reader.
 func TestWriterRefusesForeignShapes(t *testing.T) {
-	names := NewNames([]string{"delete_post"})
+	names := shape.NewNames([]string{"delete_post"})
 	for _, shape := range []string{"anthropic", "gemini", "ollama", "chat+anthropic"} {
 		rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
 		rw := Wrap(rec, chat.Chat{}, context.Background(), newHolder("delete_post"), 0)
@@ -136,7 +138,7 @@ func TestWriterRefusesForeignShapes(t *testing.T) {
 		rw.Header().Set("Content-Type", "application/json")
 		rw.WriteHeader(200)
 		_, _ = rw.Write([]byte(shapeBodies[shape]))
-		if err := rw.Close(); !errors.Is(err, ErrNamesGated) || rec.wrote {
+		if err := rw.Close(); !errors.Is(err, stream.ErrNamesGated) || rec.wrote {
 			t.Errorf("%s on a Chat route: Close %v, wrote %q", shape, err, rec.Body.Bytes())
 		}
 	}
@@ -149,7 +151,7 @@ func TestWriterRefusesForeignShapes(t *testing.T) {
 	_, err1 := rw.Write([]byte(`{"message":{"role":"assistant","content":"Sure."},"done":false}` + "\n"))
 	_ = rw.FlushError()
 	_, err2 := rw.Write([]byte(shapeBodies["ollama"] + "\n"))
-	if err1 != nil || err2 == nil || !errors.Is(rw.Close(), ErrNamesGated) || bytes.Contains(rec.Body.Bytes(), []byte("delete_post")) {
+	if err1 != nil || err2 == nil || !errors.Is(rw.Close(), stream.ErrNamesGated) || bytes.Contains(rec.Body.Bytes(), []byte("delete_post")) {
 		t.Errorf("ndjson stream: writes %v, %v; the client got %q", err1, err2, rec.Body.Bytes())
 	}
 	if !bytes.Contains(rec.Body.Bytes(), []byte("Sure.")) {
@@ -163,7 +165,7 @@ var _ http.ResponseWriter = (*guardRecorder)(nil)
 // the stream before it goes out (the client's SDK reads the stop event as
 // an error); the events before it went out as they came.
 func TestStreamRefusesForeignEvents(t *testing.T) {
-	names := NewNames([]string{"delete_post"})
+	names := shape.NewNames([]string{"delete_post"})
 	text := map[string]string{
 		"chat":      `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Sure."}}]}` + "\n\n",
 		"responses": `data: {"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"Sure."}` + "\n\n",

@@ -59,7 +59,7 @@ func (w *MCPResultWriter) WriteHeader(status int) {
 		switch bodyKind(w.Header().Get("Content-Type")) {
 		case jsonBody:
 			w.mode = jsonBody
-			w.buf = getBuf()
+			w.buf = stream.GetBuf()
 			w.Header().Del("Content-Length")
 			return // the status goes out with the body, in Close
 		case sseBody:
@@ -110,7 +110,7 @@ func (w *MCPResultWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter
 func (w *MCPResultWriter) Close() error {
 	defer func() {
 		if w.buf != nil {
-			putBuf(w.buf)
+			stream.PutBuf(w.buf)
 			w.buf = nil
 		}
 	}()

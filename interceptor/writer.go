@@ -8,11 +8,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/shape"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 var (
@@ -59,7 +60,7 @@ const DefaultMaxJSON = 8 << 20
 //     when it may hold a call, however a client would read it. A body
 //     that names a gated tool (GuardNames) and is not in the adapter's
 //     shape (another provider's answer, or two at once) fails there too
-//     (ErrNamesGated): its client would read calls the adapter never saw.
+//     (stream.ErrNamesGated): its client would read calls the adapter never saw.
 //   - A stream labelled as newline-delimited JSON or an AWS event stream
 //     (Ollama, Bedrock), which no adapter reads, goes through a
 //     GuardWriter: refused, or cut, where it names a gated tool.
@@ -84,7 +85,7 @@ type ResponseWriter struct {
 	streams streamsSaid  // SetStreams
 	array   bool         // SetStreamsJSON
 	resume  bool         // AllowResume
-	names   *Names       // GuardNames
+	names   *shape.Names // GuardNames
 	guard   *GuardWriter // guarded mode
 
 	mode     writerMode
@@ -179,7 +180,7 @@ func (rw *ResponseWriter) SetStreamsJSON(yes bool) { rw.array = yes }
 // refused when its bytes name one of them (see Guard, readsShape). Call
 // it before the next handler runs; without it such a response passes as
 // before.
-func (rw *ResponseWriter) GuardNames(n *Names) { rw.names = n }
+func (rw *ResponseWriter) GuardNames(n *shape.Names) { rw.names = n }
 
 // WriteHeader decides how the response is handled; see ResponseWriter.
 func (rw *ResponseWriter) WriteHeader(status int) {
@@ -232,7 +233,7 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 	default:
 		rw.mode, rw.kind = buffering, jsonBody
 		rw.status = status
-		rw.buf = getBuf()
+		rw.buf = stream.GetBuf()
 	}
 }
 
@@ -272,7 +273,7 @@ func (rw *ResponseWriter) followUpHeader(status int) {
 		rw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)
 	default:
 		rw.mode = buffering
-		rw.buf, rw.body, rw.tooLarge = getBuf(), false, false
+		rw.buf, rw.body, rw.tooLarge = stream.GetBuf(), false, false
 	}
 }
 
@@ -317,7 +318,7 @@ func (rw *ResponseWriter) Write(p []byte) (int, error) {
 		}
 		if int64(rw.buf.Len())+int64(len(p)) > rw.maxJSON {
 			rw.tooLarge = true
-			putBuf(rw.buf)
+			stream.PutBuf(rw.buf)
 			rw.buf = nil
 			return len(p), nil
 		}
@@ -526,7 +527,7 @@ func (rw *ResponseWriter) Close() error {
 	}
 	rw.closeErr = rw.finish()
 	rw.closed = true
-	putBuf(rw.buf)
+	stream.PutBuf(rw.buf)
 	rw.buf = nil
 	return rw.closeErr
 }
@@ -577,27 +578,6 @@ func (rw *ResponseWriter) finish() error {
 		return err
 	}
 	return nil
-}
-
-// bufPool holds the buffers of JSON bodies, partial SSE events and content
-// logs. Buffers that grew past maxPooled are left to the garbage collector
-// rather than kept for every later response (STYLE.md: cap before Put).
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-const maxPooled = 1 << 20
-
-func getBuf() *bytes.Buffer {
-	b := bufPool.Get().(*bytes.Buffer)
-	b.Reset()
-	return b
-}
-
-func putBuf(b *bytes.Buffer) {
-	if b == nil || b.Cap() > maxPooled {
-		return
-	}
-	b.Reset()
-	bufPool.Put(b)
 }
 
 type bodyType uint8

@@ -587,7 +587,7 @@ func getValue(o object, key string) any {
 // schema's key order. Without required_for_agents, or when schema is not a
 // JSON object, schema is returned as it is. Nothing else changes; telling
 // the model that an ask_for_missing action may be called with what it knows
-// is the gate's job.
+// is OfferTool's job.
 //
 // A field given by $ref keeps what its definition allows; only required
 // is added for it.

@@ -75,6 +75,31 @@ func (p *Policy) NotOffered(tool string, person RulePerson) bool {
 	return !ok
 }
 
+// askHint tells the model an ask-for-missing action may be called with
+// what it knows.
+const askHint = " If you do not know every field, call it with what you know: the person is asked for the rest."
+
+// OfferTool returns a declared tool's definition as the policy offers it
+// to the model: its parameters (JSON Schema) with the required-for-agents
+// fields required and not nullable (Action.AgentSchema), and the suffix
+// of its description (the ask hint, for an ask-for-missing action). It is
+// the one rule every front applies to a declared tool's definition (a
+// model request's tools, an MCP tools/list answer). ok is false when the
+// definition is to stay as the app wrote it: the tool is not declared,
+// its action is in shadow mode (shadow mode changes nothing the model or
+// the app reads) or changes nothing of it, or it has no parameters.
+func (p *Policy) OfferTool(name string, parameters []byte) (schema []byte, descriptionSuffix string, ok bool) {
+	a := p.Action(name)
+	if a == nil || a.Shadow() || (len(a.RequiredForAgents) == 0 && !a.AskForMissing) || parameters == nil {
+		return nil, "", false
+	}
+	suffix := ""
+	if a.AskForMissing {
+		suffix = askHint
+	}
+	return a.AgentSchema(parameters), suffix, true
+}
+
 // HasShadow reports whether any action of the file is in shadow mode, so
 // a route knows at once whether to watch its responses on the side.
 func (p *Policy) HasShadow() bool { return p != nil && p.shadow }
@@ -110,7 +135,7 @@ func Parse(file string, data []byte) (*Policy, error) {
 // GatedTools returns the names of the tools whose calls the gate inspects
 // (every declared action not in shadow mode), sorted. A response the gate
 // cannot read as a provider's answer must not name any of them (see
-// interceptor.Names). The slice is shared: do not change it.
+// shape.Names). The slice is shared: do not change it.
 func (p *Policy) GatedTools() []string {
 	if p == nil {
 		return nil

@@ -45,6 +45,12 @@ var allowedImports = map[string][]string{
 	"wire/params":                nil,
 	"interceptor":                {"provider", "wire/..."},
 
+	// Each protocol's test package: its history checker reads JSON on its
+	// own, importing no adapter.
+	"provider/anthropic/anthropictest": nil,
+	"provider/chat/chattest":           nil,
+	"provider/responses/responsestest": nil,
+
 	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
 	"pages":       {"cards", "forms", "gate", "store"},
 	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/anthropic", "provider/chat", "provider/gemini", "provider/responses", "store", "wire/..."},
@@ -55,7 +61,7 @@ var allowedImports = map[string][]string{
 	"internal/mutation":        nil,
 	"internal/pgtest":          {"internal/freeport"},
 	"internal/reqbody":         nil,
-	"internal/testkit":         {"actions", "internal/freeport"},
+	"internal/testkit":         {"actions", "internal/freeport", "provider/anthropic/anthropictest", "provider/chat/chattest", "provider/responses/responsestest"},
 	"internal/testkit/process": nil,
 	"e2e":                      nil,
 	"e2e/differential":         nil,

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/interceptor"
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/gemini"
+	"github.com/toolgate/toolgate/wire/shape"
 )
 
 // FuzzGeminiStream: generated Gemini streams, written the way a provider
@@ -294,7 +295,7 @@ func geminiThroughGate(upstream [][]byte, gated map[string]bool) [][]byte {
 	for n := range gated {
 		tools = append(tools, n)
 	}
-	rw.GuardNames(interceptor.NewNames(tools))
+	rw.GuardNames(shape.NewNames(tools))
 	rw.Header().Set("Content-Type", "text/event-stream")
 	rw.WriteHeader(http.StatusOK)
 	for _, p := range upstream {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/wire/shape"
 )
 
 // Shapes the gate has no adapter for (issue 15 §2): Gemini's
@@ -121,7 +122,7 @@ func foreignCalls(body []byte) []string {
 }
 
 // gatedSearch is the gate's name search for the test policy's tools.
-var gatedSearch = interceptor.NewNames(gatedTools)
+var gatedSearch = shape.NewNames(gatedTools)
 
 // routes are where a foreign answer can arrive: a path no adapter reads
 // ("guard"), or a path a route reads as one adapter's.

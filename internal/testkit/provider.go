@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidwall/gjson"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 )
 
 // Reply is one scripted provider response.
@@ -39,28 +41,71 @@ type Reply struct {
 	Pieces [][]byte
 }
 
+// historyCheckers register the wire protocols' strict history checkers,
+// each from the protocol's test package, with the suffix of the paths it
+// checks: a protocol's test package is found here by path (the suffixes
+// are disjoint). Each Provider makes its own checkers (one may learn what
+// its provider served). A protocol's checker gets one line here.
+var historyCheckers = []struct {
+	suffix string
+	new    func() historyChecker
+}{
+	{"/chat/completions", func() historyChecker { return stateless(chattest.Check) }},
+	{"/messages", func() historyChecker { return stateless(anthropictest.Check) }},
+	{"/responses", func() historyChecker { return new(responsestest.Checker) }},
+}
+
+// historyChecker checks a request's history (Check, a non-nil error whose
+// text is the provider's complaint) and learns the replies served after
+// the requests it accepted (Served: a JSON body, or a stream's events
+// joined).
+type historyChecker interface {
+	Check(body []byte) error
+	Served(body []byte)
+}
+
+// stateless is a history checker that learns nothing from replies.
+type stateless func(body []byte) error
+
+func (f stateless) Check(body []byte) error { return f(body) }
+func (stateless) Served([]byte)             {}
+
+// history returns this provider's checker for a request path, or nil.
+func (p *Provider) history(path string) historyChecker {
+	for i, h := range historyCheckers {
+		if strings.HasSuffix(path, h.suffix) {
+			return p.histories[i]
+		}
+	}
+	return nil
+}
+
 // ReplyKeyHeader is the request header that picks a reply given to Serve.
 const ReplyKeyHeader = "X-Testkit-Reply"
 
 // Provider is a fake model provider: it replays scripted replies in order
-// and records every request body it got. Like OpenAI, it refuses a Chat
-// history whose assistant tool calls are not each answered by a tool
-// message.
+// and records every request body it got. Like the real APIs, it refuses a
+// history the provider refuses (a call left without its result, ...): the
+// checker of the protocol the path names (historyCheckers) decides, and
+// its complaint goes back in a 400.
 type Provider struct {
 	*httptest.Server
-	mu sync.Mutex
-	// calls are the function_call call_ids of each Responses response
-	// served, by response id, to check previous_response_id requests.
-	calls    map[string][]string
-	replies  []Reply
-	keyed    map[string]Reply // Serve's replies, by ReplyKeyHeader value
-	requests [][]byte
-	headers  []http.Header
+	// histories are this provider's history checkers, one for each of
+	// historyCheckers, in its order.
+	histories []historyChecker
+	mu        sync.Mutex
+	replies   []Reply
+	keyed     map[string]Reply // Serve's replies, by ReplyKeyHeader value
+	requests  [][]byte
+	headers   []http.Header
 }
 
 // NewProvider starts a fake provider for the test.
 func NewProvider(t testing.TB) *Provider {
 	p := &Provider{}
+	for _, h := range historyCheckers {
+		p.histories = append(p.histories, h.new())
+	}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.Close)
 	return p
@@ -113,23 +158,19 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"no scripted reply"}}`, http.StatusInternalServerError)
 		return
 	}
-	var complaint string
-	switch {
-	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
-		complaint = checkChatHistory(body)
-	case strings.HasSuffix(r.URL.Path, "/messages"):
-		complaint = checkAnthropicHistory(body)
-	case strings.HasSuffix(r.URL.Path, "/responses"):
-		complaint = p.checkResponsesHistory(body)
-	}
-	if complaint != "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"type":"error","error":{"message":%q,"type":"invalid_request_error"}}`, complaint)
-		return
-	}
-	if strings.HasSuffix(r.URL.Path, "/responses") {
-		p.remember(rep)
+	history := p.history(r.URL.Path)
+	if history != nil {
+		if err := history.Check(body); err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"type":"error","error":{"message":%q,"type":"invalid_request_error"}}`, err.Error())
+			return
+		}
+		if rep.Events != nil {
+			history.Served(bytes.Join(rep.Events, nil))
+		} else {
+			history.Served(rep.Body)
+		}
 	}
 	if rep.Raw {
 		writeRaw(w, rep)
@@ -197,33 +238,6 @@ func writeRaw(w http.ResponseWriter, rep Reply) {
 	}
 }
 
-// checkChatHistory returns OpenAI's complaint about a history in which an
-// assistant message's tool calls are not all answered before the next
-// message of another role, or "" when the history pairs.
-func checkChatHistory(body []byte) string {
-	msgs := gjson.GetBytes(body, "messages").Array()
-	for i := 0; i < len(msgs); i++ {
-		m := msgs[i]
-		if m.Get("role").String() != "assistant" || !m.Get("tool_calls").Exists() {
-			continue
-		}
-		want := map[string]bool{}
-		for _, c := range m.Get("tool_calls").Array() {
-			want[c.Get("id").String()] = true
-		}
-		j := i + 1
-		for ; j < len(msgs) && msgs[j].Get("role").String() == "tool"; j++ {
-			delete(want, msgs[j].Get("tool_call_id").String())
-		}
-		if len(want) > 0 {
-			for id := range want {
-				return fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", id)
-			}
-		}
-	}
-	return ""
-}
-
 // Fixture reads a recorded response from the module's testdata/fixtures
 // (its README says where each came from). Found from this file, not the
 // working directory, so that every package's tests read the same copy and
@@ -248,117 +262,4 @@ func SSEEvents(body []byte) [][]byte {
 		}
 	}
 	return out
-}
-
-// checkAnthropicHistory returns Anthropic's complaint about a history in
-// which an assistant tool_use is not answered by a tool_result at the
-// start of the next user message, or a tool_result answers nothing.
-func checkAnthropicHistory(body []byte) string {
-	msgs := gjson.GetBytes(body, "messages").Array()
-	for i, m := range msgs {
-		if m.Get("role").String() != "assistant" {
-			continue
-		}
-		var ids []string
-		for _, b := range m.Get("content").Array() {
-			if b.Get("type").String() == "tool_use" {
-				ids = append(ids, b.Get("id").String())
-			}
-		}
-		if len(ids) == 0 {
-			continue
-		}
-		if i+1 >= len(msgs) || msgs[i+1].Get("role").String() != "user" {
-			return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s", i, ids[0])
-		}
-		answered := map[string]bool{}
-		leading := true
-		for _, b := range msgs[i+1].Get("content").Array() {
-			if b.Get("type").String() == "tool_result" {
-				if !leading {
-					return fmt.Sprintf("messages.%d: tool_result blocks must come first in the user message", i+1)
-				}
-				answered[b.Get("tool_use_id").String()] = true
-			} else {
-				leading = false
-			}
-		}
-		for _, id := range ids {
-			if !answered[id] {
-				return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s", i, id)
-			}
-		}
-	}
-	return ""
-}
-
-// remember keeps the function_call call_ids of a Responses reply.
-func (p *Provider) remember(rep Reply) {
-	body := rep.Body
-	if rep.Events != nil {
-		for _, ev := range rep.Events {
-			if bytes.Contains(ev, []byte(`"response.completed"`)) {
-				_, data, _ := bytes.Cut(ev, []byte("data: "))
-				body = []byte(gjson.GetBytes(data, "response").Raw)
-			}
-		}
-	}
-	id := gjson.GetBytes(body, "id").String()
-	if id == "" {
-		return
-	}
-	var ids []string
-	for _, it := range gjson.GetBytes(body, "output").Array() {
-		if t := it.Get("type").String(); t == "function_call" || t == "custom_tool_call" {
-			ids = append(ids, it.Get("call_id").String())
-		}
-	}
-	p.mu.Lock()
-	if p.calls == nil {
-		p.calls = map[string][]string{}
-	}
-	p.calls[id] = ids
-	p.mu.Unlock()
-}
-
-// checkResponsesHistory returns OpenAI's complaint about a Responses
-// request: a previous response's function call left without its output, a
-// function_call item in input without a function_call_output, or a
-// reasoning item not followed by an item.
-func (p *Provider) checkResponsesHistory(body []byte) string {
-	input := gjson.GetBytes(body, "input")
-	outputs := map[string]bool{}
-	items := input.Array()
-	for _, it := range items {
-		if t := it.Get("type").String(); t == "function_call_output" || t == "custom_tool_call_output" {
-			outputs[it.Get("call_id").String()] = true
-		}
-	}
-	if prev := gjson.GetBytes(body, "previous_response_id").String(); prev != "" {
-		p.mu.Lock()
-		ids := p.calls[prev]
-		p.mu.Unlock()
-		for _, id := range ids {
-			if !outputs[id] {
-				return "No tool output found for function call " + id + "."
-			}
-		}
-	}
-	for i, it := range items {
-		switch it.Get("type").String() {
-		case "function_call", "custom_tool_call":
-			if !outputs[it.Get("call_id").String()] {
-				return "No tool output found for function call " + it.Get("call_id").String() + "."
-			}
-		case "reasoning":
-			if i+1 >= len(items) {
-				return fmt.Sprintf("Item '%s' of type 'reasoning' was provided without its required following item.", it.Get("id").String())
-			}
-		case "item_reference":
-			if strings.HasPrefix(it.Get("id").String(), "msg_toolgate") {
-				return fmt.Sprintf("Item with id '%s' not found.", it.Get("id").String())
-			}
-		}
-	}
-	return ""
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -94,7 +95,7 @@ func anthAccumulate(t *testing.T, stream []byte) anthropic.Message {
 func anthCheckEventLines(t *testing.T, stream []byte) {
 	t.Helper()
 	var s anthStream
-	for _, ev := range events(stream) {
+	for _, ev := range providertest.Events(stream) {
 		data, ok := s.Data(ev)
 		if !ok {
 			continue
@@ -147,7 +148,7 @@ func TestAnthropicStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
 			in      []byte
 		}{{"lf", in}, {"crlf", crlf}} {
 			t.Run(name+"/"+tc.variant, func(t *testing.T) {
-				h := newHolder("delete_post")
+				h := providertest.NewHolder("delete_post")
 				out, flushes, err := anthRewrite(tc.in, h)
 				if err != nil {
 					t.Fatal(err)
@@ -155,13 +156,13 @@ func TestAnthropicStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
 				if !bytes.Equal(out, tc.in) {
 					t.Errorf("output differs from input:\n%s", out)
 				}
-				if len(h.holds) != 0 || flushes != 1 {
-					t.Errorf("Hold called %d times, %d flushes", len(h.holds), flushes)
+				if len(h.Holds()) != 0 || flushes != 1 {
+					t.Errorf("Hold called %d times, %d flushes", len(h.Holds()), flushes)
 				}
 				// Event by event, as a proxy relays them.
 				var buf bytes.Buffer
 				s := Anthropic{}.NewStream(context.Background(), &buf, nil, h)
-				for _, ev := range events(tc.in) {
+				for _, ev := range providertest.Events(tc.in) {
 					if _, err := s.Write(ev); err != nil {
 						t.Fatal(err)
 					}
@@ -178,7 +179,7 @@ func TestAnthropicStreamHoldsOnlyCall(t *testing.T) {
 	for name, call := range anthFixtureCalls {
 		t.Run(name, func(t *testing.T) {
 			in := anthFixture(t, name)
-			h := newHolder(call.name)
+			h := providertest.NewHolder(call.name)
 			out, _, err := anthRewrite(in, h)
 			if err != nil {
 				t.Fatal(err)
@@ -223,10 +224,10 @@ func TestAnthropicStreamHoldsOnlyCall(t *testing.T) {
 			}
 
 			// What Hold got.
-			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 {
-				t.Fatalf("holds = %+v", h.holds)
+			if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 1 {
+				t.Fatalf("holds = %+v", h.Holds())
 			}
-			c := h.holds[0].calls[0]
+			c := h.Holds()[0].Calls[0]
 			if c.ID != call.id || c.Name != call.name || string(c.Arguments) != call.input || c.Type != "function" || c.Position != 0 {
 				t.Errorf("call = %+v (%s)", c, c.Arguments)
 			}
@@ -234,7 +235,7 @@ func TestAnthropicStreamHoldsOnlyCall(t *testing.T) {
 			if string(c.Raw) != wantRaw {
 				t.Errorf("Raw = %s\nwant  %s", c.Raw, wantRaw)
 			}
-			msg := h.holds[0].message
+			msg := h.Holds()[0].Message
 			if gjson.GetBytes(msg, "role").Str != "assistant" || !gjson.ValidBytes(msg) {
 				t.Fatalf("message = %s", msg)
 			}
@@ -253,7 +254,7 @@ func TestAnthropicStreamHoldsOnlyCall(t *testing.T) {
 func anthToolIndex(t *testing.T, in []byte) int64 {
 	t.Helper()
 	var s anthStream
-	for _, ev := range events(in) {
+	for _, ev := range providertest.Events(in) {
 		data, _ := s.Data(ev)
 		if gjson.GetBytes(data, "content_block.type").Str == "tool_use" {
 			return gjson.GetBytes(data, "index").Int()
@@ -320,7 +321,7 @@ func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
 			[]string{"text:wait", "text"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder("delete_post")
+			h := providertest.NewHolder("delete_post")
 			out, _, err := anthRewrite([]byte(tc.in), h)
 			if err != nil {
 				t.Fatal(err)
@@ -351,11 +352,11 @@ func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
 				t.Errorf("stop_reason = %q", m.StopReason)
 			}
 			anthNoLeak(t, out, "toolu_del", "delete_post", `{"po`, `\"post\": 7`)
-			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 || string(h.holds[0].calls[0].Arguments) != `{"post": 7}` {
-				t.Fatalf("holds = %+v", h.holds)
+			if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 1 || string(h.Holds()[0].Calls[0].Arguments) != `{"post": 7}` {
+				t.Fatalf("holds = %+v", h.Holds())
 			}
 			// The message holds every block, the passed call too, in order.
-			msg := h.holds[0].message
+			msg := h.Holds()[0].Message
 			var ids []string
 			gjson.GetBytes(msg, "content").ForEach(func(_, b gjson.Result) bool {
 				ids = append(ids, b.Get("type").Str+":"+b.Get("id").Str)
@@ -364,7 +365,7 @@ func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
 			if n := strings.Count(strings.Join(ids, " "), "tool_use:"); n != strings.Count(tc.in, `"type":"tool_use"`) {
 				t.Errorf("message blocks = %v", ids)
 			}
-			if c := h.holds[0].calls[0]; c.Position != tc.position {
+			if c := h.Holds()[0].Calls[0]; c.Position != tc.position {
 				t.Errorf("position = %d, want %d", c.Position, tc.position)
 			}
 		})
@@ -375,7 +376,7 @@ func TestAnthropicStreamPassedAfterInspection(t *testing.T) {
 	in := anthStart("msg_1") + anthTextBlockEvs(0, "Reading.") +
 		anthToolEvs(1, "toolu_get", "get_post", `{"po`, `st": 8}`) +
 		anthToolEvs(2, "toolu_del", "delete_post", `{"post": 7}`) + anthEnd("tool_use", 40)
-	h := newHolder("delete_post").passing("get_post")
+	h := providertest.NewHolder("delete_post").Passing("get_post")
 	out, _, err := anthRewrite([]byte(in), h)
 	if err != nil {
 		t.Fatal(err)
@@ -393,12 +394,12 @@ func TestAnthropicStreamPassedAfterInspection(t *testing.T) {
 		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n") {
 		t.Errorf("passed call not written whole:\n%s", out)
 	}
-	if len(h.holds[0].calls) != 2 || h.holds[0].calls[0].Position != 0 || h.holds[0].calls[1].Position != 1 {
-		t.Errorf("calls = %+v", h.holds[0].calls)
+	if len(h.Holds()[0].Calls) != 2 || h.Holds()[0].Calls[0].Position != 0 || h.Holds()[0].Calls[1].Position != 1 {
+		t.Errorf("calls = %+v", h.Holds()[0].Calls)
 	}
 
 	// Every call passed and no text: the message as the provider sent it.
-	h = newHolder().passing("delete_post", "get_post")
+	h = providertest.NewHolder().Passing("delete_post", "get_post")
 	out, _, err = anthRewrite([]byte(in), h)
 	if err != nil {
 		t.Fatal(err)
@@ -436,7 +437,7 @@ const anthThinkingContent = `[{"type":"thinking","thinking":"` + anthThinking + 
 	`{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{"post":7}}]`
 
 func TestAnthropicStreamThinkingThenHeldCall(t *testing.T) {
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, _, err := anthRewrite([]byte(anthThinkingStream()), h)
 	if err != nil {
 		t.Fatal(err)
@@ -447,7 +448,7 @@ func TestAnthropicStreamThinkingThenHeldCall(t *testing.T) {
 		t.Errorf("message = %+v", m.Content)
 	}
 	want := `{"role":"assistant","content":` + anthThinkingContent + `}`
-	if got := string(h.holds[0].message); got != want {
+	if got := string(h.Holds()[0].Message); got != want {
 		t.Errorf("message =\n%s\nwant\n%s", got, want)
 	}
 	anthNoLeak(t, out, "toolu_del", "delete_post")
@@ -462,7 +463,7 @@ func TestAnthropicStreamMultiLineData(t *testing.T) {
 		anthEv(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"post\": 8}"}}`) +
 		anthEv(`{"type":"content_block_stop","index":1}`) +
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\ndata: \"stop_sequence\":null},\"usage\":{\"output_tokens\":9}}\n\n" + anthEv(`{"type":"message_stop"}`)
-	for _, h := range []*fakeHolder{newHolder("delete_post"), newHolder("delete_post").passing("get_post")} {
+	for _, h := range []*providertest.Holder{providertest.NewHolder("delete_post"), providertest.NewHolder("delete_post").Passing("get_post")} {
 		out, _, err := anthRewrite([]byte(in), h)
 		if err != nil {
 			t.Fatal(err)
@@ -476,7 +477,7 @@ func TestAnthropicStreamMultiLineData(t *testing.T) {
 
 func TestAnthropicStreamNoArgsPassed(t *testing.T) {
 	in := anthFixture(t, "stream-tool-no-args.sse")
-	h := newHolder().passing("updateIssueList")
+	h := providertest.NewHolder().Passing("updateIssueList")
 	out, _, err := anthRewrite(in, h)
 	if err != nil {
 		t.Fatal(err)
@@ -485,20 +486,20 @@ func TestAnthropicStreamNoArgsPassed(t *testing.T) {
 	if uses := anthToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_01QE1WLsSVp5hy5Q3GmGTmjP", "updateIssueList", "{}"} || m.StopReason != "tool_use" {
 		t.Errorf("tool uses = %v, stop %q", uses, m.StopReason)
 	}
-	if string(h.holds[0].calls[0].Arguments) != "{}" {
-		t.Errorf("arguments = %q", h.holds[0].calls[0].Arguments)
+	if string(h.Holds()[0].Calls[0].Arguments) != "{}" {
+		t.Errorf("arguments = %q", h.Holds()[0].Calls[0].Arguments)
 	}
 }
 
 func TestAnthropicStreamIgnoresSplits(t *testing.T) {
 	in := anthFixture(t, "stream-1.sse")
-	want, _, err := anthRewrite(in, newHolder("get_weather"))
+	want, _, err := anthRewrite(in, providertest.NewHolder("get_weather"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for cut := 1; cut < len(in); cut++ {
 		var buf bytes.Buffer
-		s := Anthropic{}.NewStream(context.Background(), &buf, nil, newHolder("get_weather"))
+		s := Anthropic{}.NewStream(context.Background(), &buf, nil, providertest.NewHolder("get_weather"))
 		if _, err := s.Write(in[:cut]); err != nil {
 			t.Fatal(err)
 		}
@@ -513,8 +514,8 @@ func TestAnthropicStreamIgnoresSplits(t *testing.T) {
 		}
 	}
 	for _, size := range []int{1, 2, 3, 7, 64} {
-		out, _, err := anthRewrite([]byte(anthThinkingStream()), newHolder("delete_post"), size)
-		whole, _, _ := anthRewrite([]byte(anthThinkingStream()), newHolder("delete_post"))
+		out, _, err := anthRewrite([]byte(anthThinkingStream()), providertest.NewHolder("delete_post"), size)
+		whole, _, _ := anthRewrite([]byte(anthThinkingStream()), providertest.NewHolder("delete_post"))
 		if err != nil || !bytes.Equal(out, whole) {
 			t.Errorf("pieces of %d: %v, output differs", size, err)
 		}
@@ -523,7 +524,7 @@ func TestAnthropicStreamIgnoresSplits(t *testing.T) {
 
 func TestAnthropicStreamRefusalInPlace(t *testing.T) {
 	in := anthFixture(t, "stream-1.sse")
-	h := newHolder().refusing("get_weather", "refused: city (a string)")
+	h := providertest.NewHolder().Refusing("get_weather", "refused: city (a string)")
 	out, _, err := anthRewrite(in, h)
 	if err != nil {
 		t.Fatal(err)
@@ -544,13 +545,13 @@ func TestAnthropicStreamFailsClosed(t *testing.T) {
 		{"inspected call in message_start", anthEv(`{"type":"message_start","message":{"content":[{"type":"tool_use","id":"t","name":"delete_post","input":{}}]}}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder("delete_post")
+			h := providertest.NewHolder("delete_post")
 			out, _, err := anthRewrite([]byte(tc.in), h)
 			if err == nil {
 				t.Errorf("no error; output:\n%s", out)
 			}
 			anthNoLeak(t, out, "toolu_del", `"t"`)
-			if len(h.holds) != 0 {
+			if len(h.Holds()) != 0 {
 				t.Errorf("Hold called")
 			}
 		})
@@ -560,11 +561,11 @@ func TestAnthropicStreamFailsClosed(t *testing.T) {
 	for range 9 {
 		big += anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"` + strings.Repeat("y", 1<<20) + `"}}`)
 	}
-	if _, _, err := anthRewrite([]byte(big), newHolder("delete_post")); err == nil {
+	if _, _, err := anthRewrite([]byte(big), providertest.NewHolder("delete_post")); err == nil {
 		t.Error("no error for 10 MiB held back")
 	}
 	// A stream that ends mid-line.
-	if _, _, err := anthRewrite([]byte(anthStart("m")+"event: ping\ndata: {\"type\":\"ping\"}"), newHolder()); err != errAnthMidLine {
+	if _, _, err := anthRewrite([]byte(anthStart("m")+"event: ping\ndata: {\"type\":\"ping\"}"), providertest.NewHolder()); err != errAnthMidLine {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -572,10 +573,10 @@ func TestAnthropicStreamFailsClosed(t *testing.T) {
 func TestAnthropicStreamEndsBeforeMessageDelta(t *testing.T) {
 	// The call is never judged nor written.
 	in := anthStart("m") + anthTextBlockEvs(0, "Hi.") + anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`)
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, _, err := anthRewrite([]byte(in), h)
-	if err != nil || len(h.holds) != 0 {
-		t.Fatalf("err %v, holds %d", err, len(h.holds))
+	if err != nil || len(h.Holds()) != 0 {
+		t.Fatalf("err %v, holds %d", err, len(h.Holds()))
 	}
 	anthNoLeak(t, out, "toolu_del")
 }
@@ -584,7 +585,7 @@ func TestAnthropicStreamFlushesBeforeHold(t *testing.T) {
 	in := []byte(anthStart("m") + anthTextBlockEvs(0, "Hi.") + anthToolEvs(1, "toolu_del", "delete_post", `{}`) + anthEnd("tool_use", 3))
 	var buf bytes.Buffer
 	var atHold int
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	flushed := 0
 	s := Anthropic{}.NewStream(context.Background(), &buf, func() error { flushed = buf.Len(); return nil }, holdSpy{h, func() { atHold = flushed }})
 	if _, err := s.Write(in); err != nil {
@@ -599,27 +600,27 @@ func TestAnthropicStreamFlushesBeforeHold(t *testing.T) {
 }
 
 type holdSpy struct {
-	*fakeHolder
+	*providertest.Holder
 	at func()
 }
 
 func (h holdSpy) Hold(ctx context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
 	h.at()
-	return h.fakeHolder.Hold(ctx, calls, message, kept)
+	return h.Holder.Hold(ctx, calls, message, kept)
 }
 
 // JSON.
 
 func TestAnthropicJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
 	body := anthFixture(t, "tool-no-args.json")
-	for _, h := range []*fakeHolder{newHolder("delete_post"), newHolder().passing("updateIssueList")} {
+	for _, h := range []*providertest.Holder{providertest.NewHolder("delete_post"), providertest.NewHolder().Passing("updateIssueList")} {
 		out, err := Anthropic{}.RewriteJSON(context.Background(), body, h)
 		if err != nil || &out[0] != &body[0] {
 			t.Errorf("err %v, or not the same slice", err)
 		}
 	}
 	text := []byte(`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
-	out, err := Anthropic{}.RewriteJSON(context.Background(), text, newHolder("delete_post"))
+	out, err := Anthropic{}.RewriteJSON(context.Background(), text, providertest.NewHolder("delete_post"))
 	if err != nil || &out[0] != &text[0] {
 		t.Errorf("err %v, or not the same slice", err)
 	}
@@ -627,7 +628,7 @@ func TestAnthropicJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
 
 func TestAnthropicJSONHoldsOnlyCall(t *testing.T) {
 	body := anthFixture(t, "tool-no-args.json")
-	h := newHolder("updateIssueList")
+	h := providertest.NewHolder("updateIssueList")
 	out, err := Anthropic{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -646,18 +647,18 @@ func TestAnthropicJSONHoldsOnlyCall(t *testing.T) {
   "stop_sequence"`)):]) {
 		t.Errorf("envelope changed:\n%s", out)
 	}
-	c := h.holds[0].calls[0]
+	c := h.Holds()[0].Calls[0]
 	content := gjson.GetBytes(body, "content")
 	if c.ID != "toolu_01LRmxn9vGM1d2DZSDBowdZ1" || string(c.Arguments) != "{}" || string(c.Raw) != content.Array()[1].Raw ||
-		string(h.holds[0].message) != `{"role":"assistant","content":`+content.Raw+`}` {
-		t.Errorf("call %+v, message %s", c, h.holds[0].message)
+		string(h.Holds()[0].Message) != `{"role":"assistant","content":`+content.Raw+`}` {
+		t.Errorf("call %+v, message %s", c, h.Holds()[0].Message)
 	}
 }
 
 func TestAnthropicJSONSynthetic(t *testing.T) {
 	body := []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":` + anthThinkingContent[:len(anthThinkingContent)-1] +
 		`,{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":8}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":20}}`)
-	h := newHolder("delete_post").passing("get_post")
+	h := providertest.NewHolder("delete_post").Passing("get_post")
 	out, err := Anthropic{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -672,15 +673,15 @@ func TestAnthropicJSONSynthetic(t *testing.T) {
 	if gjson.GetBytes(out, "content.4").Raw != `{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":8}}` {
 		t.Errorf("passed block changed: %s", out)
 	}
-	if len(h.holds[0].calls) != 2 || h.holds[0].calls[1].Position != 1 {
-		t.Errorf("calls = %+v", h.holds[0].calls)
+	if len(h.Holds()[0].Calls) != 2 || h.Holds()[0].Calls[1].Position != 1 {
+		t.Errorf("calls = %+v", h.Holds()[0].Calls)
 	}
 	anthNoLeak(t, out, "toolu_del")
 }
 
 func TestAnthropicJSONInvalid(t *testing.T) {
 	body := []byte(`{"content":[{"type":"tool_use","name":"delete_post"`)
-	if _, err := (Anthropic{}).RewriteJSON(context.Background(), body, newHolder("delete_post")); err == nil {
+	if _, err := (Anthropic{}).RewriteJSON(context.Background(), body, providertest.NewHolder("delete_post")); err == nil {
 		t.Error("no error for invalid JSON naming tool_use")
 	}
 }
@@ -690,10 +691,10 @@ func TestAnthropicJSONInvalid(t *testing.T) {
 // anthBlocked reports whether a tool_use block of a name h blocks (held
 // or refused) is started anywhere in a rewritten stream, where a client
 // reads blocks: a content_block_start's block, a message_start's content.
-func anthBlocked(h *fakeHolder, out []byte) bool {
+func anthBlocked(h *providertest.Holder, out []byte) bool {
 	found := false
 	var s anthStream
-	for _, ev := range events(out) {
+	for _, ev := range providertest.Events(out) {
 		data, ok := s.Data(ev)
 		if !ok || !gjson.ValidBytes(data) {
 			continue
@@ -707,7 +708,7 @@ func anthBlocked(h *fakeHolder, out []byte) bool {
 			blocks = r.Get("message.content").Array()
 		}
 		for _, cb := range blocks {
-			if cb.Get("type").Str == "tool_use" && h.blocks(cb.Get("name").Str) {
+			if cb.Get("type").Str == "tool_use" && h.Blocks(cb.Get("name").Str) {
 				found = true
 			}
 		}
@@ -715,8 +716,8 @@ func anthBlocked(h *fakeHolder, out []byte) bool {
 	return found
 }
 
-func anthFuzzHolder() *fakeHolder {
-	return newHolder("get_weather", "delete_post").passing("json").refusing("updateIssueList", "refused: nothing (none)")
+func anthFuzzHolder() *providertest.Holder {
+	return providertest.NewHolder("get_weather", "delete_post").Passing("json").Refusing("updateIssueList", "refused: nothing (none)")
 }
 
 func FuzzAnthropicStream(f *testing.F) {
@@ -768,7 +769,7 @@ func FuzzAnthropicJSON(f *testing.F) {
 			t.Fatalf("invalid output %q", out)
 		}
 		gjson.GetBytes(out, "content").ForEach(func(_, b gjson.Result) bool {
-			if b.Get("type").Str == "tool_use" && h.blocks(b.Get("name").Str) {
+			if b.Get("type").Str == "tool_use" && h.Blocks(b.Get("name").Str) {
 				t.Fatalf("a held or refused call got through: %s", out)
 			}
 			return true
@@ -794,7 +795,7 @@ func anthTextStream(n int) []byte {
 }
 
 func benchAnthStream(b *testing.B, in []byte, h provider.Holder) {
-	evs := events(in)
+	evs := providertest.Events(in)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -811,15 +812,15 @@ func benchAnthStream(b *testing.B, in []byte, h provider.Holder) {
 }
 
 func BenchmarkAnthropicStreamText200(b *testing.B) {
-	benchAnthStream(b, anthTextStream(200), newHolder("delete_post"))
+	benchAnthStream(b, anthTextStream(200), providertest.NewHolder("delete_post"))
 }
 
 func BenchmarkAnthropicStreamNonGatedCall(b *testing.B) {
-	benchAnthStream(b, anthFixture(b, "stream-1.sse"), newHolder("delete_post"))
+	benchAnthStream(b, anthFixture(b, "stream-1.sse"), providertest.NewHolder("delete_post"))
 }
 
 func BenchmarkAnthropicStreamHeldCall(b *testing.B) {
-	benchAnthStream(b, anthFixture(b, "stream-1.sse"), newHolder("get_weather"))
+	benchAnthStream(b, anthFixture(b, "stream-1.sse"), providertest.NewHolder("get_weather"))
 }
 
 // anthJSON2K is a 2 KB Messages body, with or without a (non-gated) call.
@@ -839,7 +840,7 @@ func BenchmarkAnthropicJSON(b *testing.B) {
 	}{{"text", false}, {"non-gated-call", true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := anthJSON2K(tc.withCall)
-			h := newHolder("delete_post")
+			h := providertest.NewHolder("delete_post")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 )
 
 // anthHistoryError rejects a request history the way the Messages API does
@@ -113,16 +114,16 @@ func TestAnthropicHistoryChecker(t *testing.T) {
 
 // anthHeldTurn runs a stream through the adapter with h and returns what
 // the app accumulated and what Hold got.
-func anthHeldTurn(t *testing.T, in string, h *fakeHolder) (anthropic.Message, holdRecord) {
+func anthHeldTurn(t *testing.T, in string, h *providertest.Holder) (anthropic.Message, providertest.Hold) {
 	t.Helper()
 	out, _, err := anthRewrite([]byte(in), h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.holds) != 1 {
-		t.Fatalf("%d holds", len(h.holds))
+	if len(h.Holds()) != 1 {
+		t.Fatalf("%d holds", len(h.Holds()))
 	}
-	return anthAccumulate(t, out), h.holds[0]
+	return anthAccumulate(t, out), h.Holds()[0]
 }
 
 // anthAppRequest is the request the app sends next, built with the SDK
@@ -143,13 +144,13 @@ func anthAppRequest(t *testing.T, first string, m anthropic.Message, more ...ant
 	return b
 }
 
-func anthRestorer(stored []byte, results ...provider.Result) *fakeRestorer {
-	return &fakeRestorer{steps: map[string]provider.Restored{testStep: {Message: stored, Results: results}}}
+func anthRestorer(stored []byte, results ...provider.Result) *providertest.Restorer {
+	return &providertest.Restorer{Steps: map[string]provider.Restored{testStep: {Message: stored, Results: results}}}
 }
 
 func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 	const id = "toolu_01RaX2WYWRWCbaeFHssmGJXG"
-	m, held := anthHeldTurn(t, string(anthFixture(t, "stream-1.sse")), newHolder("get_weather"))
+	m, held := anthHeldTurn(t, string(anthFixture(t, "stream-1.sse")), providertest.NewHolder("get_weather"))
 	for _, tc := range []struct {
 		name        string
 		more        []anthropic.MessageParam
@@ -165,7 +166,7 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 			if err := anthHistoryError(body); err != nil {
 				t.Fatalf("the app's own request: %v", err)
 			}
-			r := anthRestorer(held.message, provider.Result{CallID: id, Content: "The person confirmed. 68 degrees."})
+			r := anthRestorer(held.Message, provider.Result{CallID: id, Content: "The person confirmed. 68 degrees."})
 			out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 			if err != nil {
 				t.Fatal(err)
@@ -173,12 +174,12 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 			if err := anthHistoryError(out); err != nil {
 				t.Errorf("%v\n%s", err, out)
 			}
-			if len(r.asked) != 1 || r.asked[0] != (restoreCall{testStep, tc.userFollows}) {
-				t.Errorf("asked %+v", r.asked)
+			if len(r.Asked()) != 1 || r.Asked()[0] != (providertest.RestoreCall{Step: testStep, UserFollows: tc.userFollows}) {
+				t.Errorf("asked %+v", r.Asked())
 			}
 			msgs := gjson.GetBytes(out, "messages").Array()
-			if got := msgs[1].Get("content").Raw; got != gjson.GetBytes(held.message, "content").Raw {
-				t.Errorf("assistant content = %s\nwant the original %s", got, gjson.GetBytes(held.message, "content").Raw)
+			if got := msgs[1].Get("content").Raw; got != gjson.GetBytes(held.Message, "content").Raw {
+				t.Errorf("assistant content = %s\nwant the original %s", got, gjson.GetBytes(held.Message, "content").Raw)
 			}
 			var got []string
 			msgs[2].Get("content").ForEach(func(_, b gjson.Result) bool {
@@ -206,13 +207,13 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 	in := anthStart("msg_1") + anthTextBlockEvs(0, "Both.") +
 		anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`) +
 		anthToolEvs(2, "toolu_get", "get_post", `{"post":8}`) + anthEnd("tool_use", 20)
-	m, held := anthHeldTurn(t, in, newHolder("delete_post"))
+	m, held := anthHeldTurn(t, in, providertest.NewHolder("delete_post"))
 	// The app ran get_post and answers it; the person wrote nothing yet.
 	body := anthAppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false)))
 	if err := anthHistoryError(body); err != nil {
 		t.Fatalf("the app's own request: %v", err)
 	}
-	r := anthRestorer(held.message, provider.Result{CallID: "toolu_del", Content: "Still waiting for the person's answer; nothing has run yet."})
+	r := anthRestorer(held.Message, provider.Result{CallID: "toolu_del", Content: "Still waiting for the person's answer; nothing has run yet."})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
 		t.Fatal(err)
@@ -220,21 +221,21 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 	if err := anthHistoryError(out); err != nil {
 		t.Errorf("%v\n%s", err, out)
 	}
-	if r.asked[0].userFollows {
+	if r.Asked()[0].UserFollows {
 		t.Error("userFollows for a message of tool results only")
 	}
 	ids := gjson.GetBytes(out, "messages.2.content.#.tool_use_id").Raw
 	if ids != `["toolu_get","toolu_del"]` {
 		t.Errorf("tool results = %s", ids)
 	}
-	if got := gjson.GetBytes(out, "messages.1.content").Raw; got != gjson.GetBytes(held.message, "content").Raw {
+	if got := gjson.GetBytes(out, "messages.1.content").Raw; got != gjson.GetBytes(held.Message, "content").Raw {
 		t.Errorf("assistant content = %s", got)
 	}
 
 	// The person writes, after the app's tool result: ours go with the
 	// app's, before the text.
 	body = anthAppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false), anthropic.NewTextBlock("And?")))
-	r = anthRestorer(held.message, provider.Result{CallID: "toolu_del", Content: "The person moved on without answering; nothing ran."})
+	r = anthRestorer(held.Message, provider.Result{CallID: "toolu_del", Content: "The person moved on without answering; nothing ran."})
 	out, err = Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
 		t.Fatal(err)
@@ -242,15 +243,15 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 	if err := anthHistoryError(out); err != nil {
 		t.Errorf("%v\n%s", err, out)
 	}
-	if got := gjson.GetBytes(out, "messages.2.content.#.type").Raw; got != `["tool_result","tool_result","text"]` || !r.asked[0].userFollows {
-		t.Errorf("next message = %s, asked %+v", gjson.GetBytes(out, "messages.2").Raw, r.asked)
+	if got := gjson.GetBytes(out, "messages.2.content.#.type").Raw; got != `["tool_result","tool_result","text"]` || !r.Asked()[0].UserFollows {
+		t.Errorf("next message = %s, asked %+v", gjson.GetBytes(out, "messages.2").Raw, r.Asked())
 	}
 }
 
 func TestAnthropicRequestRestoresThinkingVerbatim(t *testing.T) {
-	m, held := anthHeldTurn(t, anthThinkingStream(), newHolder("delete_post"))
+	m, held := anthHeldTurn(t, anthThinkingStream(), providertest.NewHolder("delete_post"))
 	body := anthAppRequest(t, "Delete post 7", m, anthropic.NewUserMessage(anthropic.NewTextBlock("Done?")))
-	r := anthRestorer(held.message, provider.Result{CallID: "toolu_del", Content: "The person confirmed. Removed."})
+	r := anthRestorer(held.Message, provider.Result{CallID: "toolu_del", Content: "The person confirmed. Removed."})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
 		t.Fatal(err)
@@ -312,8 +313,8 @@ func TestAnthropicRequestUntouched(t *testing.T) {
 	} {
 		r := anthRestorer([]byte(`{"content":[]}`))
 		out, err := Anthropic{}.RewriteRequest(context.Background(), []byte(body), testLink, r)
-		if err != nil || string(out) != body || (name == "no link" && len(r.asked) != 0) {
-			t.Errorf("%s: err %v, asked %v, out %s", name, err, r.asked, out)
+		if err != nil || string(out) != body || (name == "no link" && len(r.Asked()) != 0) {
+			t.Errorf("%s: err %v, asked %v, out %s", name, err, r.Asked(), out)
 		}
 	}
 	body := anthFixture(t, "request-2.json")
@@ -328,8 +329,8 @@ func TestAnthropicRequestRestoresEachStepOnce(t *testing.T) {
 	body := `{"messages":[{"role":"assistant","content":"` + waitText + `"},{"role":"user","content":"a"},{"role":"assistant","content":"again: ` + waitText + `"},{"role":"user","content":"b"}]}`
 	r := anthRestorer([]byte(stored), provider.Result{CallID: "toolu_del", Content: "x"})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), []byte(body), testLink, r)
-	if err != nil || len(r.asked) != 1 || anthHistoryError(out) != nil {
-		t.Errorf("err %v, asked %v, %s", err, r.asked, out)
+	if err != nil || len(r.Asked()) != 1 || anthHistoryError(out) != nil {
+		t.Errorf("err %v, asked %v, %s", err, r.Asked(), out)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -21,6 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 	"github.com/toolgate/toolgate/wire/stream"
 )
@@ -30,73 +30,6 @@ const (
 	testStep = "abcdefghijklmnopqrstuvwxyz"
 	waitText = "Waiting for your confirmation: Delete this post? Answer here: " + testLink + testStep
 )
-
-// fakeHolder inspects the tools named in gated. It passes the calls named
-// in pass, refuses those named in refuse (with that content), and holds the
-// others, answering with text when it holds any.
-type fakeHolder struct {
-	gated  map[string]bool
-	pass   map[string]bool
-	refuse map[string]string
-	text   string
-
-	mu    sync.Mutex
-	holds []holdRecord
-}
-
-type holdRecord struct {
-	calls   []provider.Call
-	message []byte
-}
-
-func newHolder(names ...string) *fakeHolder {
-	h := &fakeHolder{gated: make(map[string]bool), pass: make(map[string]bool), refuse: make(map[string]string), text: waitText}
-	for _, n := range names {
-		h.gated[n] = true
-	}
-	return h
-}
-
-// passing marks names as inspected and passed.
-func (h *fakeHolder) passing(names ...string) *fakeHolder {
-	for _, n := range names {
-		h.gated[n], h.pass[n] = true, true
-	}
-	return h
-}
-
-// refusing marks name as inspected and refused with content.
-func (h *fakeHolder) refusing(name, content string) *fakeHolder {
-	h.gated[name], h.refuse[name] = true, content
-	return h
-}
-
-func (h *fakeHolder) Gated(name string) bool { return h.gated[name] }
-
-func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.holds = append(h.holds, holdRecord{slices.Clone(calls), slices.Clone(message)})
-	v := provider.Verdict{Pass: make([]bool, len(calls))}
-	held := false
-	for i, c := range calls {
-		switch {
-		case h.pass[c.Name]:
-			v.Pass[i] = true
-		case h.refuse[c.Name] != "":
-			v.Refusals = append(v.Refusals, provider.Refusal{CallID: c.ID, Content: h.refuse[c.Name]})
-		default:
-			held = true
-		}
-	}
-	if held {
-		v.Text = h.text
-		if i := strings.LastIndex(h.text, "/h/"); i >= 0 {
-			v.Step = h.text[i+3:]
-		}
-	}
-	return v
-}
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
@@ -189,7 +122,7 @@ func TestChatStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
 			in      []byte
 		}{{"lf", in}, {"crlf", crlf}} {
 			t.Run(name+"/"+tc.variant, func(t *testing.T) {
-				h := newHolder("delete_post")
+				h := providertest.NewHolder("delete_post")
 				out, _, err := rewriteStream(tc.in, h)
 				if err != nil {
 					t.Fatal(err)
@@ -197,8 +130,8 @@ func TestChatStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
 				if !bytes.Equal(out, tc.in) {
 					t.Errorf("output differs from input:\n%s", out)
 				}
-				if len(h.holds) != 0 {
-					t.Errorf("Hold called %d times", len(h.holds))
+				if len(h.Holds()) != 0 {
+					t.Errorf("Hold called %d times", len(h.Holds()))
 				}
 			})
 		}
@@ -214,7 +147,7 @@ func TestChatStreamHoldsOnlyCall(t *testing.T) {
 		{"stream-one-tool-2.sse", "get_weather", "call_4XzlGBLtUe9dy3GVNV4jhq7h", `{"city":"New York City"}`, 60},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			h := newHolder(tc.name)
+			h := providertest.NewHolder(tc.name)
 			out, _, err := rewriteStream(fixture(t, tc.file), h)
 			if err != nil {
 				t.Fatal(err)
@@ -238,17 +171,17 @@ func TestChatStreamHoldsOnlyCall(t *testing.T) {
 			if acc.Usage.TotalTokens != tc.total {
 				t.Errorf("usage total = %d, want %d", acc.Usage.TotalTokens, tc.total)
 			}
-			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 {
-				t.Fatalf("holds = %+v, want one with one call", h.holds)
+			if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 1 {
+				t.Fatalf("holds = %+v, want one with one call", h.Holds())
 			}
-			call := h.holds[0].calls[0]
+			call := h.Holds()[0].Calls[0]
 			want := provider.Call{Choice: 0, Position: 0, ID: tc.id, Type: "function", Name: tc.name, Arguments: []byte(tc.args)}
 			call.Raw = nil
 			if fmt.Sprint(call) != fmt.Sprint(want) {
 				t.Errorf("call = %+v\nwant %+v", call, want)
 			}
-			checkMessage(t, h.holds[0].message, nil, [][3]string{{tc.id, tc.name, tc.args}})
-			if raw := h.holds[0].calls[0].Raw; gjson.GetBytes(raw, "function.arguments").Str != tc.args || !gjson.ValidBytes(raw) {
+			checkMessage(t, h.Holds()[0].Message, nil, [][3]string{{tc.id, tc.name, tc.args}})
+			if raw := h.Holds()[0].Calls[0].Raw; gjson.GetBytes(raw, "function.arguments").Str != tc.args || !gjson.ValidBytes(raw) {
 				t.Errorf("call raw = %s", raw)
 			}
 		})
@@ -308,7 +241,7 @@ func TestChatStreamHoldsOneOfParallelCalls(t *testing.T) {
 		{"get_stock_price", weatherID, "GetWeatherArgs", weatherArgs, stockID, stockArgs, 1, []string{stockID, "get_stock_price", "AAPL", "NASDAQ"}},
 	} {
 		t.Run(tc.gated, func(t *testing.T) {
-			h := newHolder(tc.gated)
+			h := providertest.NewHolder(tc.gated)
 			out, _, err := rewriteStream(fixture(t, "stream-parallel-tools.sse"), h)
 			if err != nil {
 				t.Fatal(err)
@@ -336,14 +269,14 @@ func TestChatStreamHoldsOneOfParallelCalls(t *testing.T) {
 			if c.FinishReason != "tool_calls" {
 				t.Errorf("finish_reason = %q, want tool_calls (a call remains)", c.FinishReason)
 			}
-			if len(h.holds) != 1 || len(h.holds[0].calls) != 1 {
-				t.Fatalf("holds = %+v", h.holds)
+			if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 1 {
+				t.Fatalf("holds = %+v", h.Holds())
 			}
-			held := h.holds[0].calls[0]
+			held := h.Holds()[0].Calls[0]
 			if held.ID != tc.heldID || string(held.Arguments) != tc.heldArgs || held.Position != tc.position || held.Name != tc.gated {
 				t.Errorf("held = %+v", held)
 			}
-			checkMessage(t, h.holds[0].message, nil, [][3]string{
+			checkMessage(t, h.Holds()[0].Message, nil, [][3]string{
 				{weatherID, "GetWeatherArgs", weatherArgs},
 				{stockID, "get_stock_price", stockArgs},
 			})
@@ -352,7 +285,7 @@ func TestChatStreamHoldsOneOfParallelCalls(t *testing.T) {
 }
 
 func TestChatStreamHoldsTwoCalls(t *testing.T) {
-	h := newHolder("GetWeatherArgs", "get_stock_price")
+	h := providertest.NewHolder("GetWeatherArgs", "get_stock_price")
 	out, _, err := rewriteStream(fixture(t, "stream-parallel-tools.sse"), h)
 	if err != nil {
 		t.Fatal(err)
@@ -364,10 +297,10 @@ func TestChatStreamHoldsTwoCalls(t *testing.T) {
 	if c := acc.Choices[0]; len(c.Message.ToolCalls) != 0 || c.FinishReason != "stop" || c.Message.Content != waitText {
 		t.Errorf("choice = %+v", c)
 	}
-	if len(h.holds) != 1 {
-		t.Fatalf("Hold called %d times, want once for the choice", len(h.holds))
+	if len(h.Holds()) != 1 {
+		t.Fatalf("Hold called %d times, want once for the choice", len(h.Holds()))
 	}
-	calls := h.holds[0].calls
+	calls := h.Holds()[0].Calls
 	if len(calls) != 2 || calls[0].ID != weatherID || calls[1].ID != stockID ||
 		string(calls[0].Arguments) != weatherArgs || string(calls[1].Arguments) != stockArgs ||
 		calls[0].Position != 0 || calls[1].Position != 1 {
@@ -419,7 +352,7 @@ func TestChatStreamTextBeforeCall(t *testing.T) {
 		"data: [DONE]\n\n",
 	}
 	in := strings.Join(append(slices.Clone(text), calls...), "")
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, _, err := rewriteStream([]byte(in), h)
 	if err != nil {
 		t.Fatal(err)
@@ -436,7 +369,7 @@ func TestChatStreamTextBeforeCall(t *testing.T) {
 		t.Errorf("choice = %+v", c)
 	}
 	content := "I'll delete post 7."
-	checkMessage(t, h.holds[0].message, &content, [][3]string{{"call_del", "delete_post", `{"post": 7}`}})
+	checkMessage(t, h.Holds()[0].Message, &content, [][3]string{{"call_del", "delete_post", `{"post": 7}`}})
 }
 
 func TestChatStreamLongTextBeforeCall(t *testing.T) {
@@ -454,13 +387,13 @@ func TestChatStreamLongTextBeforeCall(t *testing.T) {
 	if in.Len() < 2*stream.FoldAt {
 		t.Fatalf("stream of %d bytes is too short", in.Len())
 	}
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, _, err := rewriteStream([]byte(in.String()), h, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := text.String()
-	checkMessage(t, h.holds[0].message, &want, [][3]string{{"call_del", "delete_post", "{}"}})
+	checkMessage(t, h.Holds()[0].Message, &want, [][3]string{{"call_del", "delete_post", "{}"}})
 	if c := accumulate(t, out).Choices[0]; c.Message.Content != want+"\n\n"+waitText {
 		t.Errorf("content ends %q", c.Message.Content[len(c.Message.Content)-200:])
 	}
@@ -475,7 +408,7 @@ func TestChatStreamHeldCallBesidePassedCallInOneChunk(t *testing.T) {
 		chunk(finishChoice(0, "tool_calls")),
 		"data: [DONE]\n\n",
 	}, "")
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, _, err := rewriteStream([]byte(in), h)
 	if err != nil {
 		t.Fatal(err)
@@ -491,7 +424,7 @@ func TestChatStreamHeldCallBesidePassedCallInOneChunk(t *testing.T) {
 	if c.FinishReason != "tool_calls" || c.Message.Content != waitText {
 		t.Errorf("choice = %+v", c)
 	}
-	checkMessage(t, h.holds[0].message, nil, [][3]string{
+	checkMessage(t, h.Holds()[0].Message, nil, [][3]string{
 		{"call_del", "delete_post", `{"post": 7}`},
 		{"call_get", "get_post", `{"post": 8}`},
 	})
@@ -505,7 +438,7 @@ func TestChatStreamHoldsCustomCall(t *testing.T) {
 		chunk(finishChoice(0, "tool_calls")),
 		"data: [DONE]\n\n",
 	}, "")
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, _, err := rewriteStream([]byte(in), h)
 	if err != nil {
 		t.Fatal(err)
@@ -517,11 +450,11 @@ func TestChatStreamHoldsCustomCall(t *testing.T) {
 	if c := acc.Choices[0]; c.Message.Content != waitText || c.FinishReason != "stop" || c.Message.Role != "assistant" {
 		t.Errorf("choice = %+v", c)
 	}
-	call := h.holds[0].calls[0]
+	call := h.Holds()[0].Calls[0]
 	if call.Type != "custom" || call.Name != "delete_post" || string(call.Arguments) != "post 7" {
 		t.Errorf("call = %+v", call)
 	}
-	checkMessage(t, h.holds[0].message, nil, [][3]string{{"call_c", "delete_post", "post 7"}})
+	checkMessage(t, h.Holds()[0].Message, nil, [][3]string{{"call_c", "delete_post", "post 7"}})
 }
 
 func TestChatStreamTwoChoices(t *testing.T) {
@@ -532,7 +465,7 @@ func TestChatStreamTwoChoices(t *testing.T) {
 		chunk(finishChoice(0, "stop"), finishChoice(1, "tool_calls")),
 		"data: [DONE]\n\n",
 	}, "")
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, _, err := rewriteStream([]byte(in), h)
 	if err != nil {
 		t.Fatal(err)
@@ -547,19 +480,19 @@ func TestChatStreamTwoChoices(t *testing.T) {
 	if c := acc.Choices[1]; c.Message.Content != waitText || c.FinishReason != "stop" || len(c.Message.ToolCalls) != 0 {
 		t.Errorf("choice 1 = %+v", c)
 	}
-	if len(h.holds) != 1 || h.holds[0].calls[0].Choice != 1 {
-		t.Errorf("holds = %+v", h.holds)
+	if len(h.Holds()) != 1 || h.Holds()[0].Calls[0].Choice != 1 {
+		t.Errorf("holds = %+v", h.Holds())
 	}
 }
 
 func TestChatStreamIgnoresSplits(t *testing.T) {
 	in := fixture(t, "stream-parallel-tools.sse")
-	want, _, err := rewriteStream(in, newHolder("GetWeatherArgs"))
+	want, _, err := rewriteStream(in, providertest.NewHolder("GetWeatherArgs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, sizes := range [][]int{{1}, {2}, {3, 1, 7}, {64}, {333, 1}} {
-		got, _, err := rewriteStream(in, newHolder("GetWeatherArgs"), sizes...)
+		got, _, err := rewriteStream(in, providertest.NewHolder("GetWeatherArgs"), sizes...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -569,12 +502,12 @@ func TestChatStreamIgnoresSplits(t *testing.T) {
 	}
 	// Two writes, split at every byte.
 	one := fixture(t, "stream-one-tool-2.sse")
-	wantOne, _, err := rewriteStream(one, newHolder("get_weather"))
+	wantOne, _, err := rewriteStream(one, providertest.NewHolder("get_weather"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i < len(one); i++ {
-		got, _, err := rewriteStream(one, newHolder("get_weather"), i, len(one))
+		got, _, err := rewriteStream(one, providertest.NewHolder("get_weather"), i, len(one))
 		if err != nil || !bytes.Equal(got, wantOne) {
 			t.Fatalf("split at %d: err %v, output differs", i, err)
 		}
@@ -582,7 +515,7 @@ func TestChatStreamIgnoresSplits(t *testing.T) {
 
 	// And a \r\n stream, byte by byte.
 	crlf := bytes.ReplaceAll(in, []byte("\n"), []byte("\r\n"))
-	got, _, err := rewriteStream(crlf, newHolder("GetWeatherArgs"), 1)
+	got, _, err := rewriteStream(crlf, providertest.NewHolder("GetWeatherArgs"), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +535,7 @@ func TestChatStreamPassesOtherLines(t *testing.T) {
 		chunk(finishChoice(0, "tool_calls")),
 		"data: [DONE]\n\n",
 	}, "")
-	out, _, err := rewriteStream([]byte(in), newHolder("delete_post"))
+	out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +555,7 @@ func TestChatStreamPassesOtherLines(t *testing.T) {
 func TestChatStreamPassesErrorEvent(t *testing.T) {
 	ev := `data: {"error":{"message":"tool_calls failed","type":"server_error","param":"tool_calls","code":null}}` + "\n\n"
 	in := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))) + ev
-	out, _, err := rewriteStream([]byte(in), newHolder("delete_post"))
+	out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,7 +565,7 @@ func TestChatStreamPassesErrorEvent(t *testing.T) {
 
 	// An error event that carries choices is read like any chunk.
 	odd := `data: {"error":{"message":"x"},"choices":[` + deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post"))) + "]}\n\n"
-	out, _, err = rewriteStream([]byte(odd), newHolder("delete_post"))
+	out, _, err = rewriteStream([]byte(odd), providertest.NewHolder("delete_post"))
 	if err != nil || bytes.Contains(out, []byte("call_del")) {
 		t.Errorf("err %v, output %s", err, out)
 	}
@@ -651,7 +584,7 @@ func TestChatStreamFailsClosed(t *testing.T) {
 		{"name grows after pass", header + chunk(deltaChoice(0, `{"tool_calls":[{"index":0,"function":{"name":"_and_delete"}}]}`)), header},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, _, err := rewriteStream([]byte(tc.in), newHolder("delete_post", "get_post_and_delete"))
+			out, _, err := rewriteStream([]byte(tc.in), providertest.NewHolder("delete_post", "get_post_and_delete"))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -663,7 +596,7 @@ func TestChatStreamFailsClosed(t *testing.T) {
 
 	t.Run("later writes fail", func(t *testing.T) {
 		var buf bytes.Buffer
-		s := Chat{}.NewStream(context.Background(), &buf, nil, newHolder())
+		s := Chat{}.NewStream(context.Background(), &buf, nil, providertest.NewHolder())
 		_, err := s.Write([]byte("data: {\"tool_calls\":\n\n"))
 		if err == nil {
 			t.Fatal("no error")
@@ -679,7 +612,7 @@ func TestChatStreamFailsClosed(t *testing.T) {
 
 	t.Run("event over the cap", func(t *testing.T) {
 		var buf bytes.Buffer
-		s := Chat{}.NewStream(context.Background(), &buf, nil, newHolder())
+		s := Chat{}.NewStream(context.Background(), &buf, nil, providertest.NewHolder())
 		piece := bytes.Repeat([]byte("a"), 1<<20)
 		_, err := s.Write([]byte("data: \""))
 		if err != nil {
@@ -703,26 +636,26 @@ func TestChatStreamClose(t *testing.T) {
 	// the call is written.
 	cut := in[:bytes.Index(in, []byte(`"finish_reason":"tool_calls"`))]
 	cut = cut[:bytes.LastIndex(cut, []byte("\n\n"))+2]
-	h := newHolder("GetWeatherArgs")
+	h := providertest.NewHolder("GetWeatherArgs")
 	out, _, err := rewriteStream(cut, h)
 	if err != nil {
 		t.Errorf("Close = %v, want nil", err)
 	}
-	if len(h.holds) != 0 || bytes.Contains(out, []byte("GetWeatherArgs")) || bytes.Contains(out, []byte("call_")) {
-		t.Errorf("holds %d, output:\n%s", len(h.holds), out)
+	if len(h.Holds()) != 0 || bytes.Contains(out, []byte("GetWeatherArgs")) || bytes.Contains(out, []byte("call_")) {
+		t.Errorf("holds %d, output:\n%s", len(h.Holds()), out)
 	}
 
 	// A body ending mid-line is an error; a tail that names no call is
 	// still passed on.
 	tail := "data: {\"choices\":[{\"delta\":{\"content\":\"x"
-	out, _, err = rewriteStream([]byte(tail), newHolder())
+	out, _, err = rewriteStream([]byte(tail), providertest.NewHolder())
 	if !errors.Is(err, errMidLine) || string(out) != tail {
 		t.Errorf("mid-line: err %v, output %q", err, out)
 	}
 
 	// A last event without its blank line is handled like any other.
 	last := strings.TrimSuffix(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_get", "get_post")))), "\n")
-	out, _, err = rewriteStream([]byte(last), newHolder())
+	out, _, err = rewriteStream([]byte(last), providertest.NewHolder())
 	if err != nil || string(out) != last {
 		t.Errorf("unterminated event: err %v, output %q", err, out)
 	}
@@ -734,7 +667,7 @@ func TestChatStreamFlushesAfterEachEvent(t *testing.T) {
 	events = events[:len(events)-1] // the empty string after the last
 	var buf bytes.Buffer
 	flushes := 0
-	s := Chat{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, newHolder("delete_post"))
+	s := Chat{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, providertest.NewHolder("delete_post"))
 	written := 0
 	for i, ev := range events {
 		// Each event arrives in two pieces; it goes out whole, at once.
@@ -761,7 +694,7 @@ func TestChatStreamFlushesAfterEachEvent(t *testing.T) {
 func TestChatJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
 	for _, name := range []string{"json-one-tool.json", "json-parallel-tools.json"} {
 		body := fixture(t, name)
-		h := newHolder("delete_post")
+		h := providertest.NewHolder("delete_post")
 		out, err := Chat{}.RewriteJSON(context.Background(), body, h)
 		if err != nil {
 			t.Fatal(err)
@@ -772,7 +705,7 @@ func TestChatJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
 	}
 	// No "tool_calls": no JSON work, so not even validation.
 	text := []byte(`{"choices":[{"message":{"content":"hi"}`)
-	if out, err := (Chat{}).RewriteJSON(context.Background(), text, newHolder()); err != nil || &out[0] != &text[0] {
+	if out, err := (Chat{}).RewriteJSON(context.Background(), text, providertest.NewHolder()); err != nil || &out[0] != &text[0] {
 		t.Errorf("text body: %v", err)
 	}
 }
@@ -803,7 +736,7 @@ func checkEnvelope(t *testing.T, in, out []byte) {
 func TestChatJSONHoldsOnlyCall(t *testing.T) {
 	body := fixture(t, "json-one-tool.json")
 	orig := slices.Clone(body)
-	h := newHolder("GetWeatherArgs")
+	h := providertest.NewHolder("GetWeatherArgs")
 	out, err := Chat{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -825,20 +758,20 @@ func TestChatJSONHoldsOnlyCall(t *testing.T) {
 	if !gjson.GetBytes(out, "choices.0.message.refusal").Exists() {
 		t.Error("other message fields were lost")
 	}
-	if len(h.holds) != 1 {
-		t.Fatalf("holds = %d", len(h.holds))
+	if len(h.Holds()) != 1 {
+		t.Fatalf("holds = %d", len(h.Holds()))
 	}
-	call := h.holds[0].calls[0]
+	call := h.Holds()[0].Calls[0]
 	if call.ID != "call_Y6qJ7ofLgOrBnMD5WbVAeiRV" || call.Name != "GetWeatherArgs" || call.Type != "function" ||
 		string(call.Arguments) != `{"city":"Edinburgh","country":"UK","units":"c"}` || !bytes.HasPrefix(call.Raw, []byte(`{"id": "call_Y6`)) {
 		t.Errorf("call = %+v", call)
 	}
-	checkMessage(t, h.holds[0].message, nil, [][3]string{{"call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "GetWeatherArgs", `{"city":"Edinburgh","country":"UK","units":"c"}`}})
+	checkMessage(t, h.Holds()[0].Message, nil, [][3]string{{"call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "GetWeatherArgs", `{"city":"Edinburgh","country":"UK","units":"c"}`}})
 }
 
 func TestChatJSONHoldsOneOfParallelCalls(t *testing.T) {
 	body := fixture(t, "json-parallel-tools.json")
-	h := newHolder("GetWeatherArgs")
+	h := providertest.NewHolder("GetWeatherArgs")
 	out, err := Chat{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -850,10 +783,10 @@ func TestChatJSONHoldsOneOfParallelCalls(t *testing.T) {
 		t.Errorf("choice = %+v", c)
 	}
 	wantMsg := `{"role":"assistant","content":null,"tool_calls":` + gjson.GetBytes(body, "choices.0.message.tool_calls").Raw + `}`
-	if string(h.holds[0].message) != wantMsg {
-		t.Errorf("message = %s\nwant %s", h.holds[0].message, wantMsg)
+	if string(h.Holds()[0].Message) != wantMsg {
+		t.Errorf("message = %s\nwant %s", h.Holds()[0].Message, wantMsg)
 	}
-	if p := h.holds[0].calls[0].Position; p != 0 {
+	if p := h.Holds()[0].Calls[0].Position; p != 0 {
 		t.Errorf("position = %d", p)
 	}
 }
@@ -880,7 +813,7 @@ func TestChatJSONSynthetic(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(fmt.Sprintf(env, tc.choices))
-			h := newHolder(tc.gated)
+			h := providertest.NewHolder(tc.gated)
 			out, err := Chat{}.RewriteJSON(context.Background(), body, h)
 			if err != nil {
 				t.Fatal(err)
@@ -890,8 +823,8 @@ func TestChatJSONSynthetic(t *testing.T) {
 			if c.Message.Content != tc.content || string(c.FinishReason) != tc.finish || len(c.Message.ToolCalls) != tc.kept {
 				t.Errorf("choice = %+v", c)
 			}
-			if len(h.holds) != 1 || !gjson.ValidBytes(h.holds[0].message) {
-				t.Errorf("holds = %+v", h.holds)
+			if len(h.Holds()) != 1 || !gjson.ValidBytes(h.Holds()[0].Message) {
+				t.Errorf("holds = %+v", h.Holds())
 			}
 		})
 	}
@@ -900,7 +833,7 @@ func TestChatJSONSynthetic(t *testing.T) {
 func TestChatJSONTwoChoices(t *testing.T) {
 	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"c%d","type":"function","function":{"name":"delete_post","arguments":"{}"}}]}`
 	body := []byte(fmt.Sprintf(`{"id":"x","choices":[{"index":0,"message":`+call+`,"finish_reason":"tool_calls"},{"index":1,"message":`+call+`,"finish_reason":"tool_calls"}]}`, 1, 2))
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	out, err := Chat{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -909,14 +842,14 @@ func TestChatJSONTwoChoices(t *testing.T) {
 	if len(c.Choices) != 2 || c.Choices[1].Message.Content != waitText || len(c.Choices[1].Message.ToolCalls) != 0 {
 		t.Errorf("choices = %+v", c.Choices)
 	}
-	if len(h.holds) != 2 || h.holds[0].calls[0].Choice != 0 || h.holds[1].calls[0].Choice != 1 || h.holds[1].calls[0].ID != "c2" {
-		t.Errorf("holds = %+v", h.holds)
+	if len(h.Holds()) != 2 || h.Holds()[0].Calls[0].Choice != 0 || h.Holds()[1].Calls[0].Choice != 1 || h.Holds()[1].Calls[0].ID != "c2" {
+		t.Errorf("holds = %+v", h.Holds())
 	}
 }
 
 func TestChatJSONInvalid(t *testing.T) {
 	body := []byte(`{"choices":[{"message":{"tool_calls":[{"function":{"name":"delete_post"`)
-	if _, err := (Chat{}).RewriteJSON(context.Background(), body, newHolder("delete_post")); err == nil {
+	if _, err := (Chat{}).RewriteJSON(context.Background(), body, providertest.NewHolder("delete_post")); err == nil {
 		t.Error("no error for invalid JSON naming tool_calls")
 	}
 }
@@ -936,17 +869,15 @@ func callNames(tc gjson.Result) []string {
 	return names
 }
 
-func (h *fakeHolder) blocks(name string) bool { return h.gated[name] && !h.pass[name] }
-
 // fuzzHolder holds GetWeatherArgs and delete_post, passes get_weather after
 // inspection and refuses get_stock_price.
-func fuzzHolder() *fakeHolder {
-	return newHolder("GetWeatherArgs", "delete_post").passing("get_weather").refusing("get_stock_price", "refused: ticker (a string)")
+func fuzzHolder() *providertest.Holder {
+	return providertest.NewHolder("GetWeatherArgs", "delete_post").Passing("get_weather").Refusing("get_stock_price", "refused: ticker (a string)")
 }
 
 // blockedInStream reports whether any tool call written in a rewritten
 // stream is one h blocks.
-func blockedInStream(h *fakeHolder, out []byte) bool {
+func blockedInStream(h *providertest.Holder, out []byte) bool {
 	found := false
 	for _, ev := range sse.Parse(out) {
 		if !gjson.Valid(ev.Data) {
@@ -954,10 +885,10 @@ func blockedInStream(h *fakeHolder, out []byte) bool {
 		}
 		gjson.Get(ev.Data, "choices").ForEach(func(_, ch gjson.Result) bool {
 			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				found = found || slices.ContainsFunc(callNames(tc), h.blocks)
+				found = found || slices.ContainsFunc(callNames(tc), h.Blocks)
 				return true
 			})
-			found = found || h.blocks(ch.Get("delta.function_call.name").Str)
+			found = found || h.Blocks(ch.Get("delta.function_call.name").Str)
 			return true
 		})
 	}
@@ -1014,7 +945,7 @@ func FuzzChatJSON(f *testing.F) {
 		}
 		gjson.GetBytes(out, "choices.#.message.tool_calls").ForEach(func(_, tcs gjson.Result) bool {
 			tcs.ForEach(func(_, tc gjson.Result) bool {
-				if slices.ContainsFunc(callNames(tc), h.blocks) {
+				if slices.ContainsFunc(callNames(tc), h.Blocks) {
 					t.Fatalf("a held or refused call got through: %s", out)
 				}
 				return true
@@ -1037,19 +968,8 @@ func textStream(n int) []byte {
 	return []byte(b.String())
 }
 
-// events splits a stream after each blank line.
-func events(b []byte) [][]byte {
-	var evs [][]byte
-	for len(b) > 0 {
-		e := sse.EventLen(b)
-		evs = append(evs, b[:e])
-		b = b[e:]
-	}
-	return evs
-}
-
 func benchStream(b *testing.B, in []byte, h provider.Holder) {
-	evs := events(in)
+	evs := providertest.Events(in)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -1066,11 +986,11 @@ func benchStream(b *testing.B, in []byte, h provider.Holder) {
 }
 
 func BenchmarkChatStreamText200(b *testing.B) {
-	benchStream(b, textStream(200), newHolder("delete_post"))
+	benchStream(b, textStream(200), providertest.NewHolder("delete_post"))
 }
 
 func BenchmarkChatStreamParallelOneHeld(b *testing.B) {
-	benchStream(b, fixture(b, "stream-parallel-tools.sse"), newHolder("GetWeatherArgs"))
+	benchStream(b, fixture(b, "stream-parallel-tools.sse"), providertest.NewHolder("GetWeatherArgs"))
 }
 
 // jsonBody2K is a 2 KB chat.completion, with or without a (non-gated) call.
@@ -1092,7 +1012,7 @@ func BenchmarkChatJSON(b *testing.B) {
 	}{{"text", false}, {"non-gated-call", true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := jsonBody2K(tc.withCall)
-			h := newHolder("delete_post")
+			h := providertest.NewHolder("delete_post")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -9,25 +9,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/links"
 )
-
-// fakeRestorer knows the steps in steps and records what it was asked.
-type fakeRestorer struct {
-	steps map[string]provider.Restored
-	asked []restoreCall
-}
-
-type restoreCall struct {
-	step        string
-	userFollows bool
-}
-
-func (r *fakeRestorer) Restore(_ context.Context, step string, userFollows bool) (provider.Restored, bool) {
-	r.asked = append(r.asked, restoreCall{step, userFollows})
-	res, ok := r.steps[step]
-	return res, ok
-}
 
 // The stored message of the parallel fixture's step: both calls.
 var storedParallel = `{"role":"assistant","content":null,"tool_calls":[` +
@@ -36,8 +20,8 @@ var storedParallel = `{"role":"assistant","content":null,"tool_calls":[` +
 
 var storedOne = `{"role":"assistant","content":"I'll delete it.","tool_calls":[{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}]}`
 
-func restorer() *fakeRestorer {
-	return &fakeRestorer{steps: map[string]provider.Restored{
+func restorer() *providertest.Restorer {
+	return &providertest.Restorer{Steps: map[string]provider.Restored{
 		testStep:                     {Message: []byte(storedOne), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}}},
 		"twoaaaaaaaaaaaaaaaaaaaaaaa": {Message: []byte(storedParallel), Results: []provider.Result{{CallID: weatherID, Content: "The person declined; nothing ran."}}},
 	}}
@@ -67,8 +51,8 @@ func TestChatRequestWithoutLinkIsUntouched(t *testing.T) {
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
 	r := restorer()
 	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, r)
-	if err != nil || &out[0] != &body[0] || len(out) != len(body) || len(r.asked) != 0 {
-		t.Errorf("err %v, asked %v", err, r.asked)
+	if err != nil || &out[0] != &body[0] || len(out) != len(body) || len(r.Asked()) != 0 {
+		t.Errorf("err %v, asked %v", err, r.Asked())
 	}
 	// An empty prefix finds nothing.
 	if out, err := (Chat{}).RewriteRequest(context.Background(), body, "", r); err != nil || &out[0] != &body[0] {
@@ -101,8 +85,8 @@ func TestChatRequestRestoresHeldCall(t *testing.T) {
 	if msgs[3].Get("content").Str != "The person confirmed. Removed." {
 		t.Errorf("tool message = %s", msgs[3].Raw)
 	}
-	if len(r.asked) != 1 || r.asked[0] != (restoreCall{testStep, true}) {
-		t.Errorf("asked %v", r.asked)
+	if len(r.Asked()) != 1 || r.Asked()[0] != (providertest.RestoreCall{Step: testStep, UserFollows: true}) {
+		t.Errorf("asked %v", r.Asked())
 	}
 }
 
@@ -133,8 +117,8 @@ func TestChatRequestKeepsPassedCallResults(t *testing.T) {
 			if got := gjson.GetBytes(out, "messages.1").Raw; got != storedParallel {
 				t.Errorf("assistant = %s", got)
 			}
-			if len(r.asked) != 1 || r.asked[0].userFollows {
-				t.Errorf("asked %v, want userFollows false", r.asked)
+			if len(r.Asked()) != 1 || r.Asked()[0].UserFollows {
+				t.Errorf("asked %v, want userFollows false", r.Asked())
 			}
 		})
 	}
@@ -162,8 +146,8 @@ func TestChatRequestLeavesUnknownStep(t *testing.T) {
 	if err != nil || &out[0] != &body[0] || len(out) != len(body) {
 		t.Errorf("err %v, out %s", err, out)
 	}
-	if len(r.asked) != 1 {
-		t.Errorf("asked %v", r.asked)
+	if len(r.Asked()) != 1 {
+		t.Errorf("asked %v", r.Asked())
 	}
 }
 
@@ -193,10 +177,10 @@ func TestChatRequestFindsLinks(t *testing.T) {
 			}
 			restored := gjson.GetBytes(out, "messages.0").Raw == storedOne
 			if restored != tc.restored {
-				t.Errorf("restored = %v, asked %v\n%s", restored, r.asked, out)
+				t.Errorf("restored = %v, asked %v\n%s", restored, r.Asked(), out)
 			}
-			if restored && len(r.asked) != max(1, strings.Count(tc.content, testLink)) {
-				t.Errorf("asked %v, want every link", r.asked)
+			if restored && len(r.Asked()) != max(1, strings.Count(tc.content, testLink)) {
+				t.Errorf("asked %v, want every link", r.Asked())
 			}
 		})
 	}
@@ -216,7 +200,7 @@ func TestChatRequestRestoresEveryStep(t *testing.T) {
 		`{"id":"call_wipe","type":"function","function":{"name":"wipe_all","arguments":"{}"}},` +
 		`{"id":"call_get","type":"function","function":{"name":"get_post","arguments":"{\"post\":7}"}}]}`
 	second := `{"role":"assistant","content":"Archiving instead.","tool_calls":[{"id":"call_arch","type":"function","function":{"name":"archive_post","arguments":"{\"post\":7}"}}]}`
-	r := &fakeRestorer{steps: map[string]provider.Restored{
+	r := &providertest.Restorer{Steps: map[string]provider.Restored{
 		step1: {Message: []byte(first), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}, {CallID: "call_wipe", Content: "Toolgate refused wipe_all."}}},
 		step2: {Message: []byte(second), Results: []provider.Result{{CallID: "call_arch", Content: "The person declined; nothing ran."}}},
 	}}
@@ -238,8 +222,8 @@ func TestChatRequestRestoresEveryStep(t *testing.T) {
 	if m := gjson.GetBytes(out, "messages.5").Raw; m != second {
 		t.Errorf("second step's message = %s", m)
 	}
-	if len(r.asked) != 2 || r.asked[0].step != step1 || r.asked[1].step != step2 || !r.asked[0].userFollows || !r.asked[1].userFollows {
-		t.Errorf("asked %v", r.asked)
+	if len(r.Asked()) != 2 || r.Asked()[0].Step != step1 || r.Asked()[1].Step != step2 || !r.Asked()[0].UserFollows || !r.Asked()[1].UserFollows {
+		t.Errorf("asked %v", r.Asked())
 	}
 }
 
@@ -251,8 +235,8 @@ func TestChatRequestRestoresEachStepOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(roles(t, out), " "); got != "assistant tool:call_del user assistant" || len(r.asked) != 1 {
-		t.Errorf("roles = %s, asked %v", got, r.asked)
+	if got := strings.Join(roles(t, out), " "); got != "assistant tool:call_del user assistant" || len(r.Asked()) != 1 {
+		t.Errorf("roles = %s, asked %v", got, r.Asked())
 	}
 }
 
@@ -260,7 +244,7 @@ func TestChatRequestErrors(t *testing.T) {
 	if _, err := (Chat{}).RewriteRequest(context.Background(), []byte(`{"messages":[{"content":"`+waitText+`"`), testLink, restorer()); err == nil {
 		t.Error("no error for invalid JSON")
 	}
-	r := &fakeRestorer{steps: map[string]provider.Restored{testStep: {Message: []byte(`{"role":`)}}}
+	r := &providertest.Restorer{Steps: map[string]provider.Restored{testStep: {Message: []byte(`{"role":`)}}}
 	body := []byte(`{"messages":[{"role":"assistant","content":"` + waitText + `"}]}`)
 	if _, err := (Chat{}).RewriteRequest(context.Background(), body, testLink, r); err == nil {
 		t.Error("no error for a stored message that is not JSON")

@@ -1,8 +1,9 @@
-// Package params reads a request body's top-level parameters as the
-// lenient servers behind the gate read them, for the questions every
-// provider answers about a request (does it stream, does it ask for a
-// parameter that carries calls around the gate): a byte filter first, so
-// that the common request is not parsed for a key it cannot hold.
+// Package params reads a request body's parameters as the lenient
+// servers behind the gate read them, for the questions every provider
+// answers about a request (does it stream, does it ask for a parameter
+// that carries calls around the gate, which end user do its owner fields
+// name): a byte filter first, so that the common request is not parsed
+// for a key it cannot hold.
 package params
 
 import (

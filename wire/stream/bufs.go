@@ -5,8 +5,12 @@ import (
 	"sync"
 )
 
-// bufPool keeps the buffers stream rewriters log what they passed in
-// (FoldAt bounds how much); one kept over maxPooled is dropped.
+// bufPool is the module's one pool of byte buffers: the stream
+// rewriters' logs of what they passed (FoldAt bounds how much), the
+// ResponseWriter's held JSON bodies and partial events, MCP results held
+// for rewriting, and the gated request bodies the Caddy handlers read. A
+// buffer that grew over maxPooled is left to the garbage collector rather
+// than kept for every later request (STYLE.md: cap the size before Put).
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooled = 1 << 20
