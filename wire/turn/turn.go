@@ -1,7 +1,8 @@
 // Package turn is the bookkeeping every adapter's provider.Turn shares:
 // the follow-ups allowed and sent, the refused calls waiting to go back,
-// the held step an answer may wait for, the JSON answer so far; and the
-// small JSON helpers turns use (messages appended to a request, usage
+// the held step an answer may wait for, the JSON answer so far, the end
+// written when the turn finishes (a stream says what it withheld through
+// Ender); and the small JSON helpers turns use (messages appended to a request, usage
 // summed).
 package turn
 
