@@ -2,8 +2,8 @@
 // the follow-ups allowed and sent, the refused calls waiting to go back,
 // the held step an answer may wait for, the JSON answer so far, the end
 // written when the turn finishes (a stream says what it withheld through
-// Ender); and the small JSON helpers turns use (messages appended to a request, usage
-// summed).
+// Ender); and the small JSON helpers turns use (messages appended to a
+// request, usage summed).
 package turn
 
 import (
