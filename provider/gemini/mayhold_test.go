@@ -133,3 +133,25 @@ func TestGenaiFindsCall(t *testing.T) {
 		t.Error("a call without its key")
 	}
 }
+
+// TestStreamArrayReadsWhatMayHoldACall: the JSON array's reader leaves
+// its elements' JSON unchecked (Unchecked), as the SSE splitter does its
+// events': an element that may hold a call is read and, invalid, fails
+// closed (nothing of the call reaches the app, the array ends in the
+// gate's error); one that cannot passes as it came, as plain Caddy would
+// pass it (every reader refuses it).
+func TestStreamArrayReadsWhatMayHoldACall(t *testing.T) {
+	text := `{"candidates":[{"content":{"parts":[{"text":"Deleting it."}],"role":"model"},"index":0}]}`
+	bad := `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete_post","args":{"post":7,}}}]}}]}`
+	body := []byte("[" + text + ",\r\n" + bad + "]")
+	out, _, _ := everySplit(t, streamCase{body: body, framing: JSONArray, err: errAny, secrets: []string{"delete_post"}})
+	if !bytes.Contains(out, []byte("Toolgate stopped this response")) {
+		t.Fatalf("the app read\n%s", out)
+	}
+	odd := strings.ReplaceAll(bad, "functionCall", "functionCalls")
+	body = []byte("[" + text + ",\r\n" + odd + "]")
+	out, _, _ = everySplit(t, streamCase{body: body, framing: JSONArray})
+	if !bytes.Equal(out, body) {
+		t.Fatalf("the app read\n%s", out)
+	}
+}

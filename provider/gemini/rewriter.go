@@ -171,6 +171,7 @@ type heldChunk struct {
 func NewStream(ctx context.Context, f Framing, dst io.Writer, flush func() error, h provider.Holder) *Stream {
 	s := &Stream{ctx: ctx, h: h, framing: f, dst: dst, flush: flush, cands: make(map[int]*streamCand)}
 	s.sp.Max, s.ar.Max = streamMaxHeld, streamMaxHeld
+	s.ar.Unchecked = true // chunk checks what it reads; the rest passes unread
 	if f != SSE && f != JSONArray {
 		s.err = fmt.Errorf("gemini stream: framing %v is not a stream", f)
 	}
