@@ -204,3 +204,21 @@ func containsFoldBytes(b, lower []byte) bool {
 	}
 	return false
 }
+
+// arrayMember reports whether the JSON object b (valid JSON) has one
+// member whose key folds to key (member finds it) and its value is an
+// array, reading b in place: gjson.ParseBytes copies the whole of b (a
+// turn's request, read for each response), GetBytes only what it returns,
+// here the keys and a count.
+func arrayMember(b []byte, key string) bool {
+	var spelled string
+	n := 0
+	gjson.GetBytes(b, "@keys").ForEach(func(_, k gjson.Result) bool {
+		if fold(k.Str) == key {
+			n++
+			spelled = k.Str
+		}
+		return true
+	})
+	return n == 1 && gjson.GetBytes(b, gjson.Escape(spelled)+".#").Exists()
+}
