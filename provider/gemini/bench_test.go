@@ -3,6 +3,7 @@ package gemini
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -37,17 +38,96 @@ func BenchmarkCallsAndRewrite(b *testing.B) {
 	}
 }
 
+// textChunk is a text chunk as Gemini streams them.
+const textChunk = `{"candidates":[{"content":{"parts":[{"text":"Berlin is the capital of Germany and its largest city by population."}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9},"modelVersion":"gemini-2.5-flash","responseId":"r"}`
+
+// BenchmarkMayHoldCallText is the byte search on a text chunk.
+func BenchmarkMayHoldCallText(b *testing.B) {
+	chunk := []byte(textChunk)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		if MayHoldCall(chunk) {
+			b.Fatal("a call in a text chunk")
+		}
+	}
+}
+
 // BenchmarkStreamText is what a text answer pays going through a Stream:
 // 200 text chunks, in 512-byte writes, no call.
 func BenchmarkStreamText(b *testing.B) {
 	var body []byte
 	for range 200 {
-		body = AppendEvent(body, []byte(`{"candidates":[{"content":{"parts":[{"text":"Berlin is the capital of Germany and its largest city by population."}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9},"modelVersion":"gemini-2.5-flash","responseId":"r"}`), "\r\n")
+		body = AppendEvent(body, []byte(textChunk), "\r\n")
 	}
+	benchStream(b, SSE, body)
+}
+
+// BenchmarkStreamArrayText is BenchmarkStreamText in the JSON array (a
+// stream without alt=sse).
+func BenchmarkStreamArrayText(b *testing.B) {
+	body := []byte("[")
+	for i := range 200 {
+		if i > 0 {
+			body = append(body, ArraySep...)
+		}
+		body = append(body, textChunk...)
+	}
+	benchStream(b, JSONArray, append(body, ']'))
+}
+
+// BenchmarkTurnJSONText is a unary 2 KB text answer through a Turn, as
+// the glue hands it over.
+func BenchmarkTurnJSONText(b *testing.B) {
+	text := strings.Repeat("The meetup moved to Friday. ", 60)
+	body := []byte(`{"candidates":[{"content":{"parts":[{"text":"` + text + `"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":300,"totalTokenCount":310},"modelVersion":"gemini-2.5-flash","responseId":"bench"}`)
+	req := []byte(`{"contents":[{"role":"user","parts":[{"text":"When is the meetup?"}]}]}`)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		s := NewStream(context.Background(), SSE, io.Discard, nil, &fakeHolder{})
+		t := Provider{}.NewTurn(context.Background(), &fakeHolder{}, req, 2)
+		if err := t.JSON(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTurnStreamText is BenchmarkStreamText through a Turn, as the
+// glue hands a stream over: with a 2 KB request, for what the turn reads
+// of it.
+func BenchmarkTurnStreamText(b *testing.B) {
+	var body []byte
+	for range 200 {
+		body = AppendEvent(body, []byte(textChunk), "\r\n")
+	}
+	var contents []string
+	for i := 0; len(strings.Join(contents, ",")) < 1900; i++ {
+		contents = append(contents, `{"role":"user","parts":[{"text":"Message `+strings.Repeat("x", i%10)+`: tell me about the spring meetup and what we planned."}]}`)
+	}
+	req := []byte(`{"contents":[` + strings.Join(contents, ",") + `],"generationConfig":{"temperature":0.2}}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		t := Provider{}.NewTurn(context.Background(), &fakeHolder{}, req, 2)
+		s := t.Stream(io.Discard, nil)
+		for p := body; len(p) > 0; {
+			n := min(512, len(p))
+			if _, err := s.Write(p[:n]); err != nil {
+				b.Fatal(err)
+			}
+			p = p[n:]
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchStream(b *testing.B, f Framing, body []byte) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		s := NewStream(context.Background(), f, io.Discard, nil, &fakeHolder{})
 		for p := body; len(p) > 0; {
 			n := min(512, len(p))
 			if _, err := s.Write(p[:n]); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/wire/keyscan"
 )
 
 // Readers disagree on key spelling. Google writes camelCase; proto-JSON
@@ -46,24 +48,128 @@ func member(obj gjson.Result, key string) (v gjson.Result, spelled string, err e
 	return v, spelled, nil
 }
 
-// callKeys are the folded keys whose bytes may carry a call in a response.
-// mayHoldCall searches for them without case; a key written with a JSON
-// escape (\u0063) is found by the escape itself.
-var callKeys = [][]byte{[]byte("functioncall"), []byte("function_call")}
-
 // MayHoldCall reports whether a response body (or one chunk) may hold a
 // functionCall part, in any spelling a reader takes: a byte search without
 // JSON work. False means no reader finds a call in it.
+//
+// A part holds a call under a key, and every JSON reader reads a key as a
+// string followed by a colon (JSON whitespace between). So the search
+// looks at each ':' only: the string before it, when it ends right there
+// (a '"', after whitespace), is a call key if its letters, folded as the
+// gate folds keys (fold: ASCII case, '_' dropped), spell functioncall.
+// That takes every reader's spelling: protojson's "functionCall" and
+// "function_call", go-genai's encoding/json in any ASCII case (it folds
+// no rune outside ASCII onto these letters: only ſ and K fold to ASCII,
+// onto s and k), and the gate's own reading. A key with a byte outside
+// ASCII or a backslash in it answers yes: strings.ToLower, the gate's
+// fold, lowers İ (U+0130) to i, and an escape may spell a letter. An
+// escape elsewhere answers yes when it may spell a key byte or such a
+// rune, or is not JSON's (mayEscapeKey). Invalid JSON around a colon can
+// only answer yes more often; every reader refuses it anyway.
+//
+// It replaced a search for the letters anywhere in any case (and any \u):
+// about as fast on a chunk with few colons, and it no longer sends text
+// that names functionCall, or holds an escaped '<', down the slow path.
 func MayHoldCall(b []byte) bool {
-	if bytes.Contains(b, []byte(`\u`)) || bytes.Contains(b, []byte(`\U`)) {
-		return true
-	}
-	for _, k := range callKeys {
-		if containsFoldBytes(b, k) {
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], ':')
+		if j < 0 {
+			break
+		}
+		i += j
+		if callKeyBefore(b, i) {
 			return true
+		}
+		i++
+	}
+	return mayEscapeKey(b)
+}
+
+// callKey is functioncall backwards: callKeyBefore reads a key from its end.
+const callKey = "llacnoitcnuf"
+
+// callKeyBefore reports whether the string that ends before the colon at
+// i (after JSON whitespace) may be a key that folds to functioncall.
+func callKeyBefore(b []byte, i int) bool {
+	j := i - 1
+	for j >= 0 && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r' || b[j] == '\n') {
+		j--
+	}
+	if j < 0 || b[j] != '"' {
+		return false
+	}
+	n := 0 // letters of callKey matched
+	for j--; j >= 0; j-- {
+		c := b[j]
+		switch {
+		case c == '"':
+			return n == len(callKey)
+		case c == '_':
+		case c == '\\' || c >= 0x80:
+			return true
+		case n == len(callKey):
+			return false
+		default:
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != callKey[n] {
+				return false
+			}
+			n++
 		}
 	}
 	return false
+}
+
+// mayEscapeKey reports whether b holds an escape that may spell a key's
+// letter: \u of an ASCII letter, digit or '_', of a rune some reader folds
+// onto one (İ, ſ, K), a \u without four hex digits, or a \U (no JSON
+// escape; the search before this one took any \u or \U). An encoder
+// escapes '<', '>', '&' or a rune outside ASCII, never a letter.
+func mayEscapeKey(b []byte) bool {
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+1 < len(b) {
+			switch b[i+1] {
+			case 'U':
+				return true
+			case 'u':
+				if i+5 >= len(b) {
+					return true
+				}
+				r, ok := hex4(b[i+2 : i+6])
+				if !ok || r < 0x80 && keyscan.IsKeyByte(byte(r)) || r == 0x130 || r == 0x17f || r == 0x212a {
+					return true
+				}
+			}
+		}
+		i += 2 // an escape is two bytes at least: the second \ of `\\` starts none
+	}
+	return false
+}
+
+// hex4 reads four hex digits.
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // containsFoldBytes reports whether b holds lower (ASCII lower case,
@@ -97,4 +203,22 @@ func containsFoldBytes(b, lower []byte) bool {
 		at = i + 1
 	}
 	return false
+}
+
+// arrayMember reports whether the JSON object b (valid JSON) has one
+// member whose key folds to key (member finds it) and its value is an
+// array, reading b in place: gjson.ParseBytes copies the whole of b (a
+// turn's request, read for each response), GetBytes only what it returns,
+// here the keys and a count.
+func arrayMember(b []byte, key string) bool {
+	var spelled string
+	n := 0
+	gjson.GetBytes(b, "@keys").ForEach(func(_, k gjson.Result) bool {
+		if fold(k.Str) == key {
+			n++
+			spelled = k.Str
+		}
+		return true
+	})
+	return n == 1 && gjson.GetBytes(b, gjson.Escape(spelled)+".#").Exists()
 }

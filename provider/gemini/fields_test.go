@@ -3,6 +3,8 @@ package gemini
 import (
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestContainsFoldBytes(t *testing.T) {
@@ -47,4 +49,24 @@ func asciiContainsFold(b []byte, lower string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzArrayMember: arrayMember reads a valid body as member does.
+func FuzzArrayMember(f *testing.F) {
+	for _, s := range []string{
+		`{"contents":[]}`, `{"contents":{}}`, `{"contents":"x"}`, `{"Contents":[1],"con_tents":[]}`,
+		`{"con\u0074ents":[{"a":1}]}`, `[{"contents":[]}]`, `{"a":{"contents":[]}}`, `{"contents":[],"contents":[]}`,
+		`{"contents":null}`, `{"contents.#":[]}`, `{"con\"tents":[]}`, `{"contents":[]} `, `{"CONTENTS" : [ ] }`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !gjson.ValidBytes(b) {
+			return
+		}
+		v, _, err := member(gjson.ParseBytes(b), "contents")
+		if want := err == nil && v.IsArray(); arrayMember(b, "contents") != want {
+			t.Fatalf("%s: arrayMember %v, member %v", b, !want, want)
+		}
+	})
 }

@@ -75,11 +75,21 @@ func FuzzRewrite(f *testing.F) {
 	})
 }
 
-// FuzzMayHoldCall: a body MayHoldCall says no to holds no call for Calls.
+// FuzzMayHoldCall: a body MayHoldCall says no to holds no call for Calls,
+// nor for go-genai's types decoded by encoding/json (any case).
 func FuzzMayHoldCall(f *testing.F) {
 	responseSeeds(f)
+	for _, k := range callSpellings {
+		f.Add([]byte(spelledCall(k)), uint8(0))
+	}
 	f.Fuzz(func(t *testing.T, body []byte, _ uint8) {
-		if MayHoldCall(body) || !gjson.ValidBytes(body) {
+		if MayHoldCall(body) {
+			return
+		}
+		if genaiFindsCall(body) {
+			t.Fatalf("MayHoldCall missed a call go-genai reads in %s", body)
+		}
+		if !gjson.ValidBytes(body) {
 			return
 		}
 		// Read it the slow way: every part of every candidate, every key.

@@ -22,8 +22,8 @@ var ErrArrayTooLarge = errors.New("gemini json array: element over the size limi
 // Element is one element of a streamed JSON array as an ArrayReader cuts
 // it: Lead is the bytes between the previous element (or the start of the
 // body) and this one, "[" or "," with the whitespace around; Value is the
-// element, a JSON object, checked valid. Both are valid only during the
-// callback.
+// element, a JSON object, checked valid (unless ArrayReader.Unchecked).
+// Both are valid only during the callback.
 type Element struct {
 	Lead, Value []byte
 }
@@ -50,6 +50,12 @@ const (
 type ArrayReader struct {
 	// Max caps one element's bytes, its Lead included; 0: no limit.
 	Max int
+	// Unchecked leaves an element's JSON unchecked: its bounds are found
+	// as for a valid one (strings, escapes, brackets), and the caller
+	// checks the elements it reads. Stream reads only those that may hold
+	// a call (MayHoldCall, a byte search that needs no valid JSON) or
+	// come while one waits; the others pass unread, as SSE events do.
+	Unchecked bool
 
 	st    arrayState
 	pend  []byte // Lead and the element begun and not complete
@@ -91,32 +97,22 @@ func (r *ArrayReader) Write(p []byte, fn func(Element) bool) error {
 				return r.fail(fmt.Errorf("gemini json array: unexpected %q at byte %d", c, r.off+int64(len(r.pend)+i-start)))
 			}
 		case aValue:
-			switch {
-			case r.esc:
-				r.esc = false
-			case r.str:
-				if c == '\\' {
-					r.esc = true
-				} else if c == '"' {
-					r.str = false
+			j, end := r.value(p[i:])
+			if !end {
+				if r.Max > 0 && len(r.pend)+len(p)-start > r.Max {
+					return r.fail(ErrArrayTooLarge)
 				}
-			case c == '"':
-				r.str = true
-			case c == '{' || c == '[':
-				r.depth++
-			case c == '}' || c == ']':
-				r.depth--
-			}
-			if r.depth > 0 {
+				i = len(p)
 				continue
 			}
+			i += j
 			r.pend = append(r.pend, p[start:i+1]...)
 			start = i + 1
 			if r.Max > 0 && len(r.pend) > r.Max {
 				return r.fail(ErrArrayTooLarge)
 			}
 			el := Element{Lead: r.pend[:r.lead], Value: r.pend[r.lead:]}
-			if !gjson.ValidBytes(el.Value) {
+			if !r.Unchecked && !gjson.ValidBytes(el.Value) {
 				return r.fail(fmt.Errorf("gemini json array: element at byte %d is not valid JSON", r.off+int64(r.lead)))
 			}
 			r.st = aAfter
@@ -133,6 +129,62 @@ func (r *ArrayReader) Write(p []byte, fn func(Element) bool) error {
 	r.pend = append(r.pend, p[start:]...)
 	return nil
 }
+
+// value reads the bytes of an element, from where the last call (or the
+// element's '{') left it, and returns the index in q of the byte that ends
+// it and true, or len(q) and false when q ends inside it. Bytes that
+// change nothing (most of a string, and of what lies between the
+// structure's bytes) are skipped in a tight loop: only '"', '\\', and
+// brackets and braces outside strings are looked at.
+func (r *ArrayReader) value(q []byte) (int, bool) {
+	for i := 0; i < len(q); i++ {
+		if r.esc {
+			r.esc = false
+			continue
+		}
+		if r.str {
+			for i < len(q) && !inString[q[i]] {
+				i++
+			}
+			if i == len(q) {
+				break
+			}
+			if q[i] == '\\' {
+				r.esc = true
+			} else {
+				r.str = false
+			}
+			continue
+		}
+		for i < len(q) && !outString[q[i]] {
+			i++
+		}
+		if i == len(q) {
+			break
+		}
+		switch q[i] {
+		case '"':
+			r.str = true
+		case '{', '[':
+			r.depth++
+		default: // '}' or ']'
+			r.depth--
+			if r.depth == 0 {
+				return i, true
+			}
+		}
+	}
+	return len(q), false
+}
+
+// The bytes value stops at inside a string, and outside one.
+var inString, outString = func() (in, out [256]bool) {
+	in['"'], in['\\'] = true, true
+	for _, c := range []byte(`"{}[]`) {
+		out[c] = true
+	}
+	return in, out
+}()
 
 // Close ends the body and returns its tail: the bytes after the last
 // element ("\n]" and any whitespace), to be written as they came. A body

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,11 @@ import (
 // and tail.
 func readArray(t testing.TB, stream []byte, cuts []int) (elems []string, back []byte, err error) {
 	t.Helper()
-	var r ArrayReader
+	return readArrayWith(t, &ArrayReader{}, stream, cuts)
+}
+
+func readArrayWith(t testing.TB, r *ArrayReader, stream []byte, cuts []int) (elems []string, back []byte, err error) {
+	t.Helper()
 	prev := 0
 	for _, c := range append(cuts, len(stream)) {
 		if c < prev || c > len(stream) {
@@ -179,6 +184,15 @@ func FuzzArrayReader(f *testing.F) {
 			cuts = append(cuts, c)
 		}
 		elems, back, err := readArray(t, body, cuts)
+		// Unchecked (as Stream reads): the same elements wherever the
+		// checked reader reads them, and only bytes of the body, in order.
+		ue, uback, uerr := readArrayWith(t, &ArrayReader{Unchecked: true}, body, cuts)
+		if !bytes.HasPrefix(body, uback) {
+			t.Fatalf("unchecked: put back together is not the body's start: %q", uback)
+		}
+		if err == nil && (uerr != nil || !slices.Equal(ue, elems) || !bytes.Equal(uback, back)) {
+			t.Fatalf("unchecked: %q, %v; checked %q", ue, uerr, elems)
+		}
 		var want []json.RawMessage
 		jerr := json.Unmarshal(body, &want)
 		objects := jerr == nil

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"net/url"
 	"strings"
 )
@@ -134,15 +135,20 @@ func Classify(method, path, rawQuery string) Endpoint {
 	if i := strings.LastIndexByte(path, '/'); i >= 0 {
 		last = path[i+1:]
 	}
-	lower := strings.ToLower(path)
-	if strings.Contains(lower, "bidigeneratecontent") {
+	// Lowered into buffers on the stack (lower): the glue asks several
+	// questions of each request's path, and strings.ToLower allocates
+	// for any path with a capital, as every generate path has.
+	var pb, mb [128]byte
+	lower := appendLower(pb[:0], path)
+	if bytes.Contains(lower, []byte("bidigeneratecontent")) {
 		return Endpoint{Kind: AroundGate, Why: "live api"}
 	}
 	if i := strings.LastIndexByte(last, ':'); i >= 0 {
-		switch m := strings.ToLower(last[i+1:]); m {
-		case methodGenerate, methodStream:
+		m := appendLower(mb[:0], last[i+1:])
+		switch {
+		case string(m) == methodGenerate || string(m) == methodStream:
 			e := Endpoint{Kind: Generate, Model: modelOf(path[:len(path)-len(last)+i])}
-			if m == methodStream {
+			if string(m) == methodStream {
 				f, ok := streamFraming(rawQuery)
 				if !ok {
 					return Endpoint{Kind: AroundGate, Why: "ambiguous alt"}
@@ -151,16 +157,21 @@ func Classify(method, path, rawQuery string) Endpoint {
 			}
 			return e
 		default:
-			if why, ok := aroundMethods[m]; ok {
+			if why, ok := aroundMethods[string(m)]; ok {
 				return Endpoint{Kind: AroundGate, Why: why}
 			}
 		}
 	}
-	for _, seg := range strings.Split(lower, "/") {
-		if i := strings.IndexByte(seg, ':'); i >= 0 {
+	for rest := lower; ; {
+		seg := rest
+		j := bytes.IndexByte(rest, '/')
+		if j >= 0 {
+			seg, rest = rest[:j], rest[j+1:]
+		}
+		if i := bytes.IndexByte(seg, ':'); i >= 0 {
 			seg = seg[:i]
 		}
-		switch seg {
+		switch string(seg) {
 		case "cachedcontents":
 			return Endpoint{Kind: AroundGate, Why: "cached contents"}
 		case "batches", "batchpredictionjobs":
@@ -168,11 +179,32 @@ func Classify(method, path, rawQuery string) Endpoint {
 		case "interactions":
 			return Endpoint{Kind: AroundGate, Why: "interactions"}
 		}
+		if j < 0 {
+			break
+		}
 	}
-	if strings.HasSuffix(lower, "/openai/chat/completions") || strings.HasSuffix(lower, "/openapi/chat/completions") {
+	if bytes.HasSuffix(lower, []byte("/openai/chat/completions")) || bytes.HasSuffix(lower, []byte("/openapi/chat/completions")) {
 		return Endpoint{Kind: OpenAICompatible}
 	}
 	return Endpoint{}
+}
+
+// appendLower appends strings.ToLower(s) to dst: byte by byte when s is
+// ASCII, so that a buffer on the caller's stack takes it.
+func appendLower(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return append(dst, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // modelOf returns the model resource in a generate path (the path up to
@@ -193,6 +225,12 @@ func isVersion(seg string) bool {
 
 // streamFraming reads alt (and $alt) from a stream request's query.
 func streamFraming(rawQuery string) (Framing, bool) {
+	switch rawQuery { // what the SDKs send, read as ParseQuery reads them
+	case "alt=sse":
+		return SSE, true
+	case "":
+		return JSONArray, true
+	}
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		// Google's front end may read a query Go refuses; only alt matters

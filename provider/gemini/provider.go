@@ -212,6 +212,9 @@ func (Provider) DropTools(body []byte, drop func(string) bool) ([]byte, error) {
 // RewriteRequest restores the history behind the gate's links (see the
 // package's RewriteRequest), links found as wire/links finds them.
 func (Provider) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
+	if !links.Has(body, linkPrefix) {
+		return body, nil // what RewriteRequest answers, without boxing the prefix
+	}
 	return RewriteRequest(ctx, body, linkSet(linkPrefix), r)
 }
 

@@ -110,7 +110,7 @@ type Stream struct {
 	logBlock []byte    // where logChunk copies them: one allocation for many chunks
 	blocks   []*[]byte // the pooled blocks the log uses (logBlocks)
 	logBytes int
-	cands    map[int]*streamCand
+	cands    map[int]*streamCand // made at the first chunk read
 	held     []heldChunk
 	heldSize int
 	elems    int // array elements written
@@ -169,8 +169,9 @@ type heldChunk struct {
 // NewStream returns the rewriter of a streamed response in framing f (SSE
 // or JSONArray).
 func NewStream(ctx context.Context, f Framing, dst io.Writer, flush func() error, h provider.Holder) *Stream {
-	s := &Stream{ctx: ctx, h: h, framing: f, dst: dst, flush: flush, cands: make(map[int]*streamCand)}
+	s := &Stream{ctx: ctx, h: h, framing: f, dst: dst, flush: flush}
 	s.sp.Max, s.ar.Max = streamMaxHeld, streamMaxHeld
+	s.ar.Unchecked = true // chunk checks what it reads; the rest passes unread
 	if f != SSE && f != JSONArray {
 		s.err = fmt.Errorf("gemini stream: framing %v is not a stream", f)
 	}
@@ -410,7 +411,7 @@ func (s *Stream) chunk(raw, data []byte) {
 		if s.framing == SSE {
 			s.passNow(raw)
 		} else {
-			s.pass(raw, data)
+			s.passElement(raw, data)
 		}
 		s.logChunk(data)
 		return
@@ -504,6 +505,9 @@ func (s *Stream) cand(i int) *streamCand {
 	sc := s.cands[i]
 	if sc == nil {
 		sc = &streamCand{ids: make(map[string]bool)}
+		if s.cands == nil {
+			s.cands = make(map[int]*streamCand) // none for an answer without a call read
+		}
 		s.cands[i] = sc
 	}
 	return sc
@@ -535,6 +539,34 @@ func (s *Stream) passNow(ev []byte) {
 		return
 	}
 	s.wrote = true
+}
+
+// passElement is passNow for an array element that needs no reading: its
+// Lead and Value, one slice in the ArrayReader's buffer, straight to dst
+// when its own Lead is written (no element before was dropped) and
+// nothing of this Write waits in s.out; else through s.out (pass).
+func (s *Stream) passElement(lead, data []byte) {
+	if l := s.lead(lead); len(s.out) == 0 && len(l) > 0 && len(l) == len(lead) && &l[0] == &lead[0] {
+		if both := joined(lead, data); both != nil {
+			s.elems++
+			s.passNow(both)
+			return
+		}
+	}
+	s.pass(lead, data)
+}
+
+// joined returns a and b as one slice when b follows a in memory (an
+// Element's Lead and Value do), else nil.
+func joined(a, b []byte) []byte {
+	if len(b) == 0 || cap(a)-len(a) < len(b) {
+		return nil
+	}
+	ab := a[:len(a)+len(b)]
+	if &ab[len(a)] != &b[0] {
+		return nil
+	}
+	return ab
 }
 
 // lead returns the Lead to write before the next element: its own,

@@ -59,11 +59,7 @@ type gemTurn struct {
 
 // allowed reports whether a response's refusals may go back to the model.
 func (t *gemTurn) allowed() bool {
-	if t.Done >= t.Max || t.Request == nil || !gjson.ValidBytes(t.Request) {
-		return false
-	}
-	l, _, err := member(gjson.ParseBytes(t.Request), "contents")
-	return err == nil && l.IsArray()
+	return t.Done < t.Max && t.Request != nil && gjson.ValidBytes(t.Request) && arrayMember(t.Request, "contents")
 }
 
 // AllowResume implements provider.Turn.
