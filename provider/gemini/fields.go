@@ -68,8 +68,9 @@ func member(obj gjson.Result, key string) (v gjson.Result, spelled string, err e
 // only answer yes more often; every reader refuses it anyway.
 //
 // It replaced a search for the letters anywhere in any case (and any \u):
-// about as fast on a chunk with few colons, and it no longer sends text
-// that names functionCall, or holds an escaped '<', down the slow path.
+// faster on long text (few colons, many f's), slower on a short chunk of
+// many keys (docs/speed.md), and it no longer sends text that names
+// functionCall, or holds an escaped '<', down the slow path.
 func MayHoldCall(b []byte) bool {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], ':')
