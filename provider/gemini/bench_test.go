@@ -20,6 +20,27 @@ func BenchmarkMayHoldCall(b *testing.B) {
 	}
 }
 
+// BenchmarkMayHoldCallRecorded is the byte search on every chunk of the
+// recorded streams, call chunks included (a chunk as Gemini and Vertex
+// send them: text, thoughts, usageMetadata with many keys).
+func BenchmarkMayHoldCallRecorded(b *testing.B) {
+	var all [][]byte
+	n := 0
+	for _, f := range []string{"stream-function-call-gemini3.sse", "stream-function-call.sse", "stream-parallel-function-calls.sse", "vertex-stream-partial-args.sse", "vertex-stream-thought-no-args-and-partial-args.sse"} {
+		for _, c := range chunks(b, f) {
+			all = append(all, c)
+			n += len(c)
+		}
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, c := range all {
+			MayHoldCall(c)
+		}
+	}
+}
+
 // BenchmarkCallsAndRewrite is the cost of a response with a held call.
 func BenchmarkCallsAndRewrite(b *testing.B) {
 	body := read(b, "parallel-function-calls.json")

@@ -68,8 +68,9 @@ func member(obj gjson.Result, key string) (v gjson.Result, spelled string, err e
 // only answer yes more often; every reader refuses it anyway.
 //
 // It replaced a search for the letters anywhere in any case (and any \u):
-// about as fast on a chunk with few colons, and it no longer sends text
-// that names functionCall, or holds an escaped '<', down the slow path.
+// faster on long text (few colons, many f's), slower on a short chunk of
+// many keys (docs/speed.md), and it no longer sends text that names
+// functionCall, or holds an escaped '<', down the slow path.
 func MayHoldCall(b []byte) bool {
 	for i := 0; i < len(b); {
 		j := bytes.IndexByte(b[i:], ':')
@@ -205,20 +206,104 @@ func containsFoldBytes(b, lower []byte) bool {
 	return false
 }
 
-// arrayMember reports whether the JSON object b (valid JSON) has one
-// member whose key folds to key (member finds it) and its value is an
-// array, reading b in place: gjson.ParseBytes copies the whole of b (a
-// turn's request, read for each response), GetBytes only what it returns,
-// here the keys and a count.
+// arrayMember reports whether the JSON object b (valid JSON: the caller
+// checked) has one member whose key folds to key (member finds it) and its
+// value is an array, reading b in place: gjson.ParseBytes copies the whole
+// of b (a turn's request, read for each response). Its top-level members
+// are walked byte by byte, each value skipped by its brackets; a key with
+// an escape or a byte outside ASCII is left to member.
 func arrayMember(b []byte, key string) bool {
-	var spelled string
-	n := 0
-	gjson.GetBytes(b, "@keys").ForEach(func(_, k gjson.Result) bool {
-		if fold(k.Str) == key {
-			n++
-			spelled = k.Str
+	slow := func() bool {
+		v, _, err := member(gjson.ParseBytes(b), key)
+		return err == nil && v.IsArray()
+	}
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	n, array := 0, false
+	for i = skipSpace(b, i+1); i < len(b) && b[i] == '"'; {
+		j := i + 1
+		for j < len(b) && b[j] != '"' {
+			if b[j] == '\\' || b[j] >= 0x80 {
+				return slow()
+			}
+			j++
 		}
-		return true
-	})
-	return n == 1 && gjson.GetBytes(b, gjson.Escape(spelled)+".#").Exists()
+		k := b[i+1 : min(j, len(b))]
+		if i = skipSpace(b, j+1); i >= len(b) || b[i] != ':' {
+			return slow() // not valid JSON: the caller checks
+		}
+		if i = skipSpace(b, i+1); i >= len(b) {
+			return slow()
+		}
+		if foldsTo(k, key) {
+			n++
+			array = b[i] == '['
+		}
+		if i = skipSpace(b, skipValue(b, i)); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	return n == 1 && array
+}
+
+// foldsTo reports whether the ASCII key k folds (fold) to key.
+func foldsTo(k []byte, key string) bool {
+	at := 0
+	for _, c := range k {
+		if c == '_' {
+			continue
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if at == len(key) || key[at] != c {
+			return false
+		}
+		at++
+	}
+	return at == len(key)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index after the JSON value at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		for i++; i < len(b) && b[i] != '"'; i++ {
+			if b[i] == '\\' {
+				i++
+			}
+		}
+		return i + 1
+	case '{', '[':
+		depth, str := 0, false
+		for ; i < len(b); i++ {
+			switch c := b[i]; {
+			case str && c == '\\':
+				i++
+			case c == '"':
+				str = !str
+			case str:
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(b) && !isSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
+		i++
+	}
+	return i
 }
