@@ -2,8 +2,8 @@ package interceptor
 
 // Test helpers copied from provider/anthropic's tests (anthropic_test.go,
 // anthropicrequest_test.go) for the interceptor's tests that still use them
-// (the ResponseWriter's turn, the mixed tests): the fakes should move to a
-// provider/providertest package with exported names.
+// (the ResponseWriter's turn, the mixed tests); the fakes are
+// provider/providertest's.
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 	wirestream "github.com/toolgate/toolgate/wire/stream"
 )
@@ -230,17 +231,17 @@ func anthToolUses(m anthropic.Message) [][3]string {
 	return out
 }
 
-func anthFuzzHolder() *fakeHolder {
-	return newHolder("get_weather", "delete_post").passing("json").refusing("updateIssueList", "refused: nothing (none)")
+func anthFuzzHolder() *providertest.Holder {
+	return providertest.NewHolder("get_weather", "delete_post").Passing("json").Refusing("updateIssueList", "refused: nothing (none)")
 }
 
 // anthBlocked reports whether a tool_use block of a name h blocks (held
 // or refused) is started anywhere in a rewritten stream, where a client
 // reads blocks: a content_block_start's block, a message_start's content.
-func anthBlocked(h *fakeHolder, out []byte) bool {
+func anthBlocked(h *providertest.Holder, out []byte) bool {
 	found := false
 	var s wirestream.Frame
-	for _, ev := range events(out) {
+	for _, ev := range providertest.Events(out) {
 		data, ok := s.Data(ev)
 		if !ok || !gjson.ValidBytes(data) {
 			continue
@@ -254,7 +255,7 @@ func anthBlocked(h *fakeHolder, out []byte) bool {
 			blocks = r.Get("message.content").Array()
 		}
 		for _, cb := range blocks {
-			if cb.Get("type").Str == "tool_use" && h.blocks(cb.Get("name").Str) {
+			if cb.Get("type").Str == "tool_use" && h.Blocks(cb.Get("name").Str) {
 				found = true
 			}
 		}
@@ -293,7 +294,7 @@ const (
 func anthCheckEventLines(t *testing.T, stream []byte) {
 	t.Helper()
 	var s wirestream.Frame
-	for _, ev := range events(stream) {
+	for _, ev := range providertest.Events(stream) {
 		data, ok := s.Data(ev)
 		if !ok {
 			continue

@@ -1,14 +1,13 @@
 package interceptor
 
 import (
-	"bytes"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -22,20 +21,6 @@ func hideVariants(callEvents string) map[string]string {
 		"a BOM at the line start":                "\ufeff" + callEvents,
 		"CRLF line ends":                         strings.ReplaceAll(callEvents, "\n", "\r\n"),
 	}
-}
-
-// passedAsRead reports whether a stream without calls came out as it
-// went in: byte for byte, or, when its bytes hold a CR or a BOM (which
-// readers may read differently, so the gate writes such events in
-// canonical form), as the same events for every reader.
-func passedAsRead(in, out []byte) bool {
-	if bytes.Equal(in, out) {
-		return true
-	}
-	if !bytes.ContainsRune(in, '\r') && !bytes.Contains(in, []byte("\ufeff")) {
-		return false
-	}
-	return reflect.DeepEqual(sse.Parse(in), sse.Parse(out))
 }
 
 // nodeSees reports whether any event a Node SDK would dispatch from out
@@ -59,13 +44,13 @@ func TestChatStreamReadsEveryLineEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := chunk(deltaChoice(0, `{"role":"assistant","content":""}`)) + hidden + "data: [DONE]\n\n"
 			for _, size := range []int{len(in), 1, 7} {
-				h := newHolder("delete_post")
+				h := providertest.NewHolder("delete_post")
 				out, _, err := rewriteStream([]byte(in), h, size)
 				if err != nil {
 					t.Fatalf("pieces of %d: %v", size, err)
 				}
-				if nodeSees(out, "delete_post") || len(h.holds) != 1 || !nodeSees(out, "Waiting for your confirmation") {
-					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.holds), out)
+				if nodeSees(out, "delete_post") || len(h.Holds()) != 1 || !nodeSees(out, "Waiting for your confirmation") {
+					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.Holds()), out)
 				}
 			}
 		})
@@ -77,13 +62,13 @@ func TestAnthropicStreamReadsEveryLineEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := anthStart("msg_1") + anthTextBlockEvs(0, "Deleting.") + hidden + anthEnd("tool_use", 9)
 			for _, size := range []int{len(in), 1, 7} {
-				h := newHolder("delete_post")
+				h := providertest.NewHolder("delete_post")
 				out, _, err := anthRewrite([]byte(in), h, size)
 				if err != nil {
 					t.Fatalf("pieces of %d: %v", size, err)
 				}
-				if nodeSees(out, "delete_post") || len(h.holds) != 1 {
-					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.holds), out)
+				if nodeSees(out, "delete_post") || len(h.Holds()) != 1 {
+					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.Holds()), out)
 				}
 			}
 		})
@@ -99,13 +84,13 @@ func TestResponsesStreamReadsEveryLineEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := head + hidden
 			for _, size := range []int{len(in), 1, 7} {
-				h := newHolder("delete_post")
+				h := providertest.NewHolder("delete_post")
 				out, err := respRewrite([]byte(in), h, size)
 				if err != nil {
 					t.Fatalf("pieces of %d: %v", size, err)
 				}
-				if nodeSees(out, "delete_post") || len(h.holds) != 1 {
-					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.holds), out)
+				if nodeSees(out, "delete_post") || len(h.Holds()) != 1 {
+					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.Holds()), out)
 				}
 			}
 		})
@@ -143,7 +128,7 @@ func TestRewrittenEventsKeepTheirDataLines(t *testing.T) {
 		in := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post")))) +
 			chunk(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))) +
 			splitData(chunk(finishChoice(0, "tool_calls")), `"logprobs":null,`) + "data: [DONE]\n\n"
-		out, _, err := rewriteStream([]byte(in), newHolder("delete_post"))
+		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +138,7 @@ func TestRewrittenEventsKeepTheirDataLines(t *testing.T) {
 		in := newSyn().text("msg_1", "Deleting.").fn("1", "delete_post", `{"post":7}`).completed()
 		i := strings.LastIndex(in, "data: ")
 		in = in[:i] + splitData(in[i:], `"response":{`)
-		out, err := respRewrite([]byte(in), newHolder("delete_post"))
+		out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post"))
 		if err != nil {
 			t.Fatal(err)
 		}

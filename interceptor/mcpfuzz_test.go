@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 
@@ -69,13 +70,13 @@ func FuzzMCPResultWriterSSE(f *testing.F) {
 		// Never matching: everything passes as it came (as every reader
 		// reads it: an event with a bare CR or a BOM in canonical form).
 		out, err := run(`"never-an-id-\u0000"`, func([]byte) []byte { return []byte(`{"x":1}`) })
-		if err == nil && !passedAsRead(stream, []byte(out)) {
+		if err == nil && !providertest.PassedAsRead(stream, []byte(out)) {
 			t.Fatalf("stream changed:\n%q\n%q", stream, out)
 		}
 		// Rewriting id 1 to an identical result also changes nothing but
 		// the data lines' layout.
 		out, err = run("1", func(r []byte) []byte { return r })
-		if err == nil && !passedAsRead(stream, []byte(out)) && !bytes.Contains(stream, []byte(`"result"`)) {
+		if err == nil && !providertest.PassedAsRead(stream, []byte(out)) && !bytes.Contains(stream, []byte(`"result"`)) {
 			t.Fatalf("an event without a result changed:\n%q\n%q", stream, out)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
@@ -28,7 +29,7 @@ func TestAnthropicRequestRestoresEveryStep(t *testing.T) {
 		`{"type":"tool_use","id":"toolu_wipe","name":"wipe_all","input":{}},` +
 		`{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":7}}]}`
 	second := `{"role":"assistant","content":[{"type":"text","text":"Archiving instead."},{"type":"tool_use","id":"toolu_arch","name":"archive_post","input":{"post":7}}]}`
-	r := &fakeRestorer{steps: map[string]provider.Restored{
+	r := &providertest.Restorer{Steps: map[string]provider.Restored{
 		stepOne: {Message: []byte(first), Results: []provider.Result{{CallID: "toolu_del", Content: "The person confirmed. Removed."}, {CallID: "toolu_wipe", Content: "Toolgate refused wipe_all."}}},
 		stepTwo: {Message: []byte(second), Results: []provider.Result{{CallID: "toolu_arch", Content: "The person declined; nothing ran."}}},
 	}}
@@ -63,8 +64,8 @@ func TestAnthropicRequestRestoresEveryStep(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Fatalf("messages:\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
-	if len(r.asked) != 2 || r.asked[0].step != stepOne || r.asked[1].step != stepTwo || !r.asked[0].userFollows {
-		t.Errorf("asked %v", r.asked)
+	if asked := r.Asked(); len(asked) != 2 || asked[0].Step != stepOne || asked[1].Step != stepTwo || !asked[0].UserFollows {
+		t.Errorf("asked %v", asked)
 	}
 }
 
@@ -74,7 +75,7 @@ func TestResponsesRequestRestoresEveryStep(t *testing.T) {
 		`{"id":"fc_wipe","type":"function_call","status":"completed","arguments":"{}","call_id":"call_wipe","name":"wipe_all"}]`
 	second := `[{"id":"msg_2","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"Archiving instead."}],"role":"assistant"},` +
 		`{"id":"fc_arch","type":"function_call","status":"completed","arguments":"{\"post\":7}","call_id":"call_arch","name":"archive_post"}]`
-	r := &fakeRestorer{steps: map[string]provider.Restored{
+	r := &providertest.Restorer{Steps: map[string]provider.Restored{
 		stepOne: {Message: []byte(first), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}, {CallID: "call_wipe", Content: "Toolgate refused wipe_all."}}},
 		stepTwo: {Message: []byte(second), Results: []provider.Result{{CallID: "call_arch", Content: "The person declined; nothing ran."}}},
 	}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 )
 
 const (
@@ -146,7 +147,7 @@ func checkNoRefusedCall(t *testing.T, out []byte) {
 }
 
 func TestTurnStreamContinues(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec, reqs, err := runTurn(t, h, testRequest,
 		sseUp(refusingStream()),
 		sseUp(followUp("Who should receive it?", "stop")))
@@ -203,7 +204,7 @@ func TestTurnStreamContinues(t *testing.T) {
 func ptr(s string) *string { return &s }
 
 func TestTurnStreamHeldBesideRefused(t *testing.T) {
-	h := newHolder("delete_post").refusing("send_email", refusal)
+	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
 	first := refusingStream(
 		chunk(deltaChoice(0, toolDelta(toolHeader(2, "call_del", "delete_post")))),
 		chunk(deltaChoice(0, toolDelta(toolArgs(2, `{"post":7}`)))))
@@ -226,13 +227,13 @@ func TestTurnStreamHeldBesideRefused(t *testing.T) {
 		t.Errorf("follow-up calls = %s", ids)
 	}
 	// Hold saw the whole message of the first response.
-	checkMessage(t, h.holds[0].message, ptr("Sure."), [][3]string{
+	checkMessage(t, h.Holds()[0].Message, ptr("Sure."), [][3]string{
 		{refusedID, "send_email", refusedArgs}, {"call_get", "get_post", `{"post":8}`}, {"call_del", "delete_post", `{"post":7}`},
 	})
 }
 
 func TestTurnStreamTextFlowsAsItComes(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec := newRecorder()
 	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
@@ -252,7 +253,7 @@ func TestTurnStreamTextFlowsAsItComes(t *testing.T) {
 	rw.Continue()
 	rw.Header().Set("Content-Type", "text/event-stream")
 	rw.WriteHeader(http.StatusOK)
-	for _, ev := range events([]byte(followUp("Who should receive it?", "stop"))) {
+	for _, ev := range providertest.Events([]byte(followUp("Who should receive it?", "stop"))) {
 		before := rec.Body.Len()
 		if _, err := rw.Write(ev); err != nil {
 			t.Fatal(err)
@@ -268,7 +269,7 @@ func TestTurnStreamTextFlowsAsItComes(t *testing.T) {
 }
 
 func TestTurnStreamFollowUpHoldsAndPasses(t *testing.T) {
-	h := newHolder("delete_post").refusing("send_email", refusal).passing("update_post")
+	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal).Passing("update_post")
 	second := followUp("I'll ask.", "tool_calls",
 		chunkU(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
 		chunkU(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))),
@@ -308,14 +309,14 @@ func TestTurnStreamFollowUpHoldsAndPasses(t *testing.T) {
 		t.Errorf("finish_reason = %q", c.FinishReason)
 	}
 	// The follow-up's Hold got its own message: its text and its calls.
-	last := h.holds[len(h.holds)-1]
-	checkMessage(t, last.message, ptr("I'll ask."), [][3]string{
+	last := h.Holds()[len(h.Holds())-1]
+	checkMessage(t, last.Message, ptr("I'll ask."), [][3]string{
 		{"call_del", "delete_post", `{"post":7}`}, {"call_get2", "get_post", `{"post":9}`}, {"call_upd", "update_post", `{"post":9,"title":"x"}`},
 	})
 }
 
 func TestTurnStreamRefusedUpToTheLimit(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	again := func(n int) string {
 		return followUp(fmt.Sprintf("Try %d.", n), "tool_calls",
 			chunkU(deltaChoice(0, toolDelta(toolHeader(0, refusedID+strconv.Itoa(n), "send_email")))),
@@ -368,7 +369,7 @@ func TestTurnStreamFollowUpFails(t *testing.T) {
 		{"cut short", sseUp(chunkU(deltaChoice(0, `{"content":"Who"}`))), "Who\n\nToolgate could not continue: the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder().refusing("send_email", refusal)
+			h := providertest.NewHolder().Refusing("send_email", refusal)
 			rec, _, err := runTurn(t, h, testRequest, sseUp(refusingStream()), tc.up)
 			if err != nil {
 				t.Fatal(err)
@@ -393,7 +394,7 @@ func TestTurnStreamFollowUpFails(t *testing.T) {
 
 func TestTurnStreamNoFollowUpSent(t *testing.T) {
 	// The handler may decline to continue: the refusal is shown in place.
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec := newRecorder()
 	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
@@ -425,7 +426,7 @@ func TestTurnWithoutRequestShowsRefusalsInPlace(t *testing.T) {
 		{"no messages", `{"model":"x"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder("delete_post").refusing("send_email", refusal)
+			h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
 			rec := newRecorder()
 			rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 			if tc.request != "" {
@@ -474,13 +475,13 @@ func TestTurnJSONContinues(t *testing.T) {
 		content  string
 		calls    []string
 		finish   string
-		holder   *fakeHolder
+		holder   *providertest.Holder
 		requests int
 	}{
 		{"text", jsonCompletion("chatcmpl-B", `{"role":"assistant","content":"Who should get it?"}`, "stop", 5),
-			"Sure é.\n\nWho should get it?", []string{"call_get"}, "tool_calls", newHolder().refusing("send_email", refusal), 1},
+			"Sure é.\n\nWho should get it?", []string{"call_get"}, "tool_calls", providertest.NewHolder().Refusing("send_email", refusal), 1},
 		{"held and passed calls", jsonCompletion("chatcmpl-B", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{}"}},{"id":"call_upd","type":"function","function":{"name":"update_post","arguments":"{}"}}]}`, "tool_calls", 5),
-			"Sure é.\n\n" + waitText, []string{"call_get", "call_upd"}, "tool_calls", newHolder("delete_post").refusing("send_email", refusal).passing("update_post"), 1},
+			"Sure é.\n\n" + waitText, []string{"call_get", "call_upd"}, "tool_calls", providertest.NewHolder("delete_post").Refusing("send_email", refusal).Passing("update_post"), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec, reqs, err := runTurn(t, tc.holder, testRequest, jsonUp(first), jsonUp(tc.second))
@@ -522,7 +523,7 @@ func TestTurnJSONContinues(t *testing.T) {
 }
 
 func TestTurnJSONRefusedUpToTheLimit(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	resp := func(n int) upstream {
 		return jsonUp(jsonCompletion(fmt.Sprint("chatcmpl-", n), fmt.Sprintf(`{"role":"assistant","content":"Try %d.","tool_calls":[%s]}`, n, refusedCallJSON), "tool_calls", 2))
 	}
@@ -556,7 +557,7 @@ func TestTurnJSONFollowUpFails(t *testing.T) {
 		{"no answer", upstream{}, "the provider did not answer."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, _, err := runTurn(t, newHolder().refusing("send_email", refusal), testRequest, jsonUp(first), tc.up)
+			rec, _, err := runTurn(t, providertest.NewHolder().Refusing("send_email", refusal), testRequest, jsonUp(first), tc.up)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -572,7 +573,7 @@ func TestTurnJSONFollowUpFails(t *testing.T) {
 func TestVerdictPassJSON(t *testing.T) {
 	body := fixture(t, "json-parallel-tools.json")
 	// Both calls inspected: the weather call passes, the stock call is held.
-	h := newHolder("get_stock_price").passing("GetWeatherArgs")
+	h := providertest.NewHolder("get_stock_price").Passing("GetWeatherArgs")
 	out, err := chat.Chat{}.RewriteJSON(context.Background(), body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -585,12 +586,12 @@ func TestVerdictPassJSON(t *testing.T) {
 	if ch := decodeCompletion(t, out).Choices[0]; ch.Message.Content != waitText || ch.FinishReason != "tool_calls" {
 		t.Errorf("choice = %+v", ch)
 	}
-	if len(h.holds) != 1 || len(h.holds[0].calls) != 2 {
-		t.Errorf("holds = %+v", h.holds)
+	if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 2 {
+		t.Errorf("holds = %+v", h.Holds())
 	}
 
 	// Every call passes, no text: the same slice.
-	out, err = chat.Chat{}.RewriteJSON(context.Background(), body, newHolder().passing("GetWeatherArgs", "get_stock_price"))
+	out, err = chat.Chat{}.RewriteJSON(context.Background(), body, providertest.NewHolder().Passing("GetWeatherArgs", "get_stock_price"))
 	if err != nil || &out[0] != &body[0] || len(out) != len(body) {
 		t.Errorf("all passed: err %v, not the same slice", err)
 	}
@@ -609,7 +610,7 @@ func TestVerdictPassStream(t *testing.T) {
 		usageChunk,
 		"data: [DONE]\n\n",
 	}, "")
-	h := newHolder("delete_post").passing("update_post")
+	h := providertest.NewHolder("delete_post").Passing("update_post")
 	out, _, err := rewriteStream([]byte(in), h, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -643,7 +644,7 @@ func TestVerdictPassStream(t *testing.T) {
 }
 
 func TestVerdictPassStreamFixture(t *testing.T) {
-	h := newHolder().passing("GetWeatherArgs")
+	h := providertest.NewHolder().Passing("GetWeatherArgs")
 	out, _, err := rewriteStream(fixture(t, "stream-one-tool-1.sse"), h)
 	if err != nil {
 		t.Fatal(err)
@@ -660,7 +661,7 @@ func TestVerdictPassStreamFixture(t *testing.T) {
 	}
 
 	// Parallel calls, both inspected: one passes, one is held.
-	h = newHolder("get_stock_price").passing("GetWeatherArgs")
+	h = providertest.NewHolder("get_stock_price").Passing("GetWeatherArgs")
 	out, _, err = rewriteStream(fixture(t, "stream-parallel-tools.sse"), h, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -676,7 +677,7 @@ func TestVerdictPassStreamFixture(t *testing.T) {
 }
 
 func TestRefusalInPlaceWithoutTurn(t *testing.T) {
-	h := newHolder().refusing("GetWeatherArgs", refusal)
+	h := providertest.NewHolder().Refusing("GetWeatherArgs", refusal)
 	out, _, err := rewriteStream(fixture(t, "stream-one-tool-1.sse"), h)
 	if err != nil {
 		t.Fatal(err)
