@@ -1,13 +1,12 @@
 package interceptor
 
 // Test helpers copied from provider/anthropic's tests (anthropic_test.go,
-// anthropicrequest_test.go) for the interceptor's tests that still use them
-// (the ResponseWriter's turn, the mixed tests); the fakes are
-// provider/providertest's.
+// anthropicrequest_test.go) for the interceptor's tests that drive the
+// Anthropic adapter through the ResponseWriter (its turn, resumed answers,
+// the guard); the fakes are provider/providertest's.
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,8 +20,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/provider"
-	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 	wirestream "github.com/toolgate/toolgate/wire/stream"
@@ -161,27 +158,6 @@ func anthToolEvs(i int, id, name string, frags ...string) string {
 		s += anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, i, gjson.AppendJSONString(nil, f)))
 	}
 	return s + anthEv(fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
-}
-
-// anthRewrite runs in through an Anthropic stream, written in pieces of
-// the given sizes (cycled; all at once if none), and returns what came out.
-func anthRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
-	var buf bytes.Buffer
-	s := anthropicadapter.Anthropic{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), flushes, err
 }
 
 // anthNoLeak checks that no fragment of a held call is in out.

@@ -140,13 +140,6 @@ func checkMessage(t *testing.T, msg []byte, content *string, calls [][3]string) 
 	}
 }
 
-const (
-	weatherID   = "call_JMW1whyEaYG438VE1OIflxA2"
-	weatherArgs = `{"city": "Edinburgh", "country": "GB", "units": "c"}`
-	stockID     = "call_DNYTawLBoN8fj3KN6qU9N1Ou"
-	stockArgs   = `{"ticker": "AAPL", "exchange": "NASDAQ"}`
-)
-
 const testEnvelope = `"id":"chatcmpl-T","object":"chat.completion.chunk","created":1727346176,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_7568d46099"`
 
 func chunk(choices ...string) string {
@@ -185,14 +178,6 @@ func decodeCompletion(t *testing.T, body []byte) openai.ChatCompletion {
 		t.Fatalf("no choices: %s", body)
 	}
 	return c
-}
-
-func checkEnvelope(t *testing.T, in, out []byte) {
-	t.Helper()
-	ci, co := gjson.GetBytes(in, "choices"), gjson.GetBytes(out, "choices")
-	if !bytes.Equal(in[:ci.Index+1], out[:co.Index+1]) || !bytes.Equal(in[ci.Index+len(ci.Raw)-1:], out[co.Index+len(co.Raw)-1:]) {
-		t.Errorf("bytes outside the choices changed:\n%s\n%s", in, out)
-	}
 }
 
 func callNames(tc gjson.Result) []string {
@@ -238,19 +223,6 @@ func textStream(n int) []byte {
 	b.WriteString(usageChunk)
 	b.WriteString("data: [DONE]\n\n")
 	return []byte(b.String())
-}
-
-var storedParallel = `{"role":"assistant","content":null,"tool_calls":[` +
-	`{"id":"call_JMW1whyEaYG438VE1OIflxA2","type":"function","function":{"name":"GetWeatherArgs","arguments":"{\"city\": \"Edinburgh\", \"country\": \"GB\", \"units\": \"c\"}"}},` +
-	`{"id":"call_DNYTawLBoN8fj3KN6qU9N1Ou","type":"function","function":{"name":"get_stock_price","arguments":"{\"ticker\": \"AAPL\", \"exchange\": \"NASDAQ\"}"}}]}`
-
-var storedOne = `{"role":"assistant","content":"I'll delete it.","tool_calls":[{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}]}`
-
-func restorer() *providertest.Restorer {
-	return &providertest.Restorer{Steps: map[string]provider.Restored{
-		testStep:                     {Message: []byte(storedOne), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}}},
-		"twoaaaaaaaaaaaaaaaaaaaaaaa": {Message: []byte(storedParallel), Results: []provider.Result{{CallID: weatherID, Content: "The person declined; nothing ran."}}},
-	}}
 }
 
 func roles(t *testing.T, body []byte) []string {

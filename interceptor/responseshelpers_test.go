@@ -1,9 +1,9 @@
 package interceptor
 
 // Test helpers copied from provider/responses' tests (responses_test.go,
-// responsesrequest_test.go) for the interceptor's tests that still use
-// them: the turn through the ResponseWriter (responsesturn_test.go), the
-// resumed answers and the mixed tests.
+// responsesrequest_test.go) for the interceptor's tests that drive the
+// Responses adapter through the ResponseWriter: its turn
+// (responsesturn_test.go), the resumed answers, the guard.
 
 import (
 	"bytes"
@@ -256,25 +256,6 @@ func checkAbsent(t *testing.T, out []byte, leaks ...string) {
 			t.Errorf("output holds %q", l)
 		}
 	}
-}
-
-// inputKinds lists a request's input items as type[:id-or-call_id].
-func inputKinds(body []byte) []string {
-	var k []string
-	gjson.GetBytes(body, "input").ForEach(func(_, it gjson.Result) bool {
-		s := it.Get("type").Str
-		if s == "" {
-			s = it.Get("role").Str
-		}
-		if id := it.Get("id").Str; id != "" {
-			s += ":" + id
-		} else if c := it.Get("call_id").Str; c != "" {
-			s += ":" + c
-		}
-		k = append(k, s)
-		return true
-	})
-	return k
 }
 
 func respFixture(t testing.TB, name string) []byte {

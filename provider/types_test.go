@@ -1,4 +1,4 @@
-package interceptor
+package provider_test
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	for name, evs := range chatStreams {
 		in := evs + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
 		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
-		if err == nil || nodeSees(out, "delete_post") {
+		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
@@ -70,7 +70,7 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 		in := anthStart("msg_1") + anthTextBlockEvs(0, "Deleting.") +
 			anthEv(`{"type":"content_block_start","index":1,"content_block":`+block+`}`) + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("end_turn", 3)
 		sout, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post"))
-		if err == nil || nodeSees(sout, "delete_post") {
+		if err == nil || providertest.NodeSees(sout, "delete_post") {
 			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, sout)
 		}
 	}
@@ -83,7 +83,7 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":1,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
 	syn.items = append(syn.items, `{"id":"fc_1","type":"tool_call","status":"completed","arguments":"{}","call_id":"call_1","name":"delete_post"}`)
 	in := syn.completed()
-	if out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+	if out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post")); err == nil || providertest.NodeSees(out, "delete_post") {
 		t.Errorf("responses stream, unknown type: not refused (%v); the app reads %s", err, out)
 	}
 }
@@ -129,7 +129,7 @@ func TestProviderSideCalls(t *testing.T) {
 		if out, err := (anthropicadapter.Anthropic{}).RewriteJSON(ctx, []byte(anthEnv+block+anthTail), providertest.NewHolder("delete_post")); err == nil {
 			t.Errorf("anthropic json, %s naming a gated tool: not refused; the app reads %s", typ, out)
 		}
-		if out, _, err := anthRewrite([]byte(anthStream(block)), providertest.NewHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+		if out, _, err := anthRewrite([]byte(anthStream(block)), providertest.NewHolder("delete_post")); err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("anthropic stream, %s naming a gated tool: not refused (%v); the app reads %s", typ, err, out)
 		}
 	}
@@ -137,7 +137,7 @@ func TestProviderSideCalls(t *testing.T) {
 		if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respEnv+item+respTail), providertest.NewHolder("delete_post")); err == nil {
 			t.Errorf("responses json, %s naming a gated tool: not refused; the app reads %s", typ, out)
 		}
-		if out, err := respRewrite([]byte(respStream(item)), providertest.NewHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+		if out, err := respRewrite([]byte(respStream(item)), providertest.NewHolder("delete_post")); err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("responses stream, %s naming a gated tool: not refused (%v); the app reads %s", typ, err, out)
 		}
 	}

@@ -1,4 +1,4 @@
-package interceptor
+package provider_test
 
 import (
 	"context"
@@ -182,7 +182,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	for name, ev := range chatStreams {
 		in := ev + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
 		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
-		if err == nil || nodeSees(out, "delete_post") {
+		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
@@ -193,7 +193,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	for name, ev := range anthStreams {
 		in := anthStart("msg_1") + anthTextBlockEvs(0, "Hi") + ev + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("tool_use", 3)
 		out, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
-		if err == nil || nodeSees(out, "delete_post") {
+		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
@@ -206,7 +206,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 		syn.ev("%s", ev)
 		in := syn.b.String()
 		out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
-		if err == nil || nodeSees(out, "delete_post") {
+		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("responses stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
