@@ -32,18 +32,61 @@ const geminiCall = `{"candidates":[{"content":{"role":"model","parts":[{"text":"
 
 const geminiSunny = `{"candidates":[{"content":{"role":"model","parts":[{"text":"It is sunny in Berlin."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":20,"candidatesTokenCount":6,"totalTokenCount":26},"modelVersion":"gemini-2.5-flash","responseId":"r2"}`
 
+// geminiEnv is geminiEnvWith with the default gate.
 func geminiEnv(t *testing.T, answers ...geminitest.Response) (*env, *geminitest.Server, *genai.Client) {
+	t.Helper()
+	return geminiEnvWith(t, envOptions{}, answers...)
+}
+
+// geminiEnvWith starts geminitest answering with answers, in order, a gate
+// set up with opts in front of it (opts.upstream is geminitest's URL), and
+// go-genai on the Gemini API as ana's app.
+func geminiEnvWith(t *testing.T, opts envOptions, answers ...geminitest.Response) (*env, *geminitest.Server, *genai.Client) {
 	t.Helper()
 	g := geminitest.New(answers...)
 	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL})
-	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "test-key", Backend: genai.BackendGeminiAPI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, Headers: http.Header{"X-User-Id": {"ana"}}}})
+	opts.upstream = g.URL
+	e := newEnv(t, opts)
+	return e, g, geminiClient(t, e, genai.ClientConfig{})
+}
+
+// geminiClient is go-genai pointed at the gate as ana, with cfg's backend
+// (the Gemini API when unset, with a key), HTTP client and API version.
+func geminiClient(t *testing.T, e *env, cfg genai.ClientConfig) *genai.Client {
+	t.Helper()
+	if cfg.Backend == genai.BackendUnspecified {
+		cfg.Backend, cfg.APIKey = genai.BackendGeminiAPI, "k"
+	}
+	cfg.HTTPOptions.BaseURL = e.apiURL
+	cfg.HTTPOptions.Headers = http.Header{"X-User-Id": {"ana"}}
+	c, err := genai.NewClient(ctx, &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, g, c
+	return c
 }
+
+// geminiVertex is go-genai on Vertex AI (project proj-1, europe-west4, API
+// version v1) pointed at the gate as ana; its own http.Client keeps it
+// from looking for Google credentials.
+func geminiVertex(t *testing.T, e *env) *genai.Client {
+	t.Helper()
+	return geminiClient(t, e, genai.ClientConfig{Backend: genai.BackendVertexAI, Project: "proj-1", Location: "europe-west4",
+		HTTPClient: &http.Client{}, HTTPOptions: genai.HTTPOptions{APIVersion: "v1"}})
+}
+
+// geminiParisOnly is the test policy with weather's city limited to
+// Paris: a call for Berlin is refused by the schema.
+var geminiParisOnly = strings.Replace(policyYAML, `  weather:
+    effect: external
+    card:`, `  weather:
+    effect: external
+    schema:
+      type: object
+      properties:
+        city: {type: string, enum: [Paris]}
+      required: [city]
+    card:`, 1)
 
 var geminiTools = &genai.GenerateContentConfig{Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{{
 	Name: "weather", Description: "The weather in a city",
@@ -152,25 +195,8 @@ func TestGeminiRefusedCallGoesBack(t *testing.T) {
 	// An argument the schema refuses: the gate refuses the call, sends the
 	// refusal back as its functionResponse, and the app reads the model's
 	// follow-up as the same answer.
-	pol := strings.Replace(policyYAML, `  weather:
-    effect: external
-    card:`, `  weather:
-    effect: external
-    schema:
-      type: object
-      properties:
-        city: {type: string, enum: [Paris]}
-      required: [city]
-    card:`, 1)
-	g := geminitest.New(geminitest.Response{Unary: []byte(geminiCall)},
+	e, g, c := geminiEnvWith(t, envOptions{policy: geminiParisOnly}, geminitest.Response{Unary: []byte(geminiCall)},
 		geminitest.Response{Unary: []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"I can only look up Paris."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":7},"responseId":"r2"}`)})
-	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL, policy: pol})
-	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, Headers: http.Header{"X-User-Id": {"ana"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	resp, err := c.Models.GenerateContent(ctx, geminiModel, geminiAsk("weather in Berlin?"), geminiTools)
 	if err != nil {
 		t.Fatal(err)
@@ -257,26 +283,9 @@ func TestGeminiAroundTheGateRefused(t *testing.T) {
 }
 
 func TestGeminiStreamRefusedCallGoesBack(t *testing.T) {
-	pol := strings.Replace(policyYAML, `  weather:
-    effect: external
-    card:`, `  weather:
-    effect: external
-    schema:
-      type: object
-      properties:
-        city: {type: string, enum: [Paris]}
-      required: [city]
-    card:`, 1)
 	call := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me look."},{"functionCall":{"name":"weather","args":{"city":"Berlin"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":15},"responseId":"r1"}`
 	follow := `{"candidates":[{"content":{"role":"model","parts":[{"text":"I can only look up Paris."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":7},"responseId":"r2"}`
-	g := geminitest.New(geminitest.Response{Chunks: [][]byte{[]byte(call)}}, geminitest.Response{Chunks: [][]byte{[]byte(follow)}})
-	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL, policy: pol})
-	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, Headers: http.Header{"X-User-Id": {"ana"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, g, c := geminiEnvWith(t, envOptions{policy: geminiParisOnly}, geminitest.Response{Chunks: [][]byte{[]byte(call)}}, geminitest.Response{Chunks: [][]byte{[]byte(follow)}})
 	var text strings.Builder
 	var last *genai.GenerateContentResponse
 	finishes := 0
@@ -310,16 +319,10 @@ func TestGeminiStreamRefusedCallGoesBack(t *testing.T) {
 func TestGeminiStreamResumes(t *testing.T) {
 	first := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me look."}]},"index":0}],"responseId":"r1"}`
 	second := `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{"city":"Berlin"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":15},"responseId":"r1"}`
-	g := geminitest.New(geminitest.Response{Chunks: [][]byte{[]byte(first), []byte(second)}},
+	e, g, _ := geminiEnvWith(t, envOptions{handler: resumeLines}, geminitest.Response{Chunks: [][]byte{[]byte(first), []byte(second)}},
 		geminitest.Response{Chunks: [][]byte{[]byte(geminiSunny)}})
-	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL, handler: resumeLines})
 	tee := &teeTransport{keepAlive: make(chan struct{})}
-	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI, HTTPClient: &http.Client{Transport: tee},
-		HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, Headers: http.Header{"X-User-Id": {"ana"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := geminiClient(t, e, genai.ClientConfig{HTTPClient: &http.Client{Transport: tee}})
 	run, rctx := newStreamRun(t)
 	var text strings.Builder
 	go func() {

@@ -157,21 +157,9 @@ func TestGeminiJSONArrayStreamHeldCall(t *testing.T) {
 // to the provider (a follow-up request, also without alt=sse), and its
 // answer's elements continue the same array, which ends once.
 func TestGeminiJSONArrayStreamRefusedCallGoesBack(t *testing.T) {
-	pol := strings.Replace(policyYAML, `  weather:
-    effect: external
-    card:`, `  weather:
-    effect: external
-    schema:
-      type: object
-      properties:
-        city: {type: string, enum: [Paris]}
-      required: [city]
-    card:`, 1)
 	call := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me look."},{"functionCall":{"name":"weather","args":{"city":"Berlin"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":15},"responseId":"r1"}`
 	follow := `{"candidates":[{"content":{"role":"model","parts":[{"text":"I can only look up Paris."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":7},"responseId":"r2"}`
-	g := geminitest.New(geminitest.Response{Chunks: [][]byte{[]byte(call)}}, geminitest.Response{Chunks: [][]byte{[]byte(follow)}})
-	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL, policy: pol})
+	e, g, _ := geminiEnvWith(t, envOptions{policy: geminiParisOnly}, geminitest.Response{Chunks: [][]byte{[]byte(call)}}, geminitest.Response{Chunks: [][]byte{[]byte(follow)}})
 	var text strings.Builder
 	var last *genai.GenerateContentResponse
 	finishes := 0
@@ -212,10 +200,8 @@ func TestGeminiJSONArrayStreamRefusedCallGoesBack(t *testing.T) {
 // elements (which every JSON reader skips), and the model's reply after
 // the confirmation continues it.
 func TestGeminiJSONArrayStreamResumes(t *testing.T) {
-	g := geminitest.New(geminitest.Response{Chunks: [][]byte{[]byte(geminiLookText), []byte(geminiLookCall)}},
+	e, g, _ := geminiEnvWith(t, envOptions{handler: resumeLines}, geminitest.Response{Chunks: [][]byte{[]byte(geminiLookText), []byte(geminiLookCall)}},
 		geminitest.Response{Chunks: [][]byte{[]byte(geminiSunny)}})
-	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL, handler: resumeLines})
 	run, rctx := newStreamRun(t)
 	client := newArrayClient()
 	var mu sync.Mutex
@@ -295,9 +281,7 @@ func TestGeminiJSONArrayStreamOfTextPasses(t *testing.T) {
 // log names what enforce mode would have held: the watching side reads the
 // array as the stream it is.
 func TestGeminiShadowCallPasses(t *testing.T) {
-	g := geminitest.New(geminitest.Response{Chunks: [][]byte{[]byte(geminiLookText), []byte(geminiLookCall)}})
-	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL, policy: "mode: shadow\n" + policyYAML})
+	e, g, _ := geminiEnvWith(t, envOptions{policy: "mode: shadow\n" + policyYAML}, geminitest.Response{Chunks: [][]byte{[]byte(geminiLookText), []byte(geminiLookCall)}})
 	start := time.Now().Add(-time.Second)
 	got := e.postAs(t, "ana", "/v1beta/models/"+geminiModel+":streamGenerateContent", geminiArrayRequest)
 	if want := arrayOf(geminiLookText, geminiLookCall); !bytes.Equal(got, want) {
@@ -441,15 +425,8 @@ func TestGeminiRules(t *testing.T) {
 		return []byte(strings.Replace(geminiCall, "Berlin", city, 1))
 	}
 	follow := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Oslo is closed."}]},"finishReason":"STOP","index":0}],"responseId":"r2"}`
-	g := geminitest.New(geminitest.Response{Unary: callFor("Paris")}, geminitest.Response{Unary: callFor("Oslo")},
+	e, g, c := geminiEnvWith(t, envOptions{policy: geminiRulesPolicy}, geminitest.Response{Unary: callFor("Paris")}, geminitest.Response{Unary: callFor("Oslo")},
 		geminitest.Response{Unary: []byte(follow)}, geminitest.Response{Unary: callFor("Berlin")})
-	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL, policy: geminiRulesPolicy})
-	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, Headers: http.Header{"X-User-Id": {"ana"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ask := func() *genai.GenerateContentResponse {
 		t.Helper()
 		resp, err := c.Models.GenerateContent(ctx, geminiModel, geminiAsk("weather?"), geminiTools)
@@ -485,20 +462,9 @@ func TestGeminiRules(t *testing.T) {
 // location, API version v1) through the gate, unary and streamed, and the
 // Gemini API on its v1 paths: each held call is taken out on the way.
 func TestGeminiVertexPaths(t *testing.T) {
-	g := geminitest.New(geminitest.Response{Chunks: [][]byte{[]byte(geminiCall)}})
-	t.Cleanup(g.Close)
-	e := newEnv(t, envOptions{upstream: g.URL})
-	headers := http.Header{"X-User-Id": {"ana"}}
-	vertex, err := genai.NewClient(ctx, &genai.ClientConfig{Backend: genai.BackendVertexAI, Project: "proj-1", Location: "europe-west4",
-		HTTPClient: &http.Client{}, HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, APIVersion: "v1", Headers: headers}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, APIVersion: "v1", Headers: headers}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, g, _ := geminiEnv(t, geminitest.Response{Chunks: [][]byte{[]byte(geminiCall)}})
+	vertex := geminiVertex(t, e)
+	v1 := geminiClient(t, e, genai.ClientConfig{HTTPOptions: genai.HTTPOptions{APIVersion: "v1"}})
 	const vertexPath = "/v1/projects/proj-1/locations/europe-west4/publishers/google/models/" + geminiModel
 	for i, tc := range []struct {
 		name   string
@@ -559,15 +525,11 @@ func geminiRefused(t *testing.T, name string, err error, code int, status, says 
 func TestGeminiStreamedArgumentsRefused(t *testing.T) {
 	e, g, _ := geminiEnv(t, geminitest.Response{Unary: []byte(geminiSunny)})
 	// go-genai sends the option in Vertex mode only.
-	c, err := genai.NewClient(ctx, &genai.ClientConfig{Backend: genai.BackendVertexAI, Project: "proj-1", Location: "europe-west4",
-		HTTPClient: &http.Client{}, HTTPOptions: genai.HTTPOptions{BaseURL: e.apiURL, APIVersion: "v1", Headers: http.Header{"X-User-Id": {"ana"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := geminiVertex(t, e)
 	on := true
 	cfg := *geminiTools
 	cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAuto, StreamFunctionCallArguments: &on}}
-	_, err = c.Models.GenerateContent(ctx, geminiModel, geminiAsk("weather?"), &cfg)
+	_, err := c.Models.GenerateContent(ctx, geminiModel, geminiAsk("weather?"), &cfg)
 	geminiRefused(t, "unary", err, 400, "INVALID_ARGUMENT", "streamFunctionCallArguments")
 	for _, err := range c.Models.GenerateContentStream(ctx, geminiModel, geminiAsk("weather?"), &cfg) {
 		geminiRefused(t, "stream", err, 400, "INVALID_ARGUMENT", "streamFunctionCallArguments")

@@ -740,11 +740,16 @@ func (s *anthStream) writeStop(i int) {
 	s.WriteEvent("content_block_stop", s.out)
 }
 
-// writeEnd writes the end of the turn that a continuation withheld: a
-// content_block_stop for each block left open, text (if any) as a text
-// block, the message_delta (the first response's, stop_reason made right,
-// usage the sum of every response's) and message_stop.
-func (s *anthStream) writeEnd(text string) {
+// WriteEnd implements turn.Ender: it writes the end of the turn that a
+// continuation withheld: a content_block_stop for each block left open,
+// text (if any) as a text block, the message_delta (the first response's,
+// stop_reason made right, usage the sum of every response's) and
+// message_stop. A follow-up cut before its message_delta counts the usage
+// its message_start gave.
+func (s *anthStream) WriteEnd(text string) {
+	if s.Continued() && s.startUsage != "" {
+		s.t.carry = turn.SumUsage(s.t.carry, s.startUsage)
+	}
 	if s.unended {
 		s.Emit([]byte("\n")) // the last event, passed on at Close, ends here
 		s.unended = false

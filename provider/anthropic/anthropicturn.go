@@ -124,28 +124,15 @@ func (t *anthTurn) Continue() {
 
 // Finish implements Turn.
 func (t *anthTurn) Finish() ([]byte, error) {
-	if t.Finished {
-		return t.Acc, t.s.Err()
-	}
-	text := t.End(func(s *anthStep) string { return s.fallback })
-	if !t.Streaming {
-		return t.EndJSON(text, appendAnthText), nil
-	}
-	s := &t.s
-	if s.Err() != nil {
-		return nil, s.Err()
-	}
-	switch {
-	case s.ending:
-		s.writeEnd(text)
-	case t.FailText != "":
-		s.writeEnd(t.FailText)
-	case s.inCont && !s.finished:
-		t.carry = turn.SumUsage(t.carry, s.startUsage)
-		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
-	}
-	return nil, s.Err()
+	return t.FinishWith(&t.s, func(s *anthStep) string { return s.fallback }, appendAnthText)
 }
+
+// Ending implements turn.Ender: the response's end is withheld.
+func (s *anthStream) Ending() bool { return s.ending }
+
+// Continued implements turn.Ender: a follow-up's stream whose
+// message_delta never came.
+func (s *anthStream) Continued() bool { return s.inCont && !s.finished }
 
 // continueResponse readies the stream for the follow-up response, which
 // continues the same message.

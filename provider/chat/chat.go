@@ -1031,10 +1031,10 @@ func (s *chatStream) writeCarry() {
 	s.WriteEvent("", ev)
 }
 
-// writeEnd writes the end of the turn that a continuation withheld: text
-// (if any) as a content chunk for choice 0, the finish chunk, the carried
-// usage and [DONE] if the upstream sent one.
-func (s *chatStream) writeEnd(text string) {
+// WriteEnd implements turn.Ender: it writes the end of the turn that a
+// continuation withheld: text (if any) as a content chunk for choice 0,
+// the finish chunk, the carried usage and [DONE] if the upstream sent one.
+func (s *chatStream) WriteEnd(text string) {
 	st := s.choice(0)
 	if text != "" {
 		if len(st.content) > 0 || st.shown {

@@ -140,27 +140,15 @@ func (t *chatTurn) Continue() {
 
 // Finish implements Turn.
 func (t *chatTurn) Finish() ([]byte, error) {
-	if t.Finished {
-		return t.Acc, t.s.Err()
-	}
-	text := t.End(func(s *chatStep) string { return s.fallback })
-	if !t.Streaming {
-		return t.EndJSON(text, appendChoiceText), nil
-	}
-	s := &t.s
-	if s.Err() != nil {
-		return nil, s.Err()
-	}
-	switch {
-	case s.ending:
-		s.writeEnd(text)
-	case t.FailText != "":
-		s.writeEnd(t.FailText)
-	case s.inCont && !s.finished:
-		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
-	}
-	return nil, s.Err()
+	return t.FinishWith(&t.s, func(s *chatStep) string { return s.fallback }, appendChoiceText)
 }
+
+// Ending implements turn.Ender: the response's end is withheld.
+func (s *chatStream) Ending() bool { return s.ending }
+
+// Continued implements turn.Ender: a follow-up's stream that did not
+// finish choice 0.
+func (s *chatStream) Continued() bool { return s.inCont && !s.finished }
 
 // continueResponse readies the stream for the follow-up response, which
 // continues the same message.

@@ -54,6 +54,7 @@ type gemTurn struct {
 	cur    *sniffStream // the current response's stream
 	end    *Stream      // the stream whose end is withheld, not yet written
 	follow *Stream      // the stream the next response's continues
+	ender  gemEnd       // the withheld end, as Finish ends it
 }
 
 // allowed reports whether a response's refusals may go back to the model.
@@ -249,33 +250,55 @@ func (t *gemTurn) Finish() ([]byte, error) {
 	if t.Finished {
 		return t.Acc, nil
 	}
-	text := t.End(func(s *gemStep) string { return s.fallback })
-	if !t.Streaming {
-		return t.EndJSON(text, AppendText), nil
+	t.ender.t = t
+	return t.FinishWith(&t.ender, func(s *gemStep) string { return s.fallback }, AppendText)
+}
+
+// gemEnd is the turn's withheld end as turn.Ender: the stream whose end
+// is withheld (gemTurn.end) ends with a FinishChunk written to the current
+// response's writer. A follow-up sent (gemTurn.follow) whose stream never
+// started leaves the first response's end to write.
+type gemEnd struct {
+	t   *gemTurn
+	err error // writing or flushing the end
+}
+
+// Err implements turn.Ender: the current stream's error, or the end's.
+func (e *gemEnd) Err() error {
+	if c := e.t.cur; c != nil && c.s != nil && c.s.err != nil {
+		return c.s.err
 	}
-	if t.cur != nil && t.cur.s != nil && t.cur.s.err != nil {
-		return nil, t.cur.s.err
-	}
-	e := t.end
-	if e == nil {
-		return nil, nil
+	return e.err
+}
+
+// Ending implements turn.Ender: an end is withheld and no follow-up was
+// sent after it.
+func (e *gemEnd) Ending() bool { return e.t.end != nil && e.t.follow == nil }
+
+// Continued implements turn.Ender: an end is withheld and the follow-up
+// sent after it brought no stream.
+func (e *gemEnd) Continued() bool { return e.t.end != nil && e.t.follow != nil }
+
+// WriteEnd implements turn.Ender: the withheld end, if any, after text.
+func (e *gemEnd) WriteEnd(text string) {
+	t := e.t
+	end := t.end
+	if end == nil {
+		return
 	}
 	t.end = nil
-	if text == "" && t.follow != nil {
-		text = provider.CouldNotContinue("the provider's answer ended early.")
-	}
-	chunk := FinishChunk(e.First(), text, e.Usage())
+	chunk := FinishChunk(end.First(), text, end.Usage())
 	var out []byte
-	if e.framing == SSE {
-		out = AppendEvent(nil, chunk, e.EOL())
+	if end.framing == SSE {
+		out = AppendEvent(nil, chunk, end.EOL())
 	} else {
-		if e.Elements() > 0 {
+		if end.Elements() > 0 {
 			out = append(out, ArraySep...)
 		} else {
 			out = append(out, ArrayOpen...)
 		}
 		out = append(out, chunk...)
-		tail := e.Tail()
+		tail := end.Tail()
 		if !bytes.Contains(tail, []byte("]")) {
 			tail = append(tail, ']')
 		}
@@ -283,12 +306,12 @@ func (t *gemTurn) Finish() ([]byte, error) {
 	}
 	c := t.cur
 	if _, err := c.dst.Write(out); err != nil {
-		return nil, err
+		e.err = err
+		return
 	}
 	if c.flush != nil {
-		return nil, c.flush()
+		e.err = c.flush()
 	}
-	return nil, nil
 }
 
 // sniffStream is a response's provider.Stream: it reads the framing from

@@ -385,28 +385,33 @@ func (t *respTurn) Finish() ([]byte, error) {
 	if t.Finished {
 		return t.Acc, t.s.Err()
 	}
-	text := t.End(func(s *respStep) string { return s.fallback })
-	if !t.Streaming {
-		return t.EndJSON(text, appendMessage), nil
+	body, err := t.FinishWith(&t.s, func(s *respStep) string { return s.fallback }, appendMessage)
+	if err != nil || !t.Streaming {
+		return body, err
 	}
 	s := &t.s
-	if s.Err() != nil {
-		return nil, s.Err()
-	}
-	switch {
-	case s.ending:
-		s.writeEnd(text)
-	case t.FailText != "" && s.endData != nil:
-		s.writeEnd(t.FailText)
-	case s.inCont && !s.r.ended && s.endData != nil:
-		s.writeEnd(provider.CouldNotContinue("the provider's answer ended early."))
-	}
 	if s.owesDone {
 		s.owesDone = false
 		s.Emit([]byte("data: [DONE]\n\n"))
 	}
 	s.FlushNow()
 	return nil, s.Err()
+}
+
+// Ending implements turn.Ender: the terminal event is withheld.
+func (s *respStream) Ending() bool { return s.ending }
+
+// Continued implements turn.Ender: a follow-up's stream that never
+// ended.
+func (s *respStream) Continued() bool { return s.inCont && !s.r.ended }
+
+// WriteEnd implements turn.Ender: the withheld end (writeEnd), but only
+// a terminal event kept to end with: a follow-up that ended left nothing
+// withheld.
+func (s *respStream) WriteEnd(text string) {
+	if s.ending || s.endData != nil {
+		s.writeEnd(text)
+	}
 }
 
 // mergeResponsesJSON merges the follow-up body next (already rewritten)

@@ -1,8 +1,9 @@
 // Package turn is the bookkeeping every adapter's provider.Turn shares:
 // the follow-ups allowed and sent, the refused calls waiting to go back,
-// the held step an answer may wait for, the JSON answer so far; and the
-// small JSON helpers turns use (messages appended to a request, usage
-// summed).
+// the held step an answer may wait for, the JSON answer so far, the end
+// written when the turn finishes (a stream says what it withheld through
+// Ender); and the small JSON helpers turns use (messages appended to a
+// request, usage summed).
 package turn
 
 import (
@@ -158,6 +159,59 @@ func (c *Core[S]) End(fallback func(*S) string) string {
 		c.Pending = nil
 	}
 	return text
+}
+
+// Ender is a turn's stream as FinishWith and EndStream end it: what
+// every adapter's stream tells about its withheld end, and how it writes
+// it.
+type Ender interface {
+	// Err is the stream's error; once it has one nothing more is written.
+	Err() error
+	// Ending reports whether the last response finished with its end
+	// withheld (a follow-up could have continued it).
+	Ending() bool
+	// Continued reports whether the stream read a follow-up that ended
+	// without finishing the message.
+	Continued() bool
+	// WriteEnd writes the withheld end after text ("" for none); a stream
+	// with nothing withheld may write nothing.
+	WriteEnd(text string)
+}
+
+// FinishWith is a Turn's Finish for what every adapter shares: once
+// finished, the answer so far and s's error; else End with fallback, then
+// the JSON answer ended by add (see EndJSON), or the stream s ended by
+// EndStream.
+func (c *Core[S]) FinishWith(s Ender, fallback func(*S) string, add func(body []byte, text string) ([]byte, error)) ([]byte, error) {
+	if c.Finished {
+		return c.Acc, s.Err()
+	}
+	text := c.End(fallback)
+	if !c.Streaming {
+		return c.EndJSON(text, add), nil
+	}
+	return nil, c.EndStream(s, text)
+}
+
+// EndStream writes the stream's withheld end when the turn finishes, text
+// being what End returned: after text when the last response finished
+// (its end withheld), else after the Fail text, else, when a follow-up's
+// stream ended without finishing the message, after "Toolgate could not
+// continue: the provider's answer ended early.". It returns s's error:
+// a stream that failed gets nothing more.
+func (c *Core[S]) EndStream(s Ender, text string) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	switch {
+	case s.Ending():
+		s.WriteEnd(text)
+	case c.FailText != "":
+		s.WriteEnd(c.FailText)
+	case s.Continued():
+		s.WriteEnd(provider.CouldNotContinue("the provider's answer ended early."))
+	}
+	return s.Err()
 }
 
 // EndJSON ends the JSON answer with text, when there is text and an
