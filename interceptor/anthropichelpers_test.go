@@ -1,13 +1,12 @@
 package interceptor
 
 // Test helpers copied from provider/anthropic's tests (anthropic_test.go,
-// anthropicrequest_test.go) for the interceptor's tests that still use them
-// (the ResponseWriter's turn, the mixed tests): the fakes should move to a
-// provider/providertest package with exported names.
+// anthropicrequest_test.go) for the interceptor's tests that drive the
+// Anthropic adapter through the ResponseWriter (its turn, resumed answers,
+// the guard); the fakes are provider/providertest's.
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,8 +20,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/provider"
-	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 	wirestream "github.com/toolgate/toolgate/wire/stream"
 )
@@ -162,27 +160,6 @@ func anthToolEvs(i int, id, name string, frags ...string) string {
 	return s + anthEv(fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
 }
 
-// anthRewrite runs in through an Anthropic stream, written in pieces of
-// the given sizes (cycled; all at once if none), and returns what came out.
-func anthRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
-	var buf bytes.Buffer
-	s := anthropicadapter.Anthropic{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), flushes, err
-}
-
 // anthNoLeak checks that no fragment of a held call is in out.
 func anthNoLeak(t *testing.T, out []byte, fragments ...string) {
 	t.Helper()
@@ -230,17 +207,17 @@ func anthToolUses(m anthropic.Message) [][3]string {
 	return out
 }
 
-func anthFuzzHolder() *fakeHolder {
-	return newHolder("get_weather", "delete_post").passing("json").refusing("updateIssueList", "refused: nothing (none)")
+func anthFuzzHolder() *providertest.Holder {
+	return providertest.NewHolder("get_weather", "delete_post").Passing("json").Refusing("updateIssueList", "refused: nothing (none)")
 }
 
 // anthBlocked reports whether a tool_use block of a name h blocks (held
 // or refused) is started anywhere in a rewritten stream, where a client
 // reads blocks: a content_block_start's block, a message_start's content.
-func anthBlocked(h *fakeHolder, out []byte) bool {
+func anthBlocked(h *providertest.Holder, out []byte) bool {
 	found := false
 	var s wirestream.Frame
-	for _, ev := range events(out) {
+	for _, ev := range providertest.Events(out) {
 		data, ok := s.Data(ev)
 		if !ok || !gjson.ValidBytes(data) {
 			continue
@@ -254,7 +231,7 @@ func anthBlocked(h *fakeHolder, out []byte) bool {
 			blocks = r.Get("message.content").Array()
 		}
 		for _, cb := range blocks {
-			if cb.Get("type").Str == "tool_use" && h.blocks(cb.Get("name").Str) {
+			if cb.Get("type").Str == "tool_use" && h.Blocks(cb.Get("name").Str) {
 				found = true
 			}
 		}
@@ -293,7 +270,7 @@ const (
 func anthCheckEventLines(t *testing.T, stream []byte) {
 	t.Helper()
 	var s wirestream.Frame
-	for _, ev := range events(stream) {
+	for _, ev := range providertest.Events(stream) {
 		data, ok := s.Data(ev)
 		if !ok {
 			continue

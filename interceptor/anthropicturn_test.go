@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/stream"
 )
 
@@ -77,7 +78,7 @@ func anthCheckOneMessage(t *testing.T, out []byte, firstID string) {
 
 func TestAnthropicTurnStreamContinues(t *testing.T) {
 	req := string(anthFixture(t, "request-1.json"))
-	h := newHolder().refusing("get_weather", anthRefusal)
+	h := providertest.NewHolder().Refusing("get_weather", anthRefusal)
 	rec, reqs, err := anthRunTurn(t, h, req, sseUp(string(anthFixture(t, "stream-1.sse"))), sseUp(string(anthFixture(t, "stream-2.sse"))))
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ const anthRequest = `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":tru
 	`"tools":[{"name":"send_email","input_schema":{"type":"object"}},{"name":"get_post","input_schema":{"type":"object"}}]}`
 
 func TestAnthropicTurnStreamPassedBesideRefused(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec, reqs, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()),
 		sseUp(anthFollowUp("msg_second", "end_turn", anthTextBlockEvs(0, "Who should", " receive it?"))))
 	if err != nil {
@@ -189,7 +190,7 @@ func TestAnthropicTurnStreamPassedBesideRefused(t *testing.T) {
 }
 
 func TestAnthropicTurnStreamFollowUpHolds(t *testing.T) {
-	h := newHolder("delete_post").refusing("send_email", refusal)
+	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
 	rec, _, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()),
 		sseUp(anthFollowUp("msg_second", "tool_use", anthTextBlockEvs(0, "Then I'll delete it."),
 			anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`))))
@@ -204,13 +205,13 @@ func TestAnthropicTurnStreamFollowUpHolds(t *testing.T) {
 		t.Errorf("content = %+v, stop %q", m.Content, m.StopReason)
 	}
 	// The second Hold got the follow-up's own message.
-	if len(h.holds) != 2 || string(h.holds[1].message) != `{"role":"assistant","content":[{"type":"text","text":"Then I'll delete it."},{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{"post":7}}]}` {
-		t.Errorf("holds = %d, second message %s", len(h.holds), h.holds[len(h.holds)-1].message)
+	if len(h.Holds()) != 2 || string(h.Holds()[1].Message) != `{"role":"assistant","content":[{"type":"text","text":"Then I'll delete it."},{"type":"tool_use","id":"toolu_del","name":"delete_post","input":{"post":7}}]}` {
+		t.Errorf("holds = %d, second message %s", len(h.Holds()), h.Holds()[len(h.Holds())-1].Message)
 	}
 }
 
 func TestAnthropicTurnStreamRefusedUpToTheLimit(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	again := func(id string) upstream {
 		return sseUp(anthFollowUp(id, "tool_use", anthToolEvs(0, "toolu_s"+id, "send_email", `{}`)))
 	}
@@ -253,7 +254,7 @@ func TestAnthropicTurnStreamFollowUpFails(t *testing.T) {
 		{"data-less event", sseUp("event: message_start\n"), "the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder().refusing("send_email", refusal)
+			h := providertest.NewHolder().Refusing("send_email", refusal)
 			rec, _, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()), tc.follow)
 			if err != nil {
 				t.Fatal(err)
@@ -272,7 +273,7 @@ func TestAnthropicTurnStreamFollowUpFails(t *testing.T) {
 }
 
 func TestAnthropicTurnStreamNoFollowUpSent(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec := newRecorder()
 	rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(anthRequest))
@@ -295,7 +296,7 @@ func TestAnthropicTurnStreamNoFollowUpSent(t *testing.T) {
 }
 
 func TestAnthropicTurnWithoutRequestShowsRefusalsInPlace(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec, reqs, err := anthRunTurn(t, h, "", sseUp(anthRefusingStream()))
 	if err != nil || len(reqs) != 0 {
 		t.Fatal(err, reqs)
@@ -318,7 +319,7 @@ const anthRefusingContent = `[{"type":"thinking","thinking":"` + anthThinking + 
 	`{"type":"tool_use","id":"toolu_get","name":"get_post","input":{"post":8}}]`
 
 func TestAnthropicTurnJSONContinues(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec, reqs, err := anthRunTurn(t, h, strings.Replace(anthRequest, `"stream":true,`, "", 1),
 		jsonUp(anthJSONMessage("msg_first", anthRefusingContent, "tool_use", 30)),
 		jsonUp(anthJSONMessage("msg_second", `[{"type":"text","text":"Who should receive it?"}]`, "end_turn", 7)))
@@ -350,7 +351,7 @@ func TestAnthropicTurnJSONContinues(t *testing.T) {
 }
 
 func TestAnthropicTurnJSONFollowUpFails(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec, _, err := anthRunTurn(t, h, anthRequest,
 		jsonUp(anthJSONMessage("msg_first", anthRefusingContent, "tool_use", 30)),
 		jsonUp(`{"type":"message","content":`))
@@ -366,7 +367,7 @@ func TestAnthropicTurnJSONFollowUpFails(t *testing.T) {
 	}
 
 	// Refused alone, no follow-up sent: the refusal in place, end_turn.
-	h = newHolder().refusing("send_email", refusal)
+	h = providertest.NewHolder().Refusing("send_email", refusal)
 	rec = newRecorder()
 	rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(anthRequest))
@@ -390,10 +391,10 @@ func TestAnthropicTurnJSONFollowUpFails(t *testing.T) {
 func TestAnthropicWriterPassesStream(t *testing.T) {
 	in := anthFixture(t, "stream-1.sse")
 	rec := newRecorder()
-	rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), newHolder("delete_post"), 0)
+	rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), providertest.NewHolder("delete_post"), 0)
 	rw.SetRequest(anthFixture(t, "request-1.json"))
 	rw.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	for _, ev := range events(in) {
+	for _, ev := range providertest.Events(in) {
 		if _, err := rw.Write(ev); err != nil {
 			t.Fatal(err)
 		}
@@ -409,7 +410,7 @@ func TestAnthropicWriterPassesStream(t *testing.T) {
 // anthToolUseID reports whether a stream carries a tool_use block with id.
 func anthToolUseID(out []byte, id string) bool {
 	var s stream.Frame
-	for _, ev := range events(out) {
+	for _, ev := range providertest.Events(out) {
 		data, ok := s.Data(ev)
 		if !ok || !gjson.ValidBytes(data) {
 			continue
@@ -434,9 +435,9 @@ func FuzzAnthropicContinuation(f *testing.F) {
 	f.Add([]byte(anthFollowUp("msg_second", "tool_use", anthTextBlockEvs(0, "Then."),
 		anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`), anthToolEvs(2, "toolu_j", "json", `{}`))), []byte{5, 1})
 	first := anthFixture(f, "stream-1.sse")
-	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *fakeHolder, error) {
+	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *providertest.Holder, error) {
 		h := anthFuzzHolder()
-		h.gated["get_weather"], h.refuse["get_weather"] = true, anthRefusal
+		h.Refusing("get_weather", anthRefusal)
 		rec := newRecorder()
 		rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), h, 0)
 		rw.SetRequest(anthFixture(t, "request-1.json"))
@@ -483,7 +484,7 @@ func FuzzAnthropicContinuation(f *testing.F) {
 		// What the SDK reads: one message_start.
 		var s stream.Frame
 		starts := 0
-		for _, ev := range events(whole) {
+		for _, ev := range providertest.Events(whole) {
 			if data, ok := s.Data(ev); ok && gjson.ValidBytes(data) && gjson.GetBytes(data, "type").Str == "message_start" {
 				starts++
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/stream"
 )
 
@@ -28,8 +29,8 @@ func FuzzChatContinuation(f *testing.F) {
 	f.Add(fixture(f, "stream-parallel-tools.sse"), []byte{40})
 	f.Add(fixture(f, "json-parallel-tools.json"), []byte{1})
 	first := []byte(refusingStream())
-	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *fakeHolder, error) {
-		h := fuzzHolder().refusing("send_email", refusal)
+	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *providertest.Holder, error) {
+		h := fuzzHolder().Refusing("send_email", refusal)
 		rec := newRecorder()
 		rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 		rw.SetRequest([]byte(testRequest))
@@ -71,7 +72,7 @@ func FuzzChatContinuation(f *testing.F) {
 		}
 		checkJSONContinuation(t, follow)
 		var s stream.Frame
-		for _, ev := range events(whole) {
+		for _, ev := range providertest.Events(whole) {
 			data, ok := s.Data(ev)
 			if !ok || !gjson.ValidBytes(data) {
 				continue
@@ -87,7 +88,7 @@ func FuzzChatContinuation(f *testing.F) {
 // first response refused a call: the answer is valid JSON, with the right
 // Content-Length, and no held or refused call.
 func checkJSONContinuation(t *testing.T, body []byte) {
-	h := fuzzHolder().refusing("send_email", refusal)
+	h := fuzzHolder().Refusing("send_email", refusal)
 	rec := newRecorder()
 	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
@@ -115,7 +116,7 @@ func checkJSONContinuation(t *testing.T, body []byte) {
 		t.Fatalf("the refused call got through: %s", out)
 	}
 	gjson.GetBytes(out, "choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		if slices.ContainsFunc(callNames(tc), h.blocks) {
+		if slices.ContainsFunc(callNames(tc), h.Blocks) {
 			t.Fatalf("a held or refused call got through: %s", out)
 		}
 		return true

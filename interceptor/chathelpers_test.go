@@ -1,9 +1,9 @@
 package interceptor
 
 // Test helpers copied from provider/chat's tests (chat_test.go,
-// chatrequest_test.go) for the interceptor's tests that still use them
-// (the ResponseWriter, the other adapters, the mixed tests): the fakes
-// should move to a provider/providertest package with exported names.
+// chatrequest_test.go) for the interceptor's tests that drive the Chat
+// adapter through the ResponseWriter; the fakes are
+// provider/providertest's.
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -25,77 +24,15 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
 const (
-	testLink = "https://gate.example/toolgate/h/"
-	testStep = "abcdefghijklmnopqrstuvwxyz"
-	waitText = "Waiting for your confirmation: Delete this post? Answer here: " + testLink + testStep
+	testLink = providertest.Link
+	testStep = providertest.Step
+	waitText = providertest.WaitText
 )
-
-type fakeHolder struct {
-	gated  map[string]bool
-	pass   map[string]bool
-	refuse map[string]string
-	text   string
-
-	mu    sync.Mutex
-	holds []holdRecord
-}
-
-type holdRecord struct {
-	calls   []provider.Call
-	message []byte
-	kept    provider.Kept
-}
-
-func newHolder(names ...string) *fakeHolder {
-	h := &fakeHolder{gated: make(map[string]bool), pass: make(map[string]bool), refuse: make(map[string]string), text: waitText}
-	for _, n := range names {
-		h.gated[n] = true
-	}
-	return h
-}
-
-func (h *fakeHolder) passing(names ...string) *fakeHolder {
-	for _, n := range names {
-		h.gated[n], h.pass[n] = true, true
-	}
-	return h
-}
-
-func (h *fakeHolder) refusing(name, content string) *fakeHolder {
-	h.gated[name], h.refuse[name] = true, content
-	return h
-}
-
-func (h *fakeHolder) Gated(name string) bool { return h.gated[name] }
-
-func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.holds = append(h.holds, holdRecord{slices.Clone(calls), slices.Clone(message), kept})
-	v := provider.Verdict{Pass: make([]bool, len(calls))}
-	held := false
-	for i, c := range calls {
-		switch {
-		case h.pass[c.Name]:
-			v.Pass[i] = true
-		case h.refuse[c.Name] != "":
-			v.Refusals = append(v.Refusals, provider.Refusal{CallID: c.ID, Content: h.refuse[c.Name]})
-		default:
-			held = true
-		}
-	}
-	if held {
-		v.Text = h.text
-		if i := strings.LastIndex(h.text, "/h/"); i >= 0 {
-			v.Step = h.text[i+3:]
-		}
-	}
-	return v
-}
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
@@ -203,13 +140,6 @@ func checkMessage(t *testing.T, msg []byte, content *string, calls [][3]string) 
 	}
 }
 
-const (
-	weatherID   = "call_JMW1whyEaYG438VE1OIflxA2"
-	weatherArgs = `{"city": "Edinburgh", "country": "GB", "units": "c"}`
-	stockID     = "call_DNYTawLBoN8fj3KN6qU9N1Ou"
-	stockArgs   = `{"ticker": "AAPL", "exchange": "NASDAQ"}`
-)
-
 const testEnvelope = `"id":"chatcmpl-T","object":"chat.completion.chunk","created":1727346176,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_7568d46099"`
 
 func chunk(choices ...string) string {
@@ -250,14 +180,6 @@ func decodeCompletion(t *testing.T, body []byte) openai.ChatCompletion {
 	return c
 }
 
-func checkEnvelope(t *testing.T, in, out []byte) {
-	t.Helper()
-	ci, co := gjson.GetBytes(in, "choices"), gjson.GetBytes(out, "choices")
-	if !bytes.Equal(in[:ci.Index+1], out[:co.Index+1]) || !bytes.Equal(in[ci.Index+len(ci.Raw)-1:], out[co.Index+len(co.Raw)-1:]) {
-		t.Errorf("bytes outside the choices changed:\n%s\n%s", in, out)
-	}
-}
-
 func callNames(tc gjson.Result) []string {
 	var names []string
 	tc.ForEach(func(_, b gjson.Result) bool {
@@ -269,13 +191,11 @@ func callNames(tc gjson.Result) []string {
 	return names
 }
 
-func (h *fakeHolder) blocks(name string) bool { return h.gated[name] && !h.pass[name] }
-
-func fuzzHolder() *fakeHolder {
-	return newHolder("GetWeatherArgs", "delete_post").passing("get_weather").refusing("get_stock_price", "refused: ticker (a string)")
+func fuzzHolder() *providertest.Holder {
+	return providertest.NewHolder("GetWeatherArgs", "delete_post").Passing("get_weather").Refusing("get_stock_price", "refused: ticker (a string)")
 }
 
-func blockedInStream(h *fakeHolder, out []byte) bool {
+func blockedInStream(h *providertest.Holder, out []byte) bool {
 	found := false
 	for _, ev := range sse.Parse(out) {
 		if !gjson.Valid(ev.Data) {
@@ -283,10 +203,10 @@ func blockedInStream(h *fakeHolder, out []byte) bool {
 		}
 		gjson.Get(ev.Data, "choices").ForEach(func(_, ch gjson.Result) bool {
 			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				found = found || slices.ContainsFunc(callNames(tc), h.blocks)
+				found = found || slices.ContainsFunc(callNames(tc), h.Blocks)
 				return true
 			})
-			found = found || h.blocks(ch.Get("delta.function_call.name").Str)
+			found = found || h.Blocks(ch.Get("delta.function_call.name").Str)
 			return true
 		})
 	}
@@ -303,45 +223,6 @@ func textStream(n int) []byte {
 	b.WriteString(usageChunk)
 	b.WriteString("data: [DONE]\n\n")
 	return []byte(b.String())
-}
-
-func events(b []byte) [][]byte {
-	var evs [][]byte
-	for len(b) > 0 {
-		e := sse.EventLen(b)
-		evs = append(evs, b[:e])
-		b = b[e:]
-	}
-	return evs
-}
-
-type fakeRestorer struct {
-	steps map[string]provider.Restored
-	asked []restoreCall
-}
-
-type restoreCall struct {
-	step        string
-	userFollows bool
-}
-
-func (r *fakeRestorer) Restore(_ context.Context, step string, userFollows bool) (provider.Restored, bool) {
-	r.asked = append(r.asked, restoreCall{step, userFollows})
-	res, ok := r.steps[step]
-	return res, ok
-}
-
-var storedParallel = `{"role":"assistant","content":null,"tool_calls":[` +
-	`{"id":"call_JMW1whyEaYG438VE1OIflxA2","type":"function","function":{"name":"GetWeatherArgs","arguments":"{\"city\": \"Edinburgh\", \"country\": \"GB\", \"units\": \"c\"}"}},` +
-	`{"id":"call_DNYTawLBoN8fj3KN6qU9N1Ou","type":"function","function":{"name":"get_stock_price","arguments":"{\"ticker\": \"AAPL\", \"exchange\": \"NASDAQ\"}"}}]}`
-
-var storedOne = `{"role":"assistant","content":"I'll delete it.","tool_calls":[{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}]}`
-
-func restorer() *fakeRestorer {
-	return &fakeRestorer{steps: map[string]provider.Restored{
-		testStep:                     {Message: []byte(storedOne), Results: []provider.Result{{CallID: "call_del", Content: "The person confirmed. Removed."}}},
-		"twoaaaaaaaaaaaaaaaaaaaaaaa": {Message: []byte(storedParallel), Results: []provider.Result{{CallID: weatherID, Content: "The person declined; nothing ran."}}},
-	}}
 }
 
 func roles(t *testing.T, body []byte) []string {

@@ -1,116 +1,15 @@
 package interceptor
 
 import (
-	"bytes"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
-
-// hideVariants frames the events of a call so that a reader splitting
-// lines at LF only would not read them, while the Node SDKs (which split
-// at CR, LF and CRLF and drop a BOM at each line start) do.
-func hideVariants(callEvents string) map[string]string {
-	return map[string]string{
-		"a comment ended by a bare CR before it": ": keep-alive\r" + callEvents,
-		"bare CR line ends":                      strings.ReplaceAll(callEvents, "\n", "\r"),
-		"a BOM at the line start":                "\ufeff" + callEvents,
-		"CRLF line ends":                         strings.ReplaceAll(callEvents, "\n", "\r\n"),
-	}
-}
-
-// passedAsRead reports whether a stream without calls came out as it
-// went in: byte for byte, or, when its bytes hold a CR or a BOM (which
-// readers may read differently, so the gate writes such events in
-// canonical form), as the same events for every reader.
-func passedAsRead(in, out []byte) bool {
-	if bytes.Equal(in, out) {
-		return true
-	}
-	if !bytes.ContainsRune(in, '\r') && !bytes.Contains(in, []byte("\ufeff")) {
-		return false
-	}
-	return reflect.DeepEqual(sse.Parse(in), sse.Parse(out))
-}
-
-// nodeSees reports whether any event a Node SDK would dispatch from out
-// carries s in its data, bar the error event that ends a stream the gate
-// stopped (its message may name the tool).
-func nodeSees(out []byte, s string) bool {
-	for _, ev := range sse.Parse(out) {
-		if ev.Type == "error" || gjson.Get(ev.Data, "error").Exists() {
-			continue
-		}
-		if strings.Contains(ev.Data, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func TestChatStreamReadsEveryLineEnd(t *testing.T) {
-	call := `{"index":0,"id":"call_1","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}`
-	for name, hidden := range hideVariants(chunk(deltaChoice(0, toolDelta(call))) + chunk(finishChoice(0, "tool_calls"))) {
-		t.Run(name, func(t *testing.T) {
-			in := chunk(deltaChoice(0, `{"role":"assistant","content":""}`)) + hidden + "data: [DONE]\n\n"
-			for _, size := range []int{len(in), 1, 7} {
-				h := newHolder("delete_post")
-				out, _, err := rewriteStream([]byte(in), h, size)
-				if err != nil {
-					t.Fatalf("pieces of %d: %v", size, err)
-				}
-				if nodeSees(out, "delete_post") || len(h.holds) != 1 || !nodeSees(out, "Waiting for your confirmation") {
-					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.holds), out)
-				}
-			}
-		})
-	}
-}
-
-func TestAnthropicStreamReadsEveryLineEnd(t *testing.T) {
-	for name, hidden := range hideVariants(anthToolEvs(1, "toolu_1", "delete_post", `{"post":`, `7}`)) {
-		t.Run(name, func(t *testing.T) {
-			in := anthStart("msg_1") + anthTextBlockEvs(0, "Deleting.") + hidden + anthEnd("tool_use", 9)
-			for _, size := range []int{len(in), 1, 7} {
-				h := newHolder("delete_post")
-				out, _, err := anthRewrite([]byte(in), h, size)
-				if err != nil {
-					t.Fatalf("pieces of %d: %v", size, err)
-				}
-				if nodeSees(out, "delete_post") || len(h.holds) != 1 {
-					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.holds), out)
-				}
-			}
-		})
-	}
-}
-
-func TestResponsesStreamReadsEveryLineEnd(t *testing.T) {
-	syn := newSyn().text("msg_1", "Deleting.")
-	head := syn.b.String()
-	syn.b.Reset()
-	rest := syn.fn("1", "delete_post", `{"post":7}`).completed()
-	for name, hidden := range hideVariants(rest) {
-		t.Run(name, func(t *testing.T) {
-			in := head + hidden
-			for _, size := range []int{len(in), 1, 7} {
-				h := newHolder("delete_post")
-				out, err := respRewrite([]byte(in), h, size)
-				if err != nil {
-					t.Fatalf("pieces of %d: %v", size, err)
-				}
-				if nodeSees(out, "delete_post") || len(h.holds) != 1 {
-					t.Fatalf("pieces of %d: the call reached the app (held %d times):\n%s", size, len(h.holds), out)
-				}
-			}
-		})
-	}
-}
 
 // splitData writes the data of the event ev (one "data: " line) over
 // two data lines, cut after the first occurrence of at.
@@ -143,7 +42,7 @@ func TestRewrittenEventsKeepTheirDataLines(t *testing.T) {
 		in := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post")))) +
 			chunk(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))) +
 			splitData(chunk(finishChoice(0, "tool_calls")), `"logprobs":null,`) + "data: [DONE]\n\n"
-		out, _, err := rewriteStream([]byte(in), newHolder("delete_post"))
+		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +52,7 @@ func TestRewrittenEventsKeepTheirDataLines(t *testing.T) {
 		in := newSyn().text("msg_1", "Deleting.").fn("1", "delete_post", `{"post":7}`).completed()
 		i := strings.LastIndex(in, "data: ")
 		in = in[:i] + splitData(in[i:], `"response":{`)
-		out, err := respRewrite([]byte(in), newHolder("delete_post"))
+		out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 	"github.com/toolgate/toolgate/wire/shape"
 	"github.com/toolgate/toolgate/wire/stream"
@@ -133,7 +134,7 @@ func TestWriterRefusesForeignShapes(t *testing.T) {
 	names := shape.NewNames([]string{"delete_post"})
 	for _, shape := range []string{"anthropic", "gemini", "ollama", "chat+anthropic"} {
 		rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
-		rw := Wrap(rec, chat.Chat{}, context.Background(), newHolder("delete_post"), 0)
+		rw := Wrap(rec, chat.Chat{}, context.Background(), providertest.NewHolder("delete_post"), 0)
 		rw.GuardNames(names)
 		rw.Header().Set("Content-Type", "application/json")
 		rw.WriteHeader(200)
@@ -143,7 +144,7 @@ func TestWriterRefusesForeignShapes(t *testing.T) {
 		}
 	}
 	rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
-	rw := Wrap(rec, chat.Chat{}, context.Background(), newHolder("delete_post"), 0)
+	rw := Wrap(rec, chat.Chat{}, context.Background(), providertest.NewHolder("delete_post"), 0)
 	rw.GuardNames(names)
 	rw.SetRequest([]byte(`{"model":"m","stream":true,"messages":[]}`))
 	rw.Header().Set("Content-Type", "application/x-ndjson")
@@ -179,7 +180,7 @@ func TestStreamRefusesForeignEvents(t *testing.T) {
 	for name, a := range map[string]provider.Adapter{"chat": chat.Chat{}, "responses": responsesadapter.Responses{}, "anthropic": anthropicadapter.Anthropic{}} {
 		for i, ev := range foreign {
 			rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
-			rw := Wrap(rec, a, context.Background(), newHolder("delete_post"), 0)
+			rw := Wrap(rec, a, context.Background(), providertest.NewHolder("delete_post"), 0)
 			rw.GuardNames(names)
 			rw.Header().Set("Content-Type", "text/event-stream")
 			rw.WriteHeader(200)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/provider/providertest"
 )
 
 // FuzzParseMCPRequest: any body is read or refused, never a panic; what is
@@ -69,40 +69,14 @@ func FuzzMCPResultWriterSSE(f *testing.F) {
 		// Never matching: everything passes as it came (as every reader
 		// reads it: an event with a bare CR or a BOM in canonical form).
 		out, err := run(`"never-an-id-\u0000"`, func([]byte) []byte { return []byte(`{"x":1}`) })
-		if err == nil && !passedAsRead(stream, []byte(out)) {
+		if err == nil && !providertest.PassedAsRead(stream, []byte(out)) {
 			t.Fatalf("stream changed:\n%q\n%q", stream, out)
 		}
 		// Rewriting id 1 to an identical result also changes nothing but
 		// the data lines' layout.
 		out, err = run("1", func(r []byte) []byte { return r })
-		if err == nil && !passedAsRead(stream, []byte(out)) && !bytes.Contains(stream, []byte(`"result"`)) {
+		if err == nil && !providertest.PassedAsRead(stream, []byte(out)) && !bytes.Contains(stream, []byte(`"result"`)) {
 			t.Fatalf("an event without a result changed:\n%q\n%q", stream, out)
-		}
-	})
-}
-
-// gate's reader) and encoding/json (the server's or app's) agree on every
-// top-level value of an object.
-func FuzzDuplicateKey(f *testing.F) {
-	f.Add([]byte(`{"post":7,"post":8}`))
-	f.Add([]byte(`{"a":{"b":1},"A":2}`))
-	f.Add([]byte(`{"\u0070ost":1,"q":[1,{"r":2}]}`))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil || !gjson.ValidBytes(raw) || jsonedit.DuplicateKey(raw) {
-			return
-		}
-		for k, v := range m {
-			got := gjson.GetBytes(raw, gjson.Escape(k))
-			var a, b any
-			if json.Unmarshal(v, &a) != nil || json.Unmarshal([]byte(got.Raw), &b) != nil {
-				continue // a key gjson's path syntax cannot name
-			}
-			ja, _ := json.Marshal(a)
-			jb, _ := json.Marshal(b)
-			if !bytes.Equal(ja, jb) {
-				t.Fatalf("key %q: encoding/json reads %s, gjson %s", k, ja, jb)
-			}
 		}
 	})
 }

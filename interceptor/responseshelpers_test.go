@@ -1,9 +1,9 @@
 package interceptor
 
 // Test helpers copied from provider/responses' tests (responses_test.go,
-// responsesrequest_test.go) for the interceptor's tests that still use
-// them: the turn through the ResponseWriter (responsesturn_test.go), the
-// resumed answers and the mixed tests.
+// responsesrequest_test.go) for the interceptor's tests that drive the
+// Responses adapter through the ResponseWriter: its turn
+// (responsesturn_test.go), the resumed answers, the guard.
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 	"github.com/toolgate/toolgate/wire/sse"
 )
@@ -257,25 +258,6 @@ func checkAbsent(t *testing.T, out []byte, leaks ...string) {
 	}
 }
 
-// inputKinds lists a request's input items as type[:id-or-call_id].
-func inputKinds(body []byte) []string {
-	var k []string
-	gjson.GetBytes(body, "input").ForEach(func(_, it gjson.Result) bool {
-		s := it.Get("type").Str
-		if s == "" {
-			s = it.Get("role").Str
-		}
-		if id := it.Get("id").Str; id != "" {
-			s += ":" + id
-		} else if c := it.Get("call_id").Str; c != "" {
-			s += ":" + c
-		}
-		k = append(k, s)
-		return true
-	})
-	return k
-}
-
 func respFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "openai-responses", name))
@@ -406,8 +388,8 @@ func respFuzzSeeds() []string {
 
 // respFuzzHolder holds delete_post, weather and calculator, passes get_post
 // after inspection and refuses send_email.
-func respFuzzHolder() *fakeHolder {
-	return newHolder("delete_post", "weather", "calculator").passing("get_post").refusing("send_email", refusal)
+func respFuzzHolder() *providertest.Holder {
+	return providertest.NewHolder("delete_post", "weather", "calculator").Passing("get_post").Refusing("send_email", refusal)
 }
 
 func respSplits(splits []byte) []int {
@@ -421,10 +403,10 @@ func respSplits(splits []byte) []int {
 // respLeaks reports whether a rewritten stream (or body) shows the app a
 // call h blocks: as an item of an event or of a response's output, or as
 // an event of a blocked item (by an item id no other item of in uses).
-func respLeaks(h *fakeHolder, in, out []byte) bool {
+func respLeaks(h *providertest.Holder, in, out []byte) bool {
 	blocked, other := make(map[string]bool), make(map[string]bool)
 	visit := func(b []byte, fn func(item gjson.Result)) {
-		for _, ev := range events(b) {
+		for _, ev := range providertest.Events(b) {
 			data, _, ok := sse.Data(ev, nil)
 			if !ok {
 				data = ev // a JSON body
@@ -454,7 +436,7 @@ func respLeaks(h *fakeHolder, in, out []byte) bool {
 	})
 	leak := false
 	visit(out, func(it gjson.Result) { leak = leak || respBlocks(h, it) })
-	for _, ev := range events(out) {
+	for _, ev := range providertest.Events(out) {
 		if data, _, ok := sse.Data(ev, nil); ok && gjson.ValidBytes(data) {
 			if id := gjson.GetBytes(data, "item_id").Str; blocked[id] && !other[id] {
 				leak = true
@@ -465,12 +447,12 @@ func respLeaks(h *fakeHolder, in, out []byte) bool {
 }
 
 // respBlocks reports whether h keeps a call item from the app.
-func respBlocks(h *fakeHolder, item gjson.Result) bool {
+func respBlocks(h *providertest.Holder, item gjson.Result) bool {
 	if !respIsCallType(item.Get("type").Str) {
 		return false
 	}
 	key, ok := respGatedKey(h, item.Get("namespace").Str, item.Get("name").Str)
-	return ok && h.blocks(key)
+	return ok && h.Blocks(key)
 }
 
 // respIsCallType and respGatedKey are provider/responses' isCallType and

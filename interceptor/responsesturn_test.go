@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 	"github.com/toolgate/toolgate/wire/sse"
 )
@@ -58,7 +59,9 @@ func refusingResp() *respSyn {
 	return newSyn().text("msg_1", "Sure.").fn("ref", "send_email", respRefusedArgs)
 }
 
-func refusingHolder() *fakeHolder { return newHolder().refusing("send_email", refusal) }
+func refusingHolder() *providertest.Holder {
+	return providertest.NewHolder().Refusing("send_email", refusal)
+}
 
 func checkNoRefused(t *testing.T, out []byte) {
 	t.Helper()
@@ -129,7 +132,7 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 		name    string
 		request string
 		first   *respSyn
-		h       *fakeHolder
+		h       *providertest.Holder
 		cont    bool
 		input   string // the follow-up's input items, by type (or role)
 		prev    string // the follow-up's previous_response_id
@@ -139,19 +142,19 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 			newSyn().reasoning("rs_1").fn("ref", "send_email", respRefusedArgs), refusingHolder(), true,
 			"[user reasoning function_call function_call_output]", "", "[reasoning message]"},
 		{"held beside refused: the held call waits", `{"input":[{"role":"user","content":"go"}]}`,
-			newSyn().reasoning("rs_1").fn("held", del, `{"post":7}`).fn("ref", "send_email", respRefusedArgs), newHolder(del).refusing("send_email", refusal), true,
+			newSyn().reasoning("rs_1").fn("held", del, `{"post":7}`).fn("ref", "send_email", respRefusedArgs), providertest.NewHolder(del).Refusing("send_email", refusal), true,
 			"[user reasoning function_call function_call function_call_output function_call_output]", "", "[reasoning message message]"},
 		{"passed call before the refused one is left out", `{"input":[{"role":"user","content":"go"}]}`,
-			newSyn().text("msg_1", "Sure.").fn("pass", "get_post", `{}`).fn("ref", "send_email", respRefusedArgs), newHolder().passing("get_post").refusing("send_email", refusal), true,
+			newSyn().text("msg_1", "Sure.").fn("pass", "get_post", `{}`).fn("ref", "send_email", respRefusedArgs), providertest.NewHolder().Passing("get_post").Refusing("send_email", refusal), true,
 			"[user message function_call function_call_output]", "", "[message function_call:get_post message]"},
 		{"passed call right after reasoning: shown in place", `{"input":[{"role":"user","content":"go"}]}`,
-			newSyn().reasoning("rs_1").fn("pass", "get_post", `{}`).fn("ref", "send_email", respRefusedArgs), newHolder().passing("get_post").refusing("send_email", refusal), false,
+			newSyn().reasoning("rs_1").fn("pass", "get_post", `{}`).fn("ref", "send_email", respRefusedArgs), providertest.NewHolder().Passing("get_post").Refusing("send_email", refusal), false,
 			"", "", "[reasoning function_call:get_post message]"},
 		{"previous_response_id", `{"previous_response_id":"resp_0","input":[{"role":"user","content":"go"}],"store":true}`,
 			refusingResp(), refusingHolder(), true,
 			"[function_call_output]", "resp_syn", "[message message]"},
 		{"previous_response_id with a held call: shown in place", `{"previous_response_id":"resp_0","input":"go"}`,
-			newSyn().fn("held", del, `{}`).fn("ref", "send_email", respRefusedArgs), newHolder(del).refusing("send_email", refusal), false,
+			newSyn().fn("held", del, `{}`).fn("ref", "send_email", respRefusedArgs), providertest.NewHolder(del).Refusing("send_email", refusal), false,
 			"", "", "[message]"},
 		{"conversation", `{"conversation":{"id":"conv_1"},"input":"go"}`,
 			refusingResp(), refusingHolder(), true,
@@ -226,7 +229,7 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 func TestResponsesTurnStreamFollowUpHolds(t *testing.T) {
 	// The follow-up holds a call of its own: the message comes after what
 	// the app already read, at the next index.
-	h := newHolder("delete_post").refusing("send_email", refusal)
+	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
 	follow := newSynID("resp_U").text("msg_2", "Then I delete it.").fn("held", "delete_post", `{"post":7}`)
 	rec, reqs, err := respRunTurn(t, h, respRequest, sseUp(refusingResp().completed()), sseUp(follow.completed()))
 	if err != nil || len(reqs) != 1 {
@@ -239,8 +242,8 @@ func TestResponsesTurnStreamFollowUpHolds(t *testing.T) {
 		t.Errorf("output = %s %q", got, d.final.OutputText())
 	}
 	// The follow-up's Hold gets the follow-up's items up to its call.
-	if len(h.holds) != 2 || len(gjson.ParseBytes(h.holds[1].message).Array()) != 2 {
-		t.Errorf("holds = %d", len(h.holds))
+	if len(h.Holds()) != 2 || len(gjson.ParseBytes(h.Holds()[1].Message).Array()) != 2 {
+		t.Errorf("holds = %d", len(h.Holds()))
 	}
 }
 
@@ -375,7 +378,7 @@ func FuzzResponsesContinuation(f *testing.F) {
 	}
 	f.Add(respFixture(f, "reasoning-encrypted-step1.sse"), []byte{40})
 	first := []byte(refusingResp().completed())
-	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *fakeHolder, error) {
+	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *providertest.Holder, error) {
 		h := respFuzzHolder()
 		rec := newRecorder()
 		rw := Wrap(rec, responsesadapter.Responses{}, context.Background(), h, 0)
@@ -413,7 +416,7 @@ func FuzzResponsesContinuation(f *testing.F) {
 			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 		terminals := 0
-		for _, ev := range events(whole) {
+		for _, ev := range providertest.Events(whole) {
 			if data, _, ok := sse.Data(ev, nil); ok {
 				switch gjson.GetBytes(data, "type").Str {
 				case "response.completed", "response.incomplete", "response.failed":

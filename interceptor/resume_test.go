@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
@@ -30,20 +31,19 @@ const resumeResult = "The person confirmed. Removed."
 // heldRestorer restores the step the holder last held, as the gate would:
 // the message Hold was given, and one result per held call.
 type heldRestorer struct {
-	h     *fakeHolder
-	asked []restoreCall
+	h     *providertest.Holder
+	asked []providertest.RestoreCall
 }
 
 func (r *heldRestorer) Restore(_ context.Context, step string, userFollows bool) (provider.Restored, bool) {
-	r.asked = append(r.asked, restoreCall{step, userFollows})
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
-	if step != testStep || len(r.h.holds) == 0 {
+	r.asked = append(r.asked, providertest.RestoreCall{Step: step, UserFollows: userFollows})
+	holds := r.h.Holds()
+	if step != testStep || len(holds) == 0 {
 		return provider.Restored{}, false
 	}
-	last := r.h.holds[len(r.h.holds)-1]
-	res := provider.Restored{Message: last.message}
-	for _, c := range last.calls {
+	last := holds[len(holds)-1]
+	res := provider.Restored{Message: last.Message}
+	for _, c := range last.Calls {
 		res.Results = append(res.Results, provider.Result{CallID: c.ID, Content: resumeResult})
 	}
 	return res, true
@@ -74,7 +74,7 @@ type resumed struct {
 // runResume drives a ResponseWriter as the Caddy handler does with
 // resume_wait: the first response; no continuation; Held; two keep-alives;
 // then, when answered, Resume, Continue and the follow-up response.
-func runResume(t *testing.T, a provider.Adapter, h *fakeHolder, request, first string, answered bool, follow string) resumed {
+func runResume(t *testing.T, a provider.Adapter, h *providertest.Holder, request, first string, answered bool, follow string) resumed {
 	t.Helper()
 	rec := newRecorder()
 	rw := Wrap(rec, a, context.Background(), h, 0)
@@ -111,8 +111,8 @@ func runResume(t *testing.T, a provider.Adapter, h *fakeHolder, request, first s
 		if ok {
 			r.follow = string(body)
 			for _, q := range rs.asked {
-				if q.userFollows {
-					t.Errorf("restored step %s as if the person had written on", q.step)
+				if q.UserFollows {
+					t.Errorf("restored step %s as if the person had written on", q.Step)
 				}
 			}
 			rw.Continue()
@@ -138,7 +138,7 @@ func chatHeld(extra ...string) string {
 const resumeText = "Done: post 7 is deleted."
 
 func TestResumeChatStream(t *testing.T) {
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	r := runResume(t, chat.Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
 	if r.closeErr != nil {
 		t.Fatal(r.closeErr)
@@ -183,11 +183,11 @@ func TestResumeChatStream(t *testing.T) {
 func TestResumeChatWaitPassed(t *testing.T) {
 	// Without an answer the stream ends as it would without waiting: the
 	// same message, one finish, usage, [DONE].
-	plain, _, err := runTurn(t, newHolder("delete_post"), testRequest, sseUp(chatHeld()))
+	plain, _, err := runTurn(t, providertest.NewHolder("delete_post"), testRequest, sseUp(chatHeld()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runResume(t, chat.Chat{}, newHolder("delete_post"), testRequest, chatHeld(), false, "")
+	r := runResume(t, chat.Chat{}, providertest.NewHolder("delete_post"), testRequest, chatHeld(), false, "")
 	if r.closeErr != nil || r.held != testStep {
 		t.Fatalf("held %q, close %v", r.held, r.closeErr)
 	}
@@ -202,15 +202,15 @@ func TestResumeChatWaitPassed(t *testing.T) {
 func TestResumeNotOffered(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		h       *fakeHolder
+		h       *providertest.Holder
 		stream  string
 		request string
 	}{
 		// A call reached the app: it answers that first, in its own request.
-		{"a call passed", newHolder("delete_post"), chatHeld(chunk(deltaChoice(0, toolDelta(toolHeader(1, "call_get", "get_post")))), chunk(deltaChoice(0, toolDelta(toolArgs(1, `{}`))))), testRequest},
-		{"nothing held", newHolder("send_email"), chatHeld(), testRequest},
-		{"refused: a continuation first", newHolder().refusing("delete_post", refusal), chatHeld(), testRequest},
-		{"two choices asked for", newHolder("delete_post"), chatHeld(), strings.Replace(testRequest, `"stream":true`, `"stream":true,"n":2`, 1)},
+		{"a call passed", providertest.NewHolder("delete_post"), chatHeld(chunk(deltaChoice(0, toolDelta(toolHeader(1, "call_get", "get_post")))), chunk(deltaChoice(0, toolDelta(toolArgs(1, `{}`))))), testRequest},
+		{"nothing held", providertest.NewHolder("send_email"), chatHeld(), testRequest},
+		{"refused: a continuation first", providertest.NewHolder().Refusing("delete_post", refusal), chatHeld(), testRequest},
+		{"two choices asked for", providertest.NewHolder("delete_post"), chatHeld(), strings.Replace(testRequest, `"stream":true`, `"stream":true,"n":2`, 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
@@ -240,7 +240,7 @@ func TestResumeNotOffered(t *testing.T) {
 func TestResumeNeedsARestoredHistory(t *testing.T) {
 	// A restore that changes nothing (the step is unknown, another
 	// person's) makes no follow-up: the stream ends as without waiting.
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	rec := newRecorder()
 	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
@@ -261,7 +261,7 @@ func TestResumeNeedsARestoredHistory(t *testing.T) {
 }
 
 func TestResumeChatFollowUpFails(t *testing.T) {
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	rec := newRecorder()
 	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
@@ -298,7 +298,7 @@ func TestResumeChatFollowUpFails(t *testing.T) {
 
 func TestResumeAnthropicStream(t *testing.T) {
 	req := string(anthFixture(t, "request-1.json"))
-	h := newHolder("get_weather")
+	h := providertest.NewHolder("get_weather")
 	follow := string(anthFixture(t, "stream-2.sse"))
 	r := runResume(t, anthropicadapter.Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, follow)
 	if r.closeErr != nil {
@@ -341,7 +341,7 @@ func TestResumeResponsesStream(t *testing.T) {
 		{"previous_response_id", strings.Replace(respRequest, `"stream":true`, `"stream":true,"previous_response_id":"resp_0"`, 1), "[function_call_output]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder("delete_post")
+			h := providertest.NewHolder("delete_post")
 			first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
 			follow := newSynID("resp_U").text("msg_2", resumeText)
 			r := runResume(t, responsesadapter.Responses{}, h, tc.request, first.completed()+"data: [DONE]\n\n", true, follow.completed())
@@ -404,7 +404,7 @@ func TestResumeResponsesStream(t *testing.T) {
 // its result, then the reply as the model's own words.
 
 func TestResumeNextRequestChat(t *testing.T) {
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	r := runResume(t, chat.Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
 	acc := accumulate(t, r.out)
 	params := openai.ChatCompletionNewParams{
@@ -433,33 +433,8 @@ func TestResumeNextRequestChat(t *testing.T) {
 	}
 }
 
-func TestResumeNextRequestChatFollowUpCalls(t *testing.T) {
-	// The reply goes on with a call of the app's own, which the app ran:
-	// the reply and its call come after the restored step, then the app's
-	// result.
-	body := []byte(`{"messages":[{"role":"user","content":"go"},` +
-		`{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, "I'll delete it.\n\n"+waitText+"\n\nNow the list:")) + `,"refusal":null,` +
-		`"tool_calls":[{"id":"call_list","type":"function","function":{"name":"list_posts","arguments":"{}"}}]},` +
-		`{"role":"tool","tool_call_id":"call_list","content":"[]"},{"role":"user","content":"ok"}]}`)
-	out, err := chat.Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_del assistant tool:call_list user" {
-		t.Fatalf("roles = %s\n%s", got, out)
-	}
-	follow := gjson.GetBytes(out, "messages.3")
-	if follow.Get("content").Str != "Now the list:" || follow.Get("tool_calls.#").Int() != 1 || follow.Get("tool_calls.0.id").Str != "call_list" ||
-		!follow.Get("refusal").Exists() {
-		t.Errorf("follow-up message = %s", follow.Raw)
-	}
-	if gjson.GetBytes(out, "messages.1").Raw != storedOne {
-		t.Errorf("the stored message took the app's call: %s", gjson.GetBytes(out, "messages.1").Raw)
-	}
-}
-
 func TestResumeNextRequestAnthropic(t *testing.T) {
-	h := newHolder("get_weather")
+	h := providertest.NewHolder("get_weather")
 	req := string(anthFixture(t, "request-1.json"))
 	r := runResume(t, anthropicadapter.Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, string(anthFixture(t, "stream-2.sse")))
 	m := anthAccumulate(t, r.out)
@@ -497,7 +472,7 @@ func TestResumeNextRequestAnthropic(t *testing.T) {
 }
 
 func TestResumeNextRequestResponses(t *testing.T) {
-	h := newHolder("delete_post")
+	h := providertest.NewHolder("delete_post")
 	first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
 	r := runResume(t, responsesadapter.Responses{}, h, respRequest, first.completed(), true, newSynID("resp_U").text("msg_2", resumeText).completed())
 	d := respDecode(t, r.out)
@@ -568,7 +543,7 @@ func BenchmarkWriterStreamText200Resume(b *testing.B) {
 	req := []byte(testRequest)
 	for _, allow := range []bool{false, true} {
 		b.Run(fmt.Sprintf("allowed=%v", allow), func(b *testing.B) {
-			h := newHolder("delete_post")
+			h := providertest.NewHolder("delete_post")
 			w := &discardWriter{h: http.Header{}}
 			b.SetBytes(int64(len(stream)))
 			b.ReportAllocs()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 )
 
 const (
@@ -146,7 +147,7 @@ func checkNoRefusedCall(t *testing.T, out []byte) {
 }
 
 func TestTurnStreamContinues(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec, reqs, err := runTurn(t, h, testRequest,
 		sseUp(refusingStream()),
 		sseUp(followUp("Who should receive it?", "stop")))
@@ -203,7 +204,7 @@ func TestTurnStreamContinues(t *testing.T) {
 func ptr(s string) *string { return &s }
 
 func TestTurnStreamHeldBesideRefused(t *testing.T) {
-	h := newHolder("delete_post").refusing("send_email", refusal)
+	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
 	first := refusingStream(
 		chunk(deltaChoice(0, toolDelta(toolHeader(2, "call_del", "delete_post")))),
 		chunk(deltaChoice(0, toolDelta(toolArgs(2, `{"post":7}`)))))
@@ -226,13 +227,13 @@ func TestTurnStreamHeldBesideRefused(t *testing.T) {
 		t.Errorf("follow-up calls = %s", ids)
 	}
 	// Hold saw the whole message of the first response.
-	checkMessage(t, h.holds[0].message, ptr("Sure."), [][3]string{
+	checkMessage(t, h.Holds()[0].Message, ptr("Sure."), [][3]string{
 		{refusedID, "send_email", refusedArgs}, {"call_get", "get_post", `{"post":8}`}, {"call_del", "delete_post", `{"post":7}`},
 	})
 }
 
 func TestTurnStreamTextFlowsAsItComes(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec := newRecorder()
 	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
@@ -252,7 +253,7 @@ func TestTurnStreamTextFlowsAsItComes(t *testing.T) {
 	rw.Continue()
 	rw.Header().Set("Content-Type", "text/event-stream")
 	rw.WriteHeader(http.StatusOK)
-	for _, ev := range events([]byte(followUp("Who should receive it?", "stop"))) {
+	for _, ev := range providertest.Events([]byte(followUp("Who should receive it?", "stop"))) {
 		before := rec.Body.Len()
 		if _, err := rw.Write(ev); err != nil {
 			t.Fatal(err)
@@ -268,7 +269,7 @@ func TestTurnStreamTextFlowsAsItComes(t *testing.T) {
 }
 
 func TestTurnStreamFollowUpHoldsAndPasses(t *testing.T) {
-	h := newHolder("delete_post").refusing("send_email", refusal).passing("update_post")
+	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal).Passing("update_post")
 	second := followUp("I'll ask.", "tool_calls",
 		chunkU(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
 		chunkU(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))),
@@ -308,14 +309,14 @@ func TestTurnStreamFollowUpHoldsAndPasses(t *testing.T) {
 		t.Errorf("finish_reason = %q", c.FinishReason)
 	}
 	// The follow-up's Hold got its own message: its text and its calls.
-	last := h.holds[len(h.holds)-1]
-	checkMessage(t, last.message, ptr("I'll ask."), [][3]string{
+	last := h.Holds()[len(h.Holds())-1]
+	checkMessage(t, last.Message, ptr("I'll ask."), [][3]string{
 		{"call_del", "delete_post", `{"post":7}`}, {"call_get2", "get_post", `{"post":9}`}, {"call_upd", "update_post", `{"post":9,"title":"x"}`},
 	})
 }
 
 func TestTurnStreamRefusedUpToTheLimit(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	again := func(n int) string {
 		return followUp(fmt.Sprintf("Try %d.", n), "tool_calls",
 			chunkU(deltaChoice(0, toolDelta(toolHeader(0, refusedID+strconv.Itoa(n), "send_email")))),
@@ -368,7 +369,7 @@ func TestTurnStreamFollowUpFails(t *testing.T) {
 		{"cut short", sseUp(chunkU(deltaChoice(0, `{"content":"Who"}`))), "Who\n\nToolgate could not continue: the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder().refusing("send_email", refusal)
+			h := providertest.NewHolder().Refusing("send_email", refusal)
 			rec, _, err := runTurn(t, h, testRequest, sseUp(refusingStream()), tc.up)
 			if err != nil {
 				t.Fatal(err)
@@ -393,7 +394,7 @@ func TestTurnStreamFollowUpFails(t *testing.T) {
 
 func TestTurnStreamNoFollowUpSent(t *testing.T) {
 	// The handler may decline to continue: the refusal is shown in place.
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec := newRecorder()
 	rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 	rw.SetRequest([]byte(testRequest))
@@ -425,7 +426,7 @@ func TestTurnWithoutRequestShowsRefusalsInPlace(t *testing.T) {
 		{"no messages", `{"model":"x"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder("delete_post").refusing("send_email", refusal)
+			h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
 			rec := newRecorder()
 			rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 			if tc.request != "" {
@@ -474,13 +475,13 @@ func TestTurnJSONContinues(t *testing.T) {
 		content  string
 		calls    []string
 		finish   string
-		holder   *fakeHolder
+		holder   *providertest.Holder
 		requests int
 	}{
 		{"text", jsonCompletion("chatcmpl-B", `{"role":"assistant","content":"Who should get it?"}`, "stop", 5),
-			"Sure é.\n\nWho should get it?", []string{"call_get"}, "tool_calls", newHolder().refusing("send_email", refusal), 1},
+			"Sure é.\n\nWho should get it?", []string{"call_get"}, "tool_calls", providertest.NewHolder().Refusing("send_email", refusal), 1},
 		{"held and passed calls", jsonCompletion("chatcmpl-B", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_del","type":"function","function":{"name":"delete_post","arguments":"{}"}},{"id":"call_upd","type":"function","function":{"name":"update_post","arguments":"{}"}}]}`, "tool_calls", 5),
-			"Sure é.\n\n" + waitText, []string{"call_get", "call_upd"}, "tool_calls", newHolder("delete_post").refusing("send_email", refusal).passing("update_post"), 1},
+			"Sure é.\n\n" + waitText, []string{"call_get", "call_upd"}, "tool_calls", providertest.NewHolder("delete_post").Refusing("send_email", refusal).Passing("update_post"), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec, reqs, err := runTurn(t, tc.holder, testRequest, jsonUp(first), jsonUp(tc.second))
@@ -522,7 +523,7 @@ func TestTurnJSONContinues(t *testing.T) {
 }
 
 func TestTurnJSONRefusedUpToTheLimit(t *testing.T) {
-	h := newHolder().refusing("send_email", refusal)
+	h := providertest.NewHolder().Refusing("send_email", refusal)
 	resp := func(n int) upstream {
 		return jsonUp(jsonCompletion(fmt.Sprint("chatcmpl-", n), fmt.Sprintf(`{"role":"assistant","content":"Try %d.","tool_calls":[%s]}`, n, refusedCallJSON), "tool_calls", 2))
 	}
@@ -556,7 +557,7 @@ func TestTurnJSONFollowUpFails(t *testing.T) {
 		{"no answer", upstream{}, "the provider did not answer."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, _, err := runTurn(t, newHolder().refusing("send_email", refusal), testRequest, jsonUp(first), tc.up)
+			rec, _, err := runTurn(t, providertest.NewHolder().Refusing("send_email", refusal), testRequest, jsonUp(first), tc.up)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -566,129 +567,5 @@ func TestTurnJSONFollowUpFails(t *testing.T) {
 			}
 			checkNoRefusedCall(t, rec.Body.Bytes())
 		})
-	}
-}
-
-func TestVerdictPassJSON(t *testing.T) {
-	body := fixture(t, "json-parallel-tools.json")
-	// Both calls inspected: the weather call passes, the stock call is held.
-	h := newHolder("get_stock_price").passing("GetWeatherArgs")
-	out, err := chat.Chat{}.RewriteJSON(context.Background(), body, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkEnvelope(t, body, out)
-	weather := gjson.GetBytes(body, "choices.0.message.tool_calls.0").Raw
-	if gjson.GetBytes(out, "choices.0.message.tool_calls").Raw != "["+weather+"]" {
-		t.Errorf("tool_calls = %s, want the passed call byte for byte", gjson.GetBytes(out, "choices.0.message.tool_calls").Raw)
-	}
-	if ch := decodeCompletion(t, out).Choices[0]; ch.Message.Content != waitText || ch.FinishReason != "tool_calls" {
-		t.Errorf("choice = %+v", ch)
-	}
-	if len(h.holds) != 1 || len(h.holds[0].calls) != 2 {
-		t.Errorf("holds = %+v", h.holds)
-	}
-
-	// Every call passes, no text: the same slice.
-	out, err = chat.Chat{}.RewriteJSON(context.Background(), body, newHolder().passing("GetWeatherArgs", "get_stock_price"))
-	if err != nil || &out[0] != &body[0] || len(out) != len(body) {
-		t.Errorf("all passed: err %v, not the same slice", err)
-	}
-}
-
-func TestVerdictPassStream(t *testing.T) {
-	// A call that passes unread (get_post), a held one (delete_post) and
-	// an inspected one that passes (update_post), interleaved.
-	in := strings.Join([]string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":null}`)),
-		chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_upd", "update_post")))),
-		chunk(deltaChoice(0, toolDelta(toolHeader(1, "call_del", "delete_post"), toolArgs(0, `{"post":`)))),
-		chunk(deltaChoice(0, toolDelta(toolHeader(2, "call_get", "get_post")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(2, `{"post": 8}`), toolArgs(1, `{"post": 7}`), toolArgs(0, ` 9, "title": "T"}`)))),
-		chunk(finishChoice(0, "tool_calls")),
-		usageChunk,
-		"data: [DONE]\n\n",
-	}, "")
-	h := newHolder("delete_post").passing("update_post")
-	out, _, err := rewriteStream([]byte(in), h, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(out, []byte("call_del")) {
-		t.Error("the held call reached the app")
-	}
-	calls := outputCalls(t, out)
-	if len(calls) != 2 || len(calls[1]) != 1 {
-		t.Fatalf("output calls = %v: want get_post at 0, update_post whole at 1", calls)
-	}
-	whole := gjson.Parse(calls[1][0])
-	if whole.Get("id").Str != "call_upd" || whole.Get("type").Str != "function" || whole.Get("function.name").Str != "update_post" ||
-		whole.Get("function.arguments").Str != `{"post": 9, "title": "T"}` {
-		t.Errorf("passed call delta = %s", calls[1][0])
-	}
-	acc := accumulate(t, out)
-	c := acc.Choices[0]
-	if len(c.Message.ToolCalls) != 2 || c.Message.ToolCalls[0].ID != "call_get" || c.Message.ToolCalls[1].ID != "call_upd" ||
-		c.Message.ToolCalls[1].Function.Arguments != `{"post": 9, "title": "T"}` || c.Message.ToolCalls[1].Type != "function" {
-		t.Errorf("tool calls = %+v", c.Message.ToolCalls)
-	}
-	if c.Message.Content != waitText || c.FinishReason != "tool_calls" {
-		t.Errorf("choice = %+v", c)
-	}
-	// The whole call comes after the text, before the finish chunk.
-	text, call, finish := bytes.Index(out, []byte(`"content":"Waiting`)), bytes.Index(out, []byte(`"id":"call_upd"`)), bytes.Index(out, []byte(`"finish_reason":"tool_calls"`))
-	if text < 0 || call < text || finish < call {
-		t.Errorf("order: text %d, call %d, finish %d", text, call, finish)
-	}
-}
-
-func TestVerdictPassStreamFixture(t *testing.T) {
-	h := newHolder().passing("GetWeatherArgs")
-	out, _, err := rewriteStream(fixture(t, "stream-one-tool-1.sse"), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	acc := accumulate(t, out)
-	c := acc.Choices[0]
-	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_c91SqDXlYFuETYv8mUHzz6pp" ||
-		c.Message.ToolCalls[0].Function.Arguments != `{"city":"Edinburgh","country":"UK","units":"c"}` ||
-		c.Message.ToolCalls[0].Function.Name != "GetWeatherArgs" || c.FinishReason != "tool_calls" || c.Message.Content != "" {
-		t.Errorf("choice = %+v", c)
-	}
-	if acc.Usage.TotalTokens != 100 {
-		t.Errorf("usage = %+v", acc.Usage)
-	}
-
-	// Parallel calls, both inspected: one passes, one is held.
-	h = newHolder("get_stock_price").passing("GetWeatherArgs")
-	out, _, err = rewriteStream(fixture(t, "stream-parallel-tools.sse"), h, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c = accumulate(t, out).Choices[0]
-	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != weatherID || c.Message.ToolCalls[0].Function.Arguments != weatherArgs ||
-		c.Message.Content != waitText || c.FinishReason != "tool_calls" {
-		t.Errorf("choice = %+v", c)
-	}
-	if bytes.Contains(out, []byte(stockID)) {
-		t.Error("the held call reached the app")
-	}
-}
-
-func TestRefusalInPlaceWithoutTurn(t *testing.T) {
-	h := newHolder().refusing("GetWeatherArgs", refusal)
-	out, _, err := rewriteStream(fixture(t, "stream-one-tool-1.sse"), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := accumulate(t, out).Choices[0]; c.Message.Content != refusal || c.FinishReason != "stop" || len(c.Message.ToolCalls) != 0 {
-		t.Errorf("choice = %+v", c)
-	}
-	js, err := chat.Chat{}.RewriteJSON(context.Background(), fixture(t, "json-one-tool.json"), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := decodeCompletion(t, js).Choices[0]; c.Message.Content != refusal || c.FinishReason != "stop" {
-		t.Errorf("choice = %+v", c)
 	}
 }

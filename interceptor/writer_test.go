@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 )
 
 // recorder is an httptest.ResponseRecorder that also records each
@@ -50,13 +51,13 @@ func wrap(rec *recorder, h provider.Holder, contentType string, max int64) *Resp
 func TestWriterStreamsEventsAsTheyCome(t *testing.T) {
 	in := fixture(t, "stream-text.sse")
 	rec := newRecorder()
-	rw := wrap(rec, newHolder("delete_post"), "text/event-stream; charset=utf-8", 0)
+	rw := wrap(rec, providertest.NewHolder("delete_post"), "text/event-stream; charset=utf-8", 0)
 	rw.Header().Set("Content-Length", "8761")
 	rw.WriteHeader(http.StatusOK)
 	if len(rec.headers) != 1 || rec.Header().Get("Content-Length") != "" {
 		t.Fatalf("header not written at once, or Content-Length kept: %v %v", rec.headers, rec.Header())
 	}
-	evs := events(in)
+	evs := providertest.Events(in)
 	for i, ev := range evs {
 		if _, err := rw.Write(ev); err != nil {
 			t.Fatal(err)
@@ -82,7 +83,7 @@ func TestWriterStreamsEventsAsTheyCome(t *testing.T) {
 
 func TestWriterStreamRewrites(t *testing.T) {
 	rec := newRecorder()
-	h := newHolder("GetWeatherArgs")
+	h := providertest.NewHolder("GetWeatherArgs")
 	rw := wrap(rec, h, "text/event-stream", 0)
 	rw.WriteHeader(http.StatusOK)
 	if _, err := io.Copy(rw, onlyReader{bytes.NewReader(fixture(t, "stream-one-tool-1.sse"))}); err != nil {
@@ -111,7 +112,7 @@ func TestWriterRewritesJSON(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			h := newHolder("GetWeatherArgs")
+			h := providertest.NewHolder("GetWeatherArgs")
 			rw := wrap(rec, h, "application/json; charset=utf-8", 0)
 			rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			rw.WriteHeader(http.StatusOK)
@@ -131,8 +132,8 @@ func TestWriterRewritesJSON(t *testing.T) {
 			if got := rec.Header().Get("Content-Length"); got != strconv.Itoa(len(out)) {
 				t.Errorf("Content-Length = %s, body is %d bytes", got, len(out))
 			}
-			if len(h.holds) != 1 {
-				t.Fatalf("the rewriter was not reached: holds %d", len(h.holds))
+			if len(h.Holds()) != 1 {
+				t.Fatalf("the rewriter was not reached: holds %d", len(h.Holds()))
 			}
 			if c := decodeCompletion(t, out).Choices[0]; c.Message.Content != waitText || len(c.Message.ToolCalls) != 0 {
 				t.Errorf("choice = %+v", c)
@@ -154,7 +155,7 @@ func TestWriterFailsClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			rw := wrap(rec, newHolder("GetWeatherArgs"), tc.contentType, tc.max)
+			rw := wrap(rec, providertest.NewHolder("GetWeatherArgs"), tc.contentType, tc.max)
 			if tc.encoding != "" {
 				rw.Header().Set("Content-Encoding", tc.encoding)
 			}
@@ -180,7 +181,7 @@ func TestWriterFailsClosed(t *testing.T) {
 
 	t.Run("rewrite error", func(t *testing.T) {
 		rec := newRecorder()
-		rw := wrap(rec, newHolder(), "application/json", 0)
+		rw := wrap(rec, providertest.NewHolder(), "application/json", 0)
 		if _, err := rw.Write([]byte(`{"choices":[{"message":{"tool_calls":[`)); err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +203,7 @@ func TestWriterPassesOtherResponses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			h := newHolder("GetWeatherArgs")
+			h := providertest.NewHolder("GetWeatherArgs")
 			rw := wrap(rec, h, tc.contentType, 0)
 			rw.WriteHeader(tc.status)
 			if len(rec.headers) != 1 || rec.headers[0] != tc.status {
@@ -216,8 +217,8 @@ func TestWriterPassesOtherResponses(t *testing.T) {
 					t.Error("body changed")
 				}
 			}
-			if err := rw.Close(); err != nil || len(h.holds) != 0 {
-				t.Errorf("Close = %v, holds %d", err, len(h.holds))
+			if err := rw.Close(); err != nil || len(h.Holds()) != 0 {
+				t.Errorf("Close = %v, holds %d", err, len(h.Holds()))
 			}
 		})
 	}
@@ -257,7 +258,7 @@ func TestWriterReadsEveryLabel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			h := newHolder("GetWeatherArgs")
+			h := providertest.NewHolder("GetWeatherArgs")
 			rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
 			rw.SetRequest([]byte(`{"model":"gpt-4o","stream":` + strconv.FormatBool(tc.stream) + `,"messages":[]}`))
 			for _, ct := range tc.types {
@@ -274,8 +275,8 @@ func TestWriterReadsEveryLabel(t *testing.T) {
 			if err := rw.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if len(h.holds) != 1 {
-				t.Fatalf("not read: held %d, wrote %s", len(h.holds), rec.Body.Bytes())
+			if len(h.Holds()) != 1 {
+				t.Fatalf("not read: held %d, wrote %s", len(h.Holds()), rec.Body.Bytes())
 			}
 			if tc.wantSSE {
 				if c := accumulate(t, rec.Body.Bytes()).Choices[0]; len(c.Message.ToolCalls) != 0 {
@@ -300,7 +301,7 @@ func TestWriterReadsEveryLabel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			rw := Wrap(rec, chat.Chat{}, context.Background(), newHolder("GetWeatherArgs"), 0)
+			rw := Wrap(rec, chat.Chat{}, context.Background(), providertest.NewHolder("GetWeatherArgs"), 0)
 			rw.SetRequest([]byte(`{"stream":` + strconv.FormatBool(tc.stream) + `}`))
 			if tc.ct != "" {
 				rw.Header().Set("Content-Type", tc.ct)
@@ -315,7 +316,7 @@ func TestWriterReadsEveryLabel(t *testing.T) {
 
 func TestWriterPassesInformational(t *testing.T) {
 	rec := newRecorder()
-	rw := wrap(rec, newHolder("GetWeatherArgs"), "application/json", 0)
+	rw := wrap(rec, providertest.NewHolder("GetWeatherArgs"), "application/json", 0)
 	rw.WriteHeader(http.StatusEarlyHints)
 	rw.WriteHeader(http.StatusOK)
 	if len(rec.headers) != 1 || rec.headers[0] != http.StatusEarlyHints {
@@ -335,7 +336,7 @@ func TestWriterPassesInformational(t *testing.T) {
 func TestWriterWithoutBody(t *testing.T) {
 	// A HEAD answer: the upstream's Content-Length stands.
 	rec := newRecorder()
-	rw := wrap(rec, newHolder(), "application/json", 0)
+	rw := wrap(rec, providertest.NewHolder(), "application/json", 0)
 	rw.Header().Set("Content-Length", "639")
 	rw.WriteHeader(http.StatusOK)
 	if err := rw.Close(); err != nil {
@@ -348,7 +349,7 @@ func TestWriterWithoutBody(t *testing.T) {
 
 func TestWriterUnwrap(t *testing.T) {
 	rec := newRecorder()
-	rw := wrap(rec, newHolder(), "text/plain", 0)
+	rw := wrap(rec, providertest.NewHolder(), "text/plain", 0)
 	if rw.Unwrap() != http.ResponseWriter(rec) {
 		t.Error("Unwrap does not return the inner writer")
 	}
@@ -409,7 +410,7 @@ func (p *passArray) Close() error { return nil }
 func TestWriterJSONLabelledStream(t *testing.T) {
 	parts := []string{"[{\"candidates\":[]}", "\n,\r\n{\"candidates\":[]}", "\n]"}
 	rec := newRecorder()
-	rw := Wrap(rec, arrayAdapter{}, context.Background(), newHolder("delete_post"), 0)
+	rw := Wrap(rec, arrayAdapter{}, context.Background(), providertest.NewHolder("delete_post"), 0)
 	rw.SetStreamsJSON(true)
 	rw.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	rw.Header().Set("Content-Length", "99")
@@ -434,7 +435,7 @@ func TestWriterJSONLabelledStream(t *testing.T) {
 
 	for name, a := range map[string]provider.Adapter{"one object": arrayAdapter{}, "no ArrayStream": chat.Chat{}} {
 		rec := newRecorder()
-		rw := Wrap(rec, a, context.Background(), newHolder("delete_post"), 0)
+		rw := Wrap(rec, a, context.Background(), providertest.NewHolder("delete_post"), 0)
 		rw.SetStreamsJSON(true)
 		rw.Header().Set("Content-Type", "application/json")
 		rw.WriteHeader(http.StatusOK)

@@ -724,7 +724,7 @@ func FuzzAnthropicStream(f *testing.F) {
 	for _, name := range anthSSEFixtures {
 		f.Add(anthFixture(f, name), []byte{0})
 		f.Add(anthFixture(f, name), []byte{3, 200, 17})
-		for _, v := range crVariants(anthFixture(f, name)) {
+		for _, v := range providertest.CRVariants(anthFixture(f, name)) {
 			f.Add(v, []byte{7})
 		}
 	}
@@ -740,7 +740,7 @@ func FuzzAnthropicStream(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if !hasToolUse(in) && !passedAsRead(in, whole) {
+		if !hasToolUse(in) && !providertest.PassedAsRead(in, whole) {
 			t.Fatalf("a stream without tool_use changed:\n%q\n%q", in, whole)
 		}
 		if anthBlocked(h, whole) {

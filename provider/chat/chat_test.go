@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -26,9 +25,9 @@ import (
 )
 
 const (
-	testLink = "https://gate.example/toolgate/h/"
-	testStep = "abcdefghijklmnopqrstuvwxyz"
-	waitText = "Waiting for your confirmation: Delete this post? Answer here: " + testLink + testStep
+	testLink = providertest.Link
+	testStep = providertest.Step
+	waitText = providertest.WaitText
 )
 
 func fixture(t testing.TB, name string) []byte {
@@ -899,7 +898,7 @@ func FuzzChatStream(f *testing.F) {
 	for _, name := range sseFixtures {
 		f.Add(fixture(f, name), []byte{0})
 		f.Add(fixture(f, name), []byte{3, 200, 17})
-		for _, v := range crVariants(fixture(f, name)) {
+		for _, v := range providertest.CRVariants(fixture(f, name)) {
 			f.Add(v, []byte{7})
 		}
 	}
@@ -914,7 +913,7 @@ func FuzzChatStream(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if !hasToolCalls(in) && !passedAsRead(in, whole) {
+		if !hasToolCalls(in) && !providertest.PassedAsRead(in, whole) {
 			t.Fatalf("a stream without tool calls changed:\n%q\n%q", in, whole)
 		}
 		if blockedInStream(h, whole) {
@@ -1023,27 +1022,4 @@ func BenchmarkChatJSON(b *testing.B) {
 			}
 		})
 	}
-}
-
-// Copied from the interceptor's framing_test.go (the stream tests there
-// use them too).
-
-// passedAsRead reports whether a stream without calls came out as it
-// went in: byte for byte, or, when its bytes hold a CR or a BOM (which
-// readers may read differently, so the gate writes such events in
-// canonical form), as the same events for every reader.
-func passedAsRead(in, out []byte) bool {
-	if bytes.Equal(in, out) {
-		return true
-	}
-	if !bytes.ContainsRune(in, '\r') && !bytes.Contains(in, []byte("\ufeff")) {
-		return false
-	}
-	return reflect.DeepEqual(sse.Parse(in), sse.Parse(out))
-}
-
-// crVariants are a stream's seeds for the fuzzers: its lines ended by a
-// bare CR, and its events each after a BOM.
-func crVariants(in []byte) [][]byte {
-	return [][]byte{bytes.ReplaceAll(in, []byte("\n"), []byte("\r")), bytes.ReplaceAll(in, []byte("\n\n"), []byte("\n\n\ufeff"))}
 }

@@ -317,3 +317,28 @@ func BenchmarkChatRequestWithoutLink(b *testing.B) {
 		}
 	}
 }
+
+func TestResumeNextRequestChatFollowUpCalls(t *testing.T) {
+	// The reply goes on with a call of the app's own, which the app ran:
+	// the reply and its call come after the restored step, then the app's
+	// result.
+	body := []byte(`{"messages":[{"role":"user","content":"go"},` +
+		`{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, "I'll delete it.\n\n"+waitText+"\n\nNow the list:")) + `,"refusal":null,` +
+		`"tool_calls":[{"id":"call_list","type":"function","function":{"name":"list_posts","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_list","content":"[]"},{"role":"user","content":"ok"}]}`)
+	out, err := Chat{}.RewriteRequest(context.Background(), body, testLink, restorer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_del assistant tool:call_list user" {
+		t.Fatalf("roles = %s\n%s", got, out)
+	}
+	follow := gjson.GetBytes(out, "messages.3")
+	if follow.Get("content").Str != "Now the list:" || follow.Get("tool_calls.#").Int() != 1 || follow.Get("tool_calls.0.id").Str != "call_list" ||
+		!follow.Get("refusal").Exists() {
+		t.Errorf("follow-up message = %s", follow.Raw)
+	}
+	if gjson.GetBytes(out, "messages.1").Raw != storedOne {
+		t.Errorf("the stored message took the app's call: %s", gjson.GetBytes(out, "messages.1").Raw)
+	}
+}

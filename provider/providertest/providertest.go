@@ -1,8 +1,9 @@
 // Package providertest holds the test fakes every adapter's tests share:
 // a Holder that judges calls by tool name (or by position) and records
 // what it was asked, a Restorer that answers for known steps and records
-// what it was asked, Events, which cuts an SSE body into its events, and
-// PassedAsRead and CRVariants for the stream fuzzers.
+// what it was asked, Events, which cuts an SSE body into its events,
+// PassedAsRead and CRVariants for the stream fuzzers, and HideVariants and
+// NodeSees for the tests of every reader's line ends.
 // It imports no adapter package.
 package providertest
 
@@ -13,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/sse"
@@ -255,4 +258,31 @@ func PassedAsRead(in, out []byte) bool {
 // bare CR, and its events each after a BOM.
 func CRVariants(in []byte) [][]byte {
 	return [][]byte{bytes.ReplaceAll(in, []byte("\n"), []byte("\r")), bytes.ReplaceAll(in, []byte("\n\n"), []byte("\n\n\ufeff"))}
+}
+
+// HideVariants frames the events of a call so that a reader splitting
+// lines at LF only would not read them, while the Node SDKs (which split
+// at CR, LF and CRLF and drop a BOM at each line start) do.
+func HideVariants(callEvents string) map[string]string {
+	return map[string]string{
+		"a comment ended by a bare CR before it": ": keep-alive\r" + callEvents,
+		"bare CR line ends":                      strings.ReplaceAll(callEvents, "\n", "\r"),
+		"a BOM at the line start":                "\ufeff" + callEvents,
+		"CRLF line ends":                         strings.ReplaceAll(callEvents, "\n", "\r\n"),
+	}
+}
+
+// NodeSees reports whether any event a Node SDK would dispatch from out
+// carries s in its data, bar the error event that ends a stream the gate
+// stopped (its message may name the tool).
+func NodeSees(out []byte, s string) bool {
+	for _, ev := range sse.Parse(out) {
+		if ev.Type == "error" || gjson.Get(ev.Data, "error").Exists() {
+			continue
+		}
+		if strings.Contains(ev.Data, s) {
+			return true
+		}
+	}
+	return false
 }

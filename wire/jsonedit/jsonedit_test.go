@@ -2,8 +2,11 @@ package jsonedit
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestCanonical(t *testing.T) {
@@ -45,3 +48,28 @@ func TestDuplicateKey(t *testing.T) {
 }
 
 // FuzzDuplicateKey: when DuplicateKey finds no key given twice, gjson (the
+// gate's reader) and encoding/json (the server's or app's) agree on every
+// top-level value of an object.
+func FuzzDuplicateKey(f *testing.F) {
+	f.Add([]byte(`{"post":7,"post":8}`))
+	f.Add([]byte(`{"a":{"b":1},"A":2}`))
+	f.Add([]byte(`{"\u0070ost":1,"q":[1,{"r":2}]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || !gjson.ValidBytes(raw) || DuplicateKey(raw) {
+			return
+		}
+		for k, v := range m {
+			got := gjson.GetBytes(raw, gjson.Escape(k))
+			var a, b any
+			if json.Unmarshal(v, &a) != nil || json.Unmarshal([]byte(got.Raw), &b) != nil {
+				continue // a key gjson's path syntax cannot name
+			}
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if !bytes.Equal(ja, jb) {
+				t.Fatalf("key %q: encoding/json reads %s, gjson %s", k, ja, jb)
+			}
+		}
+	})
+}

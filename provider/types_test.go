@@ -1,4 +1,4 @@
-package interceptor
+package provider_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
@@ -36,7 +37,7 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	}
 	for name, msg := range chatJSON {
 		body := chatEnv + msg + `,"logprobs":null,"finish_reason":"stop"}]}`
-		out, err := chat.Chat{}.RewriteJSON(ctx, []byte(body), newHolder("delete_post").passing("read_post"))
+		out, err := chat.Chat{}.RewriteJSON(ctx, []byte(body), providertest.NewHolder("delete_post").Passing("read_post"))
 		if err == nil {
 			t.Errorf("chat json, %s: not refused; the app reads %s", name, out)
 		}
@@ -49,8 +50,8 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	}
 	for name, evs := range chatStreams {
 		in := evs + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
-		out, _, err := rewriteStream([]byte(in), newHolder("delete_post").passing("read_post"))
-		if err == nil || nodeSees(out, "delete_post") {
+		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
+		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
@@ -62,27 +63,27 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	}
 	for name, block := range anthJSON {
 		body := anthEnv + block + `],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
-		out, err := anthropicadapter.Anthropic{}.RewriteJSON(ctx, []byte(body), newHolder("delete_post"))
+		out, err := anthropicadapter.Anthropic{}.RewriteJSON(ctx, []byte(body), providertest.NewHolder("delete_post"))
 		if err == nil {
 			t.Errorf("anthropic json, %s: not refused; the app reads %s", name, out)
 		}
 		in := anthStart("msg_1") + anthTextBlockEvs(0, "Deleting.") +
 			anthEv(`{"type":"content_block_start","index":1,"content_block":`+block+`}`) + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("end_turn", 3)
-		sout, _, err := anthRewrite([]byte(in), newHolder("delete_post"))
-		if err == nil || nodeSees(sout, "delete_post") {
+		sout, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post"))
+		if err == nil || providertest.NodeSees(sout, "delete_post") {
 			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, sout)
 		}
 	}
 
 	respJSON := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"fc_1","type":"function_call_v2","status":"completed","arguments":"{\"post\":7}","call_id":"call_1","name":"delete_post"}],"usage":null}`
-	if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respJSON), newHolder("delete_post")); err == nil {
+	if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respJSON), providertest.NewHolder("delete_post")); err == nil {
 		t.Errorf("responses json, unknown type: not refused; the app reads %s", out)
 	}
 	syn := newSyn().text("msg_1", "Deleting.")
 	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":1,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
 	syn.items = append(syn.items, `{"id":"fc_1","type":"tool_call","status":"completed","arguments":"{}","call_id":"call_1","name":"delete_post"}`)
 	in := syn.completed()
-	if out, err := respRewrite([]byte(in), newHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+	if out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post")); err == nil || providertest.NodeSees(out, "delete_post") {
 		t.Errorf("responses stream, unknown type: not refused (%v); the app reads %s", err, out)
 	}
 }
@@ -125,39 +126,39 @@ func TestProviderSideCalls(t *testing.T) {
 	}
 
 	for typ, block := range anthBlocks("delete_post") {
-		if out, err := (anthropicadapter.Anthropic{}).RewriteJSON(ctx, []byte(anthEnv+block+anthTail), newHolder("delete_post")); err == nil {
+		if out, err := (anthropicadapter.Anthropic{}).RewriteJSON(ctx, []byte(anthEnv+block+anthTail), providertest.NewHolder("delete_post")); err == nil {
 			t.Errorf("anthropic json, %s naming a gated tool: not refused; the app reads %s", typ, out)
 		}
-		if out, _, err := anthRewrite([]byte(anthStream(block)), newHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+		if out, _, err := anthRewrite([]byte(anthStream(block)), providertest.NewHolder("delete_post")); err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("anthropic stream, %s naming a gated tool: not refused (%v); the app reads %s", typ, err, out)
 		}
 	}
 	for typ, item := range respItems("delete_post") {
-		if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respEnv+item+respTail), newHolder("delete_post")); err == nil {
+		if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respEnv+item+respTail), providertest.NewHolder("delete_post")); err == nil {
 			t.Errorf("responses json, %s naming a gated tool: not refused; the app reads %s", typ, out)
 		}
-		if out, err := respRewrite([]byte(respStream(item)), newHolder("delete_post")); err == nil || nodeSees(out, "delete_post") {
+		if out, err := respRewrite([]byte(respStream(item)), providertest.NewHolder("delete_post")); err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("responses stream, %s naming a gated tool: not refused (%v); the app reads %s", typ, err, out)
 		}
 	}
 
 	for typ, block := range anthBlocks("web_search") {
 		body := anthEnv + block + anthTail
-		if out, err := (anthropicadapter.Anthropic{}).RewriteJSON(ctx, []byte(body), newHolder("delete_post")); err != nil || string(out) != body {
+		if out, err := (anthropicadapter.Anthropic{}).RewriteJSON(ctx, []byte(body), providertest.NewHolder("delete_post")); err != nil || string(out) != body {
 			t.Errorf("anthropic json, %s of the provider's own tool: %v, %s", typ, err, out)
 		}
 		in := anthStream(block)
-		if out, _, err := anthRewrite([]byte(in), newHolder("delete_post")); err != nil || string(out) != in {
+		if out, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post")); err != nil || string(out) != in {
 			t.Errorf("anthropic stream, %s of the provider's own tool: %v, %s", typ, err, out)
 		}
 	}
 	for typ, item := range respItems("code_execution") {
 		body := respEnv + item + respTail
-		if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(body), newHolder("delete_post")); err != nil || string(out) != body {
+		if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(body), providertest.NewHolder("delete_post")); err != nil || string(out) != body {
 			t.Errorf("responses json, %s of the provider's own tool: %v, %s", typ, err, out)
 		}
 		in := respStream(item)
-		if out, err := respRewrite([]byte(in), newHolder("delete_post")); err != nil || string(out) != in {
+		if out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post")); err != nil || string(out) != in {
 			t.Errorf("responses stream, %s of the provider's own tool: %v, %s", typ, err, out)
 		}
 	}
@@ -167,7 +168,7 @@ func TestProviderSideCalls(t *testing.T) {
 // an error, not with a clean end the app would take for a whole answer.
 func TestStoppedStreamsEndWithAnError(t *testing.T) {
 	legacy := chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chunk(finishChoice(0, "function_call")) + "data: [DONE]\n\n"
-	out, _, err := rewriteStream([]byte(legacy), newHolder("delete_post"))
+	out, _, err := rewriteStream([]byte(legacy), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("chat: not stopped")
 	}
@@ -179,7 +180,7 @@ func TestStoppedStreamsEndWithAnError(t *testing.T) {
 	}
 
 	anth := anthStart("msg_1") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_call","id":"toolu_1","name":"delete_post","input":{}}}`) + anthEnd("end_turn", 1)
-	aout, _, err := anthRewrite([]byte(anth), newHolder("delete_post"))
+	aout, _, err := anthRewrite([]byte(anth), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("anthropic: not stopped")
 	}
@@ -192,7 +193,7 @@ func TestStoppedStreamsEndWithAnError(t *testing.T) {
 
 	syn := newSyn()
 	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
-	rout, err := respRewrite([]byte(syn.completed()), newHolder("delete_post"))
+	rout, err := respRewrite([]byte(syn.completed()), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("responses: not stopped")
 	}

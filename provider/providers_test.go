@@ -1,4 +1,4 @@
-package interceptor
+package provider_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package interceptor
+package provider_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
 
@@ -28,7 +29,7 @@ const (
 func TestEscapedKeysAreRead(t *testing.T) {
 	ctx := context.Background()
 	t.Run("chat json", func(t *testing.T) {
-		h := newHolder("delete_post")
+		h := providertest.NewHolder("delete_post")
 		out, err := chat.Chat{}.RewriteJSON(ctx, []byte(chatEscapedJSON), h)
 		if err != nil {
 			t.Fatal(err)
@@ -37,25 +38,25 @@ func TestEscapedKeysAreRead(t *testing.T) {
 		if err := json.Unmarshal(out, &c); err != nil {
 			t.Fatal(err)
 		}
-		if len(h.holds) != 1 || len(c.Choices[0].Message.ToolCalls) != 0 || !strings.Contains(c.Choices[0].Message.Content, waitText) {
-			t.Fatalf("held %d times; openai-go reads %s", len(h.holds), out)
+		if len(h.Holds()) != 1 || len(c.Choices[0].Message.ToolCalls) != 0 || !strings.Contains(c.Choices[0].Message.Content, waitText) {
+			t.Fatalf("held %d times; openai-go reads %s", len(h.Holds()), out)
 		}
 	})
 	t.Run("chat stream", func(t *testing.T) {
 		in := strings.Replace(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post")))), `"tool_calls"`, `"\u0074ool_calls"`, 1) +
 			chunk(deltaChoice(0, strings.Replace(toolDelta(toolArgs(0, `{"post":7}`)), `"tool_calls"`, `"tool\u005fcalls"`, 1))) +
 			chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
-		h := newHolder("delete_post")
+		h := providertest.NewHolder("delete_post")
 		out, _, err := rewriteStream([]byte(in), h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if acc := accumulate(t, out); len(h.holds) != 1 || len(acc.Choices[0].Message.ToolCalls) != 0 {
-			t.Fatalf("held %d times; openai-go reads %s", len(h.holds), out)
+		if acc := accumulate(t, out); len(h.Holds()) != 1 || len(acc.Choices[0].Message.ToolCalls) != 0 {
+			t.Fatalf("held %d times; openai-go reads %s", len(h.Holds()), out)
 		}
 	})
 	t.Run("anthropic json", func(t *testing.T) {
-		h := newHolder("delete_post")
+		h := providertest.NewHolder("delete_post")
 		out, err := anthropicadapter.Anthropic{}.RewriteJSON(ctx, []byte(anthEscapedJSON), h)
 		if err != nil {
 			t.Fatal(err)
@@ -64,12 +65,12 @@ func TestEscapedKeysAreRead(t *testing.T) {
 		if err := json.Unmarshal(out, &m); err != nil {
 			t.Fatal(err)
 		}
-		if len(h.holds) != 1 || strings.Contains(string(out), "delete_post") {
-			t.Fatalf("held %d times; anthropic-sdk-go reads %+v", len(h.holds), m.Content)
+		if len(h.Holds()) != 1 || strings.Contains(string(out), "delete_post") {
+			t.Fatalf("held %d times; anthropic-sdk-go reads %+v", len(h.Holds()), m.Content)
 		}
 	})
 	t.Run("responses json", func(t *testing.T) {
-		h := newHolder("delete_post")
+		h := providertest.NewHolder("delete_post")
 		out, err := responsesadapter.Responses{}.RewriteJSON(ctx, []byte(respEscapedJSON), h)
 		if err != nil {
 			t.Fatal(err)
@@ -78,8 +79,8 @@ func TestEscapedKeysAreRead(t *testing.T) {
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatal(err)
 		}
-		if len(h.holds) != 1 || strings.Contains(string(out), "delete_post") {
-			t.Fatalf("held %d times; openai-go reads %s", len(h.holds), out)
+		if len(h.Holds()) != 1 || strings.Contains(string(out), "delete_post") {
+			t.Fatalf("held %d times; openai-go reads %s", len(h.Holds()), out)
 		}
 	})
 }
@@ -129,7 +130,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	}
 	for name, body := range chatJSON {
 		lastReaderSees(t, "chat json, "+name, body)
-		h := newHolder("delete_post").passing("read_post")
+		h := providertest.NewHolder("delete_post").Passing("read_post")
 		out, err := chat.Chat{}.RewriteJSON(context.Background(), []byte(body), h)
 		if err == nil {
 			t.Errorf("chat json, %s: not refused; the app reads %s", name, out)
@@ -146,7 +147,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	}
 	for name, body := range anthJSON {
 		lastReaderSees(t, "anthropic json, "+name, body)
-		h := newHolder("delete_post").passing("read_post")
+		h := providertest.NewHolder("delete_post").Passing("read_post")
 		out, err := anthropicadapter.Anthropic{}.RewriteJSON(context.Background(), []byte(body), h)
 		if err == nil {
 			t.Errorf("anthropic json, %s: not refused; the app reads %s", name, out)
@@ -165,7 +166,7 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	}
 	for name, body := range respJSON {
 		lastReaderSees(t, "responses json, "+name, body)
-		h := newHolder("delete_post").passing("read_post")
+		h := providertest.NewHolder("delete_post").Passing("read_post")
 		out, err := responsesadapter.Responses{}.RewriteJSON(context.Background(), []byte(body), h)
 		if err == nil {
 			t.Errorf("responses json, %s: not refused; the app reads %s", name, out)
@@ -180,8 +181,8 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	}
 	for name, ev := range chatStreams {
 		in := ev + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
-		out, _, err := rewriteStream([]byte(in), newHolder("delete_post").passing("read_post"))
-		if err == nil || nodeSees(out, "delete_post") {
+		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
+		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
@@ -191,8 +192,8 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 	}
 	for name, ev := range anthStreams {
 		in := anthStart("msg_1") + anthTextBlockEvs(0, "Hi") + ev + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("tool_use", 3)
-		out, _, err := anthRewrite([]byte(in), newHolder("delete_post").passing("read_post"))
-		if err == nil || nodeSees(out, "delete_post") {
+		out, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
+		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
@@ -204,8 +205,8 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 		syn := newSyn().text("msg_1", "Hi")
 		syn.ev("%s", ev)
 		in := syn.b.String()
-		out, err := respRewrite([]byte(in), newHolder("delete_post").passing("read_post"))
-		if err == nil || nodeSees(out, "delete_post") {
+		out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
+		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("responses stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
