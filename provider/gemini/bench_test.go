@@ -106,7 +106,7 @@ func BenchmarkTurnJSONText(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		t := Provider{}.NewTurn(context.Background(), &fakeHolder{}, req, 2)
+		t := Provider{}.NewTurn(context.Background(), holder(nil), req, 2)
 		if err := t.JSON(body); err != nil {
 			b.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func BenchmarkTurnStreamText(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		t := Provider{}.NewTurn(context.Background(), &fakeHolder{}, req, 2)
+		t := Provider{}.NewTurn(context.Background(), holder(nil), req, 2)
 		s := t.Stream(io.Discard, nil)
 		for p := body; len(p) > 0; {
 			n := min(512, len(p))
@@ -148,7 +148,7 @@ func benchStream(b *testing.B, f Framing, body []byte) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		s := NewStream(context.Background(), f, io.Discard, nil, &fakeHolder{})
+		s := NewStream(context.Background(), f, io.Discard, nil, holder(nil))
 		for p := body; len(p) > 0; {
 			n := min(512, len(p))
 			if _, err := s.Write(p[:n]); err != nil {
@@ -168,7 +168,7 @@ func BenchmarkStreamHeld(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		s := NewStream(context.Background(), SSE, io.Discard, nil, &fakeHolder{fates: []Fate{Held, Passed}})
+		s := NewStream(context.Background(), SSE, io.Discard, nil, holder(nil, Held, Passed))
 		if _, err := s.Write(body); err != nil {
 			b.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
 	"github.com/toolgate/toolgate/provider"
 )
 
@@ -40,7 +41,7 @@ func FuzzRewrite(f *testing.F) {
 		fates := make([]Fate, len(calls))
 		var passed []string
 		for i := range calls {
-			fates[i] = Fate((pick >> (2 * (i % 4))) & 3 % 3)
+			fates[i] = []Fate{Passed, Held, Refused}[(pick>>(2*(i%4)))&3%3]
 			if fates[i] == Passed {
 				passed = append(passed, calls[i].Name)
 			}
@@ -185,7 +186,7 @@ func FuzzContinuation(f *testing.F) {
 		contents := make([]string, len(mine))
 		refused := 0
 		for i := range mine {
-			fates[i] = Fate((pick >> i) & 1 * 2) // Passed or Refused
+			fates[i] = []Fate{Passed, Refused}[(pick>>i)&1]
 			if fates[i] == Refused {
 				refused++
 				contents[i] = "no"

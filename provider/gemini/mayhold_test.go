@@ -57,8 +57,8 @@ func TestStreamHoldsACallInEverySpelling(t *testing.T) {
 			}
 			secrets := []string{"delete_post", `"post"`}
 			out, _, h := everySplit(t, streamCase{body: sseOf(text, call), framing: SSE, secrets: secrets})
-			if len(h.holds) != 1 {
-				t.Fatalf("%d holds; the app read\n%s", len(h.holds), out)
+			if len(h.Holds()) != 1 {
+				t.Fatalf("%d holds; the app read\n%s", len(h.Holds()), out)
 			}
 			parts, _ := genaiParts(t, out, false)
 			if len(parts) != 2 || parts[0].Text != "Deleting it." || !strings.Contains(parts[1].Text, wait) {
@@ -66,8 +66,8 @@ func TestStreamHoldsACallInEverySpelling(t *testing.T) {
 			}
 			arr := []byte("[" + text + ",\r\n" + call + "]")
 			out, _, h = everySplit(t, streamCase{body: arr, framing: JSONArray, secrets: secrets})
-			if len(h.holds) != 1 || !json.Valid(out) {
-				t.Fatalf("%d holds; the app read\n%s", len(h.holds), out)
+			if len(h.Holds()) != 1 || !json.Valid(out) {
+				t.Fatalf("%d holds; the app read\n%s", len(h.Holds()), out)
 			}
 		})
 	}

@@ -237,40 +237,31 @@ func readPart(p gjson.Result) (part, error) {
 	return pt, nil
 }
 
-// Fate is what becomes of one call in a rewritten response.
-type Fate uint8
+// Fate is what becomes of one call in a rewritten response: provider's,
+// as every adapter reads a Verdict. Its zero value is Held (fail closed):
+// a call the gate does not inspect is marked Passed explicitly.
+type Fate = provider.Fate
 
+// The fates of a call.
 const (
 	// Passed: the call reaches the app untouched.
-	Passed Fate = iota
+	Passed = provider.Passed
 	// Held: the call is removed; its candidate's text takes the place of
 	// the first held call.
-	Held
+	Held = provider.Held
 	// Refused: the call is removed without text; its refusal goes back to
 	// the model (Continuation). A refusal shown in place instead is Held,
 	// its content added to the text.
-	Refused
+	Refused = provider.Refused
 )
 
 // Fates reads a Verdict for the gated calls of one candidate, as the
-// other providers do: a call named by a Refusal (by Call.ID, synthetic ids
-// included) is Refused, else one Pass marks true is Passed, else Held
-// (fail closed). contents holds each refused call's refusal content.
+// other providers do (provider.Verdict.Fates): a call named by a Refusal
+// (by Call.ID, synthetic ids included) is Refused, else one Pass marks
+// true is Passed, else Held (fail closed). contents holds each refused
+// call's refusal content.
 func Fates(v provider.Verdict, calls []provider.Call) (fates []Fate, contents []string) {
-	fates = make([]Fate, len(calls))
-	contents = make([]string, len(calls))
-	for i, c := range calls {
-		fates[i] = Held
-		if i < len(v.Pass) && v.Pass[i] {
-			fates[i] = Passed
-		}
-		for _, r := range v.Refusals {
-			if r.CallID == c.ID {
-				fates[i], contents[i] = Refused, r.Content
-				break
-			}
-		}
-	}
+	fates, contents, _, _ = v.Fates(calls)
 	return fates, contents
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/tidwall/gjson"
@@ -689,6 +688,7 @@ func (s *Stream) settle(i int, sc *streamCand) {
 	contents := make([]string, len(sc.calls))
 	k := 0
 	for j := range sc.calls {
+		sc.fates[j] = Passed // not inspected
 		if sc.gated[j] {
 			sc.fates[j], contents[j] = gf[k], gc[k]
 			k++
@@ -701,27 +701,10 @@ func (s *Stream) settle(i int, sc *streamCand) {
 	s.settled = append(s.settled, Settlement{Choice: i, Calls: sc.calls, Fates: sc.fates, Contents: contents, Content: content, Verdict: v})
 }
 
-// inPlace is the text shown when refusals cannot go back to the model:
-// the verdict's text, then each refusal's content, blank lines between.
-func inPlace(text string, fates []Fate, contents []string) string {
-	var b strings.Builder
-	b.WriteString(text)
-	for i, f := range fates {
-		if f != Refused || contents[i] == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		b.WriteString(contents[i])
-	}
-	return b.String()
-}
-
-// shownInPlace is inPlace for refusals that cannot go back to the model,
-// and marks them Held: they are shown where the held calls were.
+// shownInPlace is provider.InPlace for refusals that cannot go back to
+// the model, and marks them Held: they are shown where the held calls were.
 func shownInPlace(text string, fates []Fate, contents []string) string {
-	text = inPlace(text, fates, contents)
+	text = provider.InPlace(text, fates, contents)
 	for k, f := range fates {
 		if f == Refused {
 			fates[k] = Held

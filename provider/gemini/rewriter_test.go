@@ -15,52 +15,24 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/gemini/geminitest"
+	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
-// fakeHolder gates the tools in gated (nil: every tool) and judges the
-// gated calls of a candidate by position: fates[i] (Held past the end).
-// It records what Hold got and how many bytes the app had then.
-type fakeHolder struct {
-	gated map[string]bool
-	fates []Fate
-	text  string
-	step  string
-	dst   *bytes.Buffer
-	holds []fakeHold
-}
-
-type fakeHold struct {
-	calls   []provider.Call
-	message []byte
-	before  string // what the app had read when Hold was asked
-}
-
-func (h *fakeHolder) Gated(name string) bool { return h.gated == nil || h.gated[name] }
-
-func (h *fakeHolder) Hold(_ context.Context, calls []provider.Call, message []byte, kept provider.Kept) provider.Verdict {
-	fh := fakeHold{calls: calls, message: slices.Clone(message)}
-	if h.dst != nil {
-		fh.before = h.dst.String()
+// holder is providertest's Holder as these tests judge calls: the tools
+// in gated inspected (nil: every tool), the gated calls of a candidate
+// judged by position (fates[i], Held past the end), wait shown in place
+// of held ones.
+func holder(gated map[string]bool, fates ...Fate) *providertest.Holder {
+	var names []string
+	for n := range gated {
+		names = append(names, n)
 	}
-	h.holds = append(h.holds, fh)
-	v := provider.Verdict{Text: h.text, Step: h.step, Pass: make([]bool, len(calls))}
-	for i, c := range calls {
-		f := Held
-		if i < len(h.fates) {
-			f = h.fates[i]
-		}
-		switch f {
-		case Passed:
-			v.Pass[i] = true
-		case Refused:
-			v.Refusals = append(v.Refusals, provider.Refusal{CallID: c.ID, Content: "Refused: " + c.Name + " needs a reason."})
-		}
+	h := providertest.NewHolder(names...).ByPosition(fates...).Saying(wait)
+	if gated == nil {
+		h.GatingAll()
 	}
-	if slices.Contains(h.fates[:min(len(h.fates), len(calls))], Held) || len(calls) > len(h.fates) {
-		v.Text = wait
-	}
-	return v
+	return h
 }
 
 // streamCase is one recording and how the fake judges it.
@@ -79,9 +51,9 @@ var errAny = errors.New("any error")
 
 // runStream writes body to a new Stream in the pieces cuts gives and
 // closes it.
-func runStream(c streamCase, cuts []int) (out []byte, s *Stream, h *fakeHolder, err error) {
+func runStream(c streamCase, cuts []int) (out []byte, s *Stream, h *providertest.Holder, err error) {
 	var dst bytes.Buffer
-	h = &fakeHolder{gated: c.gated, fates: c.fates, dst: &dst}
+	h = holder(c.gated, c.fates...).Watching(&dst)
 	s = NewStream(context.Background(), c.framing, &dst, func() error { return nil }, h)
 	s.Continue = c.cont
 	prev := 0
@@ -118,7 +90,7 @@ func splits(n int) [][]int {
 
 // everySplit runs c whole, then at every split: the same bytes reach the
 // app each time, and no secret ever does.
-func everySplit(t *testing.T, c streamCase) (out []byte, s *Stream, h *fakeHolder) {
+func everySplit(t *testing.T, c streamCase) (out []byte, s *Stream, h *providertest.Holder) {
 	t.Helper()
 	out, s, h, err := runStream(c, nil)
 	check := func(out []byte, err error, cuts []int) {
@@ -195,9 +167,9 @@ func TestStreamHoldsAGatedCall(t *testing.T) {
 		if last.Candidates[0].FinishReason != genai.FinishReasonStop || last.Candidates[0].FinishMessage != "" || last.UsageMetadata == nil {
 			t.Fatalf("%+v", last.Candidates[0])
 		}
-		if len(h.holds) != 1 || h.holds[0].calls[0].ID != SyntheticID(0) || !gjson.ValidBytes(h.holds[0].message) ||
-			gjson.GetBytes(h.holds[0].message, "parts.0.functionCall.args.latitude").Str != "52.5200" {
-			t.Fatalf("%+v", h.holds)
+		if len(h.Holds()) != 1 || h.Holds()[0].Calls[0].ID != SyntheticID(0) || !gjson.ValidBytes(h.Holds()[0].Message) ||
+			gjson.GetBytes(h.Holds()[0].Message, "parts.0.functionCall.args.latitude").Str != "52.5200" {
+			t.Fatalf("%+v", h.Holds())
 		}
 	}
 }
@@ -214,8 +186,8 @@ func TestStreamPassesWhatItDoesNotHold(t *testing.T) {
 			if !bytes.Equal(out, c.body) {
 				t.Fatalf("changed:\n%q", out)
 			}
-			if (c.gated == nil) != (len(h.holds) == 1) {
-				t.Fatalf("holds %d", len(h.holds))
+			if (c.gated == nil) != (len(h.Holds()) == 1) {
+				t.Fatalf("holds %d", len(h.Holds()))
 			}
 		})
 	}
@@ -229,7 +201,7 @@ func TestStreamParallelFirstHeldSecondPassed(t *testing.T) {
 	if len(parts) != 2 || parts[0].Text != wait || parts[1].FunctionCall == nil || parts[1].FunctionCall.Args["password"] != "radiance" || !bytes.Equal(parts[1].ThoughtSignature, want) {
 		t.Fatalf("parts %+v %+v", parts[0], parts[1])
 	}
-	if cs := h.holds[0].calls; len(cs) != 2 || cs[1].Position != 1 || cs[1].ID != SyntheticID(1) {
+	if cs := h.Holds()[0].Calls; len(cs) != 2 || cs[1].Position != 1 || cs[1].ID != SyntheticID(1) {
 		t.Fatalf("%+v", cs)
 	}
 }
@@ -317,7 +289,7 @@ func TestStreamVertexNoArgs(t *testing.T) {
 	if len(parts) != 3 || !parts[0].Thought || parts[1].Text != wait || parts[1].ThoughtSignature != nil || parts[2].Text != "" {
 		t.Fatalf("%+v", parts)
 	}
-	if cs := h.holds[0].calls; len(cs) != 1 || string(cs[0].Arguments) != "{}" || !strings.Contains(h.holds[0].before, "Processing User Requests") {
+	if cs := h.Holds()[0].Calls; len(cs) != 1 || string(cs[0].Arguments) != "{}" || !strings.Contains(h.Holds()[0].Before, "Processing User Requests") {
 		t.Fatalf("%+v; the thought had not reached the app when Hold was asked", cs)
 	}
 	out, _, _ = everySplit(t, streamCase{body: body, framing: SSE, fates: []Fate{Passed}})
@@ -353,10 +325,10 @@ func TestStreamCallsInSeparateChunks(t *testing.T) {
 		parts[2].FunctionCall.Args["password"] != "radiance" || !bytes.Equal(parts[2].ThoughtSignature, want) {
 		t.Fatalf("%+v", parts)
 	}
-	hd := h.holds[0]
-	if len(hd.calls) != 2 || hd.calls[0].ID != SyntheticID(0) || hd.calls[1].ID != SyntheticID(1) || hd.calls[1].Position != 1 ||
-		gjson.GetBytes(hd.message, "parts.#").Int() != 4 || hd.before != string(body[:bytes.Index(body, []byte("\r\n\r\n"))+4]) {
-		t.Fatalf("%+v %s %q", hd.calls, hd.message, hd.before)
+	hd := h.Holds()[0]
+	if len(hd.Calls) != 2 || hd.Calls[0].ID != SyntheticID(0) || hd.Calls[1].ID != SyntheticID(1) || hd.Calls[1].Position != 1 ||
+		gjson.GetBytes(hd.Message, "parts.#").Int() != 4 || hd.Before != string(body[:bytes.Index(body, []byte("\r\n\r\n"))+4]) {
+		t.Fatalf("%+v %s %q", hd.Calls, hd.Message, hd.Before)
 	}
 }
 
@@ -373,7 +345,7 @@ func TestStreamUngatedCallBeforeAGatedOne(t *testing.T) {
 	if len(parts) != 3 || parts[0].FunctionCall.Args["q"] != "x" || parts[1].Text != wait || parts[2].FunctionCall.Args["q"] != "y" {
 		t.Fatalf("%+v", parts)
 	}
-	if cs := h.holds[0].calls; len(cs) != 1 || cs[0].Position != 1 || cs[0].ID != SyntheticID(1) || !strings.Contains(h.holds[0].before, `"q":"x"`) {
+	if cs := h.Holds()[0].Calls; len(cs) != 1 || cs[0].Position != 1 || cs[0].ID != SyntheticID(1) || !strings.Contains(h.Holds()[0].Before, `"q":"x"`) {
 		t.Fatalf("%+v", cs)
 	}
 }
@@ -530,7 +502,7 @@ func TestStreamFollowUp(t *testing.T) {
 	)
 	for _, cut := range []int{1, 7, 100, len(follow) / 2} {
 		var dst bytes.Buffer
-		h := &fakeHolder{fates: []Fate{Refused}}
+		h := holder(nil, Refused)
 		s := NewStream(context.Background(), SSE, &dst, nil, h)
 		s.Continue = true
 		if _, err := s.Write(body); err != nil || s.Close() != nil || !s.Withheld() {
@@ -576,8 +548,8 @@ func TestStreamTwoCandidates(t *testing.T) {
 		`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":1}]}`,
 	)
 	out, s, h := everySplit(t, streamCase{body: body, framing: SSE, cont: true, fates: []Fate{Refused}, secrets: []string{"/a/secret", "/b/secret"}})
-	if len(h.holds) != 2 || h.holds[0].calls[0].Choice != 0 || h.holds[1].calls[0].Choice != 1 || h.holds[1].before != "" {
-		t.Fatalf("%+v", h.holds)
+	if len(h.Holds()) != 2 || h.Holds()[0].Calls[0].Choice != 0 || h.Holds()[1].Calls[0].Choice != 1 || h.Holds()[1].Before != "" {
+		t.Fatalf("%+v", h.Holds())
 	}
 	if s.Withheld() {
 		t.Fatal("two candidates: no continuation, the refusals are shown")
@@ -628,13 +600,13 @@ func TestStreamWaitsForTheStep(t *testing.T) {
 		{"stream-parallel-function-calls.sse", []Fate{Held, Passed}, false},
 	} {
 		var dst bytes.Buffer
-		h := &fakeHolder{fates: c.fates, step: "s1"}
+		h := holder(nil, c.fates...)
 		s := NewStream(context.Background(), SSE, &dst, nil, h)
 		s.WaitForStep = true
 		if _, err := s.Write(read(t, c.file)); err != nil || s.Close() != nil {
 			t.Fatal(err)
 		}
-		if s.Withheld() != c.wait || bytes.Contains(dst.Bytes(), []byte("finishReason")) == c.wait || s.Settlements()[0].Verdict.Step != "s1" {
+		if s.Withheld() != c.wait || bytes.Contains(dst.Bytes(), []byte("finishReason")) == c.wait || s.Settlements()[0].Verdict.Step != step {
 			t.Fatalf("%s: withheld %v\n%q", c.file, s.Withheld(), dst.Bytes())
 		}
 		if c.wait {

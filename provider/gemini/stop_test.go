@@ -98,7 +98,7 @@ func TestStreamCutArrayEndsInAnError(t *testing.T) {
 // and Finish), as the glue drives it: Close reports the failure, and what
 // the app read ends in the error event; Finish writes nothing more.
 func TestTurnStreamCutEndsInAnError(t *testing.T) {
-	h := &fakeHolder{fates: []Fate{Held}}
+	h := holder(nil, Held)
 	tr := Provider{}.NewTurn(context.Background(), h, []byte(turnRequest), 3)
 	var dst bytes.Buffer
 	s := tr.Stream(&dst, func() error { return nil })
@@ -116,8 +116,8 @@ func TestTurnStreamCutEndsInAnError(t *testing.T) {
 		t.Fatal("Finish: no error")
 	}
 	evs := sse.Parse(dst.Bytes())
-	if dst.Len() != n || len(evs) != 2 || !strings.HasPrefix(evs[1].Data, `{"error":`) || len(h.holds) != 0 {
-		t.Fatalf("the app read %q; holds %d", dst.Bytes(), len(h.holds))
+	if dst.Len() != n || len(evs) != 2 || !strings.HasPrefix(evs[1].Data, `{"error":`) || len(h.Holds()) != 0 {
+		t.Fatalf("the app read %q; holds %d", dst.Bytes(), len(h.Holds()))
 	}
 }
 

@@ -92,7 +92,10 @@ func (t *gemTurn) rewriteJSON(body []byte) ([]byte, *gemStep, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	fates := make([]Fate, len(calls)) // Passed unless judged otherwise
+	fates := make([]Fate, len(calls))
+	for i := range fates {
+		fates[i] = Passed // unless judged otherwise
+	}
 	contents := make([]string, len(calls))
 	texts := make(map[int]string)
 	var step *gemStep
@@ -130,7 +133,7 @@ func (t *gemTurn) rewriteJSON(body []byte) ([]byte, *gemStep, error) {
 		}
 		texts[ch] = text
 		if cont {
-			step = &gemStep{content: content, fallback: inPlace("", gf, gc)}
+			step = &gemStep{content: content, fallback: provider.InPlace("", gf, gc)}
 			for i, c := range calls {
 				if c.Choice == ch {
 					step.calls = append(step.calls, c)
@@ -207,7 +210,7 @@ func (t *gemTurn) closed(s *Stream) {
 			}
 		}
 		t.Pending = &gemStep{content: last.Content, calls: last.Calls, fates: last.Fates, contents: last.Contents,
-			fallback: inPlace("", refused, rc)}
+			fallback: provider.InPlace("", refused, rc)}
 	}
 	t.HoldsStep(last.Verdict, !t.reached && t.allowed())
 }

@@ -23,7 +23,7 @@ func TestTurnUnaryHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &fakeHolder{fates: []Fate{Held}}
+	h := holder(nil, Held)
 	tr := Provider{}.NewTurn(context.Background(), h, []byte(turnRequest), 3)
 	if err := tr.JSON(body); err != nil {
 		t.Fatal(err)
@@ -41,8 +41,8 @@ func TestTurnUnaryHeld(t *testing.T) {
 	if got := gjson.GetBytes(out, "candidates.0.content.parts.0.text").Str; got != wait {
 		t.Errorf("text = %q, want the waiting text", got)
 	}
-	if len(h.holds) != 1 || len(h.holds[0].calls) != 1 || h.holds[0].calls[0].Name != "weather" {
-		t.Errorf("Hold got %+v", h.holds)
+	if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 1 || h.Holds()[0].Calls[0].Name != "weather" {
+		t.Errorf("Hold got %+v", h.Holds())
 	}
 }
 
@@ -51,7 +51,7 @@ func TestTurnUnaryHeld(t *testing.T) {
 // the follow-up's answer is merged into the first.
 func TestTurnUnaryRefusedContinues(t *testing.T) {
 	body, _ := os.ReadFile("testdata/function-call.json")
-	h := &fakeHolder{fates: []Fate{Refused}}
+	h := holder(nil, Refused)
 	tr := Provider{}.NewTurn(context.Background(), h, []byte(turnRequest), 3)
 	if err := tr.JSON(body); err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestTurnUnaryRefusedContinues(t *testing.T) {
 // in place.
 func TestTurnUnaryRefusedInPlace(t *testing.T) {
 	body, _ := os.ReadFile("testdata/function-call.json")
-	tr := Provider{}.NewTurn(context.Background(), &fakeHolder{fates: []Fate{Refused}}, nil, 3)
+	tr := Provider{}.NewTurn(context.Background(), holder(nil, Refused), nil, 3)
 	if err := tr.JSON(body); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestTurnUnaryRefusedInPlace(t *testing.T) {
 func TestTurnStreamRefusedContinues(t *testing.T) {
 	call := `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{}}}]},"finishReason":"STOP","index":0}],"responseId":"r1","modelVersion":"m"}`
 	var dst bytes.Buffer
-	tr := Provider{}.NewTurn(context.Background(), &fakeHolder{fates: []Fate{Refused}}, []byte(turnRequest), 3)
+	tr := Provider{}.NewTurn(context.Background(), holder(nil, Refused), []byte(turnRequest), 3)
 	s := tr.Stream(&dst, nil)
 	if _, err := s.Write([]byte("data: " + call + "\r\n\r\n")); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestTurnStreamRefusedContinues(t *testing.T) {
 func TestTurnStreamFinishWritesTheWithheldEnd(t *testing.T) {
 	call := `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{}}}]},"finishReason":"STOP","index":0}]}`
 	var dst bytes.Buffer
-	tr := Provider{}.NewTurn(context.Background(), &fakeHolder{fates: []Fate{Refused}}, []byte(turnRequest), 3)
+	tr := Provider{}.NewTurn(context.Background(), holder(nil, Refused), []byte(turnRequest), 3)
 	s := tr.Stream(&dst, nil)
 	s.Write([]byte("data: " + call + "\n\n"))
 	if err := s.Close(); err != nil {
@@ -171,11 +171,11 @@ func TestTurnStreamFinishWritesTheWithheldEnd(t *testing.T) {
 // an ambiguous alt, say), is refused when it may hold a call, passed when
 // it cannot. A writer told reads it through ArrayStream.
 func TestTurnJSONArrayFailsClosed(t *testing.T) {
-	tr := Provider{}.NewTurn(context.Background(), &fakeHolder{}, []byte(turnRequest), 3)
+	tr := Provider{}.NewTurn(context.Background(), holder(nil), []byte(turnRequest), 3)
 	if err := tr.JSON([]byte(`[{"candidates":[{"content":{"parts":[{"functionCall":{"name":"weather"}}]}}]}]`)); err == nil {
 		t.Error("an array holding a call passed")
 	}
-	tr = Provider{}.NewTurn(context.Background(), &fakeHolder{}, []byte(turnRequest), 3)
+	tr = Provider{}.NewTurn(context.Background(), holder(nil), []byte(turnRequest), 3)
 	if err := tr.JSON([]byte(`[{"candidates":[{"content":{"parts":[{"text":"hi"}]}}]}]`)); err != nil {
 		t.Errorf("an array of text: %v", err)
 	}
@@ -200,7 +200,7 @@ func TestTurnJSONArrayStreamRefusedContinues(t *testing.T) {
 	call := `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{"city":"Berlin"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":15},"responseId":"r1","modelVersion":"m"}`
 	follow := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Why?"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"totalTokenCount":7},"responseId":"r2"}`
 	var dst bytes.Buffer
-	tr := Provider{}.NewTurn(context.Background(), &fakeHolder{fates: []Fate{Refused}}, []byte(turnRequest), 3)
+	tr := Provider{}.NewTurn(context.Background(), holder(nil, Refused), []byte(turnRequest), 3)
 	s := arrayStream(t, tr, &dst)
 	for _, p := range []string{"[" + text, ArraySep + call, ArrayClose} {
 		if _, err := s.Write([]byte(p)); err != nil {
@@ -259,7 +259,7 @@ func TestTurnStreamOfOneObjectFailsClosed(t *testing.T) {
 		"data: {\"candidates\":[]}\r\n\r\n",
 	} {
 		var dst bytes.Buffer
-		tr := Provider{}.NewTurn(context.Background(), &fakeHolder{}, []byte(turnRequest), 3)
+		tr := Provider{}.NewTurn(context.Background(), holder(nil), []byte(turnRequest), 3)
 		s := arrayStream(t, tr, &dst)
 		_, werr := s.Write([]byte(body))
 		cerr := s.Close()
