@@ -264,7 +264,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("provider %q: want auto, %s", h.Provider, strings.Join(provider.Names(), ", "))
 	}
 	if p := provider.Lookup(h.Provider); p != nil && h.Owner == "" && len(h.OwnerFields) == 0 {
-		if r, ok := p.(interface{ RequiresOwner() bool }); ok && r.RequiresOwner() {
+		if r, ok := p.(provider.OwnerRequirer); ok && r.RequiresOwner() {
 			return fmt.Errorf("provider %q: its requests name no end user, so the route must set owner (a placeholder such as {http.request.header.X-User}) or owner_fields", h.Provider)
 		}
 	}
@@ -473,7 +473,7 @@ func (h *Handler) ownerless(prov provider.Provider, method, path string) *refusa
 	if h.Owner != "" || len(h.OwnerFields) > 0 {
 		return nil
 	}
-	if ro, ok := prov.(interface{ RequiresOwner() bool }); !ok || !ro.RequiresOwner() {
+	if ro, ok := prov.(provider.OwnerRequirer); !ok || !ro.RequiresOwner() {
 		return nil
 	}
 	return &refusal{http.StatusForbidden, fmt.Sprintf("%s %s is a %s request, which names no end user, and this route reads the conversation's owner from the request body only; the operator must set owner (a placeholder such as {http.request.header.X-User-Id}) or owner_fields on the route", method, path, prov.Name())}
@@ -655,9 +655,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) e
 	// own body for its paths.
 	path := canonicalPath(r.URL.Path)
 	for _, p := range provider.All() {
-		if rb, ok := p.(interface {
-			RefusalBody(path string, status int, message string) ([]byte, bool)
-		}); ok {
+		if rb, ok := p.(provider.Refuser); ok {
 			if b, ok := rb.RefusalBody(path, ref.status, "toolgate: "+ref.msg); ok {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(ref.status)

@@ -196,7 +196,7 @@ func (g *GuardWriter) Written() bool { return g.header || g.mode == guardPassing
 // readsShape reports whether a reads body as its own answer (shape.Reads
 // with its AnswerKey); an adapter without one reads none.
 func readsShape(a provider.Adapter, body []byte) bool {
-	k, ok := a.(interface{ AnswerKey() string })
+	k, ok := a.(provider.AnswerKeyer)
 	return ok && shape.Reads(k.AnswerKey(), body)
 }
 
@@ -212,7 +212,7 @@ func checkShape(a provider.Adapter, names *shape.Names, body []byte) error {
 // eventShape is the adapter's OwnsEvent; nil for an adapter without one
 // (its streams are not guarded).
 func eventShape(a provider.Adapter) func([]byte) bool {
-	if o, ok := a.(interface{ OwnsEvent([]byte) bool }); ok {
+	if o, ok := a.(provider.EventOwner); ok {
 		return o.OwnsEvent
 	}
 	return nil

@@ -468,10 +468,8 @@ func (rw *ResponseWriter) KeepAlive() error {
 		return errors.New("interceptor: keep-alive on a stream that is not waiting")
 	}
 	ka := keepAlive
-	if k, ok := rw.turn.(interface{ KeepAlive() []byte }); ok {
-		// The protocol's own: go-genai refuses an SSE comment, and a
-		// JSON-array stream takes only whitespace between elements.
-		ka = k.KeepAlive()
+	if k, ok := rw.turn.(provider.KeepAliveTurn); ok {
+		ka = k.KeepAlive() // the protocol's own
 	}
 	if _, err := rw.dst.Write(ka); err != nil {
 		return err

@@ -107,9 +107,50 @@ func (a *Around) Message(method, path string) string {
 	return fmt.Sprintf("%s (%s %s) is refused on this gated route: %s. The operator can allow it with `allow %s`.", a.What, method, path, a.Why, a.Allow)
 }
 
-// The optional methods a Provider may have, which the Caddy glue and the
-// interceptor's ResponseWriter look for with a type assertion (as
-// RequiresOwner, AnswerKey and RefusalBody are).
+// The optional methods a Provider (or its Turn) may have, which the Caddy
+// glue and the interceptor's ResponseWriter and Guard look for with a
+// type assertion, as net/http's Flusher is: each is named here, so what a
+// provider can answer is read in one place.
+
+// OwnerRequirer is a Provider whose requests name no end user (Gemini's):
+// a route that does not set the owner fails to load when it names the
+// provider, and refuses the provider's requests (403) when it finds the
+// provider by the path.
+type OwnerRequirer interface {
+	RequiresOwner() bool
+}
+
+// Refuser is a Provider whose SDKs read an error in a shape of its own
+// (Gemini's {"error":{"code","message","status"}}). RefusalBody returns
+// the gate's refusal of a request to path in that shape; ok is false for
+// a path the provider does not serve. Without one, a refusal is written in
+// the shape OpenAI's and Anthropic's SDKs both read.
+type Refuser interface {
+	RefusalBody(path string, status int, message string) (body []byte, ok bool)
+}
+
+// AnswerKeyer is a Provider that names the top-level key every answer of
+// its own carries ("choices", "content", "output", "candidates"), so that
+// a body in another protocol's shape naming a gated tool is refused
+// instead of passed unread (shape.Reads).
+type AnswerKeyer interface {
+	AnswerKey() string
+}
+
+// EventOwner is a Provider that tells its own stream events from another
+// protocol's (shape.EventMarks): a stream event in another shape naming a
+// gated tool is refused (stream.Frame.GuardWith).
+type EventOwner interface {
+	OwnsEvent(data []byte) bool
+}
+
+// KeepAliveTurn is a Turn whose stream, while it waits for the person's
+// answer, needs keep-alive bytes of its own: go-genai refuses an SSE
+// comment, and a JSON-array stream takes only whitespace between
+// elements. Without one, the ResponseWriter writes an SSE comment.
+type KeepAliveTurn interface {
+	KeepAlive() []byte
+}
 
 // JSONStreamer is a Provider whose stream, for some requests, is one JSON
 // array of chunks sent as each is ready rather than an event stream

@@ -783,8 +783,8 @@ var mutations = []mutation{
 	{
 		Name:  "shapes: a gated Gemini route names its owner",
 		File:  "caddymodule/handler.go",
-		From:  "if r, ok := p.(interface{ RequiresOwner() bool }); ok && r.RequiresOwner() {",
-		To:    "if r, ok := p.(interface{ RequiresOwner() bool }); false && ok && r.RequiresOwner() {",
+		From:  "if r, ok := p.(provider.OwnerRequirer); ok && r.RequiresOwner() {",
+		To:    "if r, ok := p.(provider.OwnerRequirer); false && ok && r.RequiresOwner() {",
 		Tests: []string{"./e2e:TestGeminiRouteWithoutOwnerFailsToLoad"},
 	},
 	{

@@ -83,4 +83,8 @@ func (Anthropic) OwnsEvent(data []byte) bool {
 }
 
 // Interface guards
-var _ provider.Provider = Anthropic{}
+var (
+	_ provider.Provider    = Anthropic{}
+	_ provider.AnswerKeyer = Anthropic{}
+	_ provider.EventOwner  = Anthropic{}
+)

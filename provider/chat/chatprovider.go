@@ -145,6 +145,8 @@ func (Chat) OwnsEvent(data []byte) bool { return shape.EventMarks(data) == shape
 
 // Interface guards
 var (
-	_ provider.Provider = Chat{}
-	_ provider.Stream   = (*chatStream)(nil)
+	_ provider.Provider    = Chat{}
+	_ provider.AnswerKeyer = Chat{}
+	_ provider.EventOwner  = Chat{}
+	_ provider.Stream      = (*chatStream)(nil)
 )

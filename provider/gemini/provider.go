@@ -284,7 +284,10 @@ func (p linkSet) After(s string) (string, bool) { return links.AfterLast(s, stri
 
 // Interface guards
 var (
-	_ provider.Provider     = Provider{}
-	_ provider.JSONStreamer = Provider{}
-	_ provider.URLChecker   = Provider{}
+	_ provider.Provider      = Provider{}
+	_ provider.JSONStreamer  = Provider{}
+	_ provider.URLChecker    = Provider{}
+	_ provider.OwnerRequirer = Provider{}
+	_ provider.Refuser       = Provider{}
+	_ provider.AnswerKeyer   = Provider{}
 )

@@ -370,6 +370,7 @@ func (w *sniffStream) Close() error {
 
 // Interface guards
 var (
-	_ provider.Adapter   = Provider{}
-	_ provider.ArrayTurn = (*gemTurn)(nil)
+	_ provider.Adapter       = Provider{}
+	_ provider.ArrayTurn     = (*gemTurn)(nil)
+	_ provider.KeepAliveTurn = (*gemTurn)(nil)
 )

@@ -119,4 +119,8 @@ func responsesToolName(tool gjson.Result) (string, bool) {
 }
 
 // Interface guards
-var _ provider.Provider = Responses{}
+var (
+	_ provider.Provider    = Responses{}
+	_ provider.AnswerKeyer = Responses{}
+	_ provider.EventOwner  = Responses{}
+)
