@@ -12,25 +12,19 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/policies"
 )
 
-// Length caps, in characters. A card is read at a glance; a longer value is
-// cut and ends with an ellipsis.
-const (
-	MaxSentence = 300
-	MaxLabel    = 60
-	MaxValue    = 200
-	MaxRows     = 20
-)
+// MaxRows caps a card's rows: a card is read at a glance. The caps on its
+// sentence, labels and values are plaintext's.
+const MaxRows = 20
 
 // Row is one label and value on a card, both plain text. Cut says the
-// value was shortened to MaxValue characters (it ends with an ellipsis):
+// value was shortened to plaintext.MaxValue characters (it ends with an ellipsis):
 // the page tells the person so.
 type Row struct {
 	Label string `json:"label"`
@@ -64,10 +58,10 @@ var ErrArguments = errors.New("arguments are not a JSON object")
 // input). Values are read with the row's gjson path, or the argument by its
 // name: strings as they are, other scalars as their JSON text, missing
 // values as an empty string, objects and arrays as their compact JSON.
-// Everything is cleaned with Clean, shortened to MaxValue with Cut set;
+// Everything is cleaned with Clean, shortened to plaintext.MaxValue with Cut set;
 // the fingerprint covers each value in full.
 func Build(card *policies.Card, record, args []byte) (Card, error) {
-	c := Card{Sentence: Clean(card.Reason, MaxSentence)}
+	c := Card{Sentence: plaintext.Clean(card.Reason, plaintext.MaxSentence)}
 	source := record
 	switch {
 	case card.Record != nil:
@@ -109,9 +103,9 @@ func Build(card *policies.Card, record, args []byte) (Card, error) {
 		default:
 			s = v.Raw
 		}
-		full := Clean(s, len(s))
-		shown := Clean(full, MaxValue)
-		c.Rows = append(c.Rows, Row{Label: Clean(r.Label, MaxLabel), Value: shown, Cut: shown != full})
+		full := plaintext.Clean(s, len(s))
+		shown := plaintext.Clean(full, plaintext.MaxValue)
+		c.Rows = append(c.Rows, Row{Label: plaintext.Clean(r.Label, plaintext.MaxLabel), Value: shown, Cut: shown != full})
 		c.full = append(c.full, full)
 	}
 	return c, nil
@@ -144,39 +138,4 @@ func (c Card) Fingerprint() string {
 	b, _ := json.Marshal(p) // a struct of strings cannot fail to encode
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// Clean makes s safe to show as plain text on one line: it removes control
-// characters (tabs and newlines become spaces), format characters (which
-// include the bidirectional overrides and isolates, U+202A–U+202E,
-// U+2066–U+2069, and zero-width characters), line and paragraph separators
-// and invalid UTF-8; it collapses runs of spaces, trims, and cuts the text
-// to max characters with a trailing ellipsis. HTML escaping is the page's
-// job, not this one's.
-func Clean(s string, max int) string {
-	out := make([]rune, 0, min(len(s), max+1))
-	space := false
-	for _, r := range s { // invalid UTF-8 reads as utf8.RuneError and is dropped
-		switch {
-		case r == utf8.RuneError:
-			continue
-		case unicode.IsSpace(r): // includes U+2028, U+2029 and NEL
-			space = len(out) > 0
-			continue
-		case unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs):
-			continue
-		}
-		if space {
-			out = append(out, ' ')
-			space = false
-		}
-		out = append(out, r)
-		if len(out) > max {
-			break
-		}
-	}
-	if len(out) > max {
-		out = append(out[:max-1], '…')
-	}
-	return string(out)
 }

@@ -6,34 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/policies"
 )
-
-func TestClean(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-		max            int
-	}{
-		{"plain", "Spring meetup", "Spring meetup", 100},
-		{"newlines become one space", "a\n\n\tb\r\nc", "a b c", 100},
-		{"bidi override removed", "evil\u202Egnp.exe", "evilgnp.exe", 100},
-		{"isolates and zero width removed", "\u2066a\u2069\u200Bb\uFEFF", "ab", 100},
-		{"line separators", "a\u2028b\u2029c", "a b c", 100},
-		{"controls removed", "a\x00b\x1bc\x7f", "abc", 100},
-		{"invalid utf8 dropped", "a\xffb", "ab", 100},
-		{"trimmed", "  a  ", "a", 100},
-		{"capped", "abcdefghij", "abcd…", 5},
-		{"exactly max", "abcde", "abcde", 5},
-		{"html kept as text", "<b>x</b>", "<b>x</b>", 100},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Clean(tt.in, tt.max); got != tt.want {
-				t.Errorf("Clean(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
-			}
-		})
-	}
-}
 
 func testCard(t *testing.T) *policies.Card {
 	t.Helper()
@@ -115,11 +90,11 @@ func TestFingerprintCoversTheCutPart(t *testing.T) {
 // TestBuildMarksCutRows: a shortened value ends with an ellipsis and says
 // it was cut; a value that fits is not marked.
 func TestBuildMarksCutRows(t *testing.T) {
-	c, err := Build(testCard(t), []byte(`{"title":"`+strings.Repeat("y", MaxValue+1)+`","status":"`+strings.Repeat("z", MaxValue)+`"}`), nil)
+	c, err := Build(testCard(t), []byte(`{"title":"`+strings.Repeat("y", plaintext.MaxValue+1)+`","status":"`+strings.Repeat("z", plaintext.MaxValue)+`"}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Rows[0].Cut || !strings.HasSuffix(c.Rows[0].Value, "…") || len([]rune(c.Rows[0].Value)) != MaxValue {
+	if !c.Rows[0].Cut || !strings.HasSuffix(c.Rows[0].Value, "…") || len([]rune(c.Rows[0].Value)) != plaintext.MaxValue {
 		t.Errorf("long row = %+v", c.Rows[0])
 	}
 	if c.Rows[1].Cut || strings.HasSuffix(c.Rows[1].Value, "…") {
@@ -151,7 +126,7 @@ func argsCard() *policies.Card {
 }
 
 func TestBuildArguments(t *testing.T) {
-	long := strings.Repeat("s", MaxValue+5)
+	long := strings.Repeat("s", plaintext.MaxValue+5)
 	c, err := Build(argsCard(), nil, []byte(`{"to":"ana@example.com","subject":"`+long+`\u202e","a.b":7,"a":{"b":8}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -159,8 +134,8 @@ func TestBuildArguments(t *testing.T) {
 	if got := c.Rows[0]; got.Value != "ana@example.com" || got.Cut {
 		t.Errorf("row 0 = %+v", got)
 	}
-	if got := c.Rows[1]; !got.Cut || !strings.HasSuffix(got.Value, "…") || len([]rune(got.Value)) != MaxValue || strings.ContainsRune(got.Value, '\u202e') {
-		t.Errorf("row 1 = %+v, want cut to %d characters with a mark and no direction character", got, MaxValue)
+	if got := c.Rows[1]; !got.Cut || !strings.HasSuffix(got.Value, "…") || len([]rune(got.Value)) != plaintext.MaxValue || strings.ContainsRune(got.Value, '\u202e') {
+		t.Errorf("row 1 = %+v, want cut to %d characters with a mark and no direction character", got, plaintext.MaxValue)
 	}
 	if got := c.Rows[2].Value; got != "7" {
 		t.Errorf("an argument whose name holds a dot reads %q, want 7 (the top-level key, not a path)", got)

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/text/language"
 
-	"github.com/toolgate/toolgate/cards"
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/policies"
 )
 
@@ -20,7 +20,7 @@ import (
 // and ends with an ellipsis.
 const (
 	MaxMessage     = 200
-	MaxLabel       = cards.MaxLabel
+	MaxLabel       = plaintext.MaxLabel
 	MaxDescription = 300
 	MaxChoiceLabel = 100
 	// MaxChoices caps a field's choices: more make no usable select.
@@ -112,7 +112,7 @@ func Build(a *policies.Action, schema json.RawMessage, d Decision, acceptLanguag
 		fd := Field{
 			Key:         p.Key,
 			Label:       label(a, p, prefs),
-			Description: cards.Clean(p.Description, MaxDescription),
+			Description: plaintext.Clean(p.Description, MaxDescription),
 			Kind:        p.Kind,
 			Type:        p.Type,
 			Required:    !p.Nullable && (p.Required || strings.HasPrefix(d.Reasons[p.Key], "required")),
@@ -135,7 +135,7 @@ func Build(a *policies.Action, schema json.RawMessage, d Decision, acceptLanguag
 	if len(want) > 0 {
 		return Form{}, fmt.Errorf("building a form: field %q is not one of the schema's properties", slices.Sorted(maps.Keys(want))[0])
 	}
-	f := Form{Mode: "form", Message: cards.Clean(ask.Message, MaxMessage), RequestedSchema: requestedSchema(fields)}
+	f := Form{Mode: "form", Message: plaintext.Clean(ask.Message, MaxMessage), RequestedSchema: requestedSchema(fields)}
 	if f.Message == "" {
 		f.Message = DefaultMessage
 	}
@@ -224,10 +224,10 @@ func asType(v any, t string) any {
 }
 
 func choiceLabel(label string, v any) string {
-	if l := cards.Clean(label, MaxChoiceLabel); l != "" {
+	if l := plaintext.Clean(label, MaxChoiceLabel); l != "" {
 		return l
 	}
-	return cards.Clean(valueString(v), MaxChoiceLabel)
+	return plaintext.Clean(valueString(v), MaxChoiceLabel)
 }
 
 // openingValue picks what a field opens on: the model's accepted value,
@@ -285,16 +285,16 @@ func label(a *policies.Action, p policies.Property, prefs []language.Tag) string
 		if len(tags) > 0 {
 			_, i, conf := language.NewMatcher(tags).Match(prefs...)
 			if conf != language.No {
-				if s := cards.Clean(byLocale[keep[i]], MaxLabel); s != "" {
+				if s := plaintext.Clean(byLocale[keep[i]], MaxLabel); s != "" {
 					return s
 				}
 			}
 		}
 	}
-	if s := cards.Clean(p.Title, MaxLabel); s != "" {
+	if s := plaintext.Clean(p.Title, MaxLabel); s != "" {
 		return s
 	}
-	return cards.Clean(Headline(p.Key), MaxLabel)
+	return plaintext.Clean(Headline(p.Key), MaxLabel)
 }
 
 // Headline writes a field key as a label: words split at separators and

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/forms"
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -186,7 +187,7 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 		if hv.State != store.Waiting {
 			// A form is shown only while it waits; its sentence stays.
 			if s, err := readShown(h.Shown); err == nil {
-				loc.Sentence = cards.Clean(s.Message, cards.MaxSentence)
+				loc.Sentence = plaintext.Clean(s.Message, plaintext.MaxSentence)
 			}
 			break
 		}
@@ -200,10 +201,10 @@ func (g *Gate) holdView(ctx context.Context, h store.Hold, now time.Time, lang s
 	// The reply, only when it is what the model read (a read's body is
 	// not shown: it is the app's answer to the model).
 	if hv.Result.Kind == ResultDone && a != nil && a.Reply != "" && (hv.Result.reply == replyPolicy || hv.Result.reply == "legacy:"+a.Reply) {
-		loc.Reply = cards.Clean(a.Reply, cards.MaxSentence)
+		loc.Reply = plaintext.Clean(a.Reply, plaintext.MaxSentence)
 		if a.Replies != nil {
 			text, tag := a.Replies.In(prefs)
-			loc.Reply, loc.ReplyLang = cards.Clean(text, cards.MaxSentence), tag
+			loc.Reply, loc.ReplyLang = plaintext.Clean(text, plaintext.MaxSentence), tag
 		}
 	}
 	if loc.Sentence != "" || loc.Reply != "" || loc.Rows != nil {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/toolgate/toolgate/cards"
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/store"
 )
@@ -220,7 +221,7 @@ func (g *Gate) waitingHold(h store.Hold, r rights, prefs []language.Tag) Waiting
 		}
 	case store.KindForm:
 		if s, err := readShown(h.Shown); err == nil {
-			w.Sentence = cards.Clean(s.Message, cards.MaxSentence)
+			w.Sentence = plaintext.Clean(s.Message, plaintext.MaxSentence)
 		}
 	}
 	return w
@@ -230,11 +231,11 @@ func (g *Gate) waitingHold(h store.Hold, r rights, prefs []language.Tag) Waiting
 // translation of the very sentence the card was built with; "" when there
 // is none other than it.
 func localReason(a *policies.Action, sentence string, prefs []language.Tag) (string, string) {
-	if a == nil || a.Card == nil || a.Card.Reasons == nil || sentence != cards.Clean(a.Card.Reason, cards.MaxSentence) {
+	if a == nil || a.Card == nil || a.Card.Reasons == nil || sentence != plaintext.Clean(a.Card.Reason, plaintext.MaxSentence) {
 		return "", ""
 	}
 	text, tag := a.Card.Reasons.In(prefs)
-	if s := cards.Clean(text, cards.MaxSentence); s != "" && s != sentence {
+	if s := plaintext.Clean(text, plaintext.MaxSentence); s != "" && s != sentence {
 		return s, tag
 	}
 	return "", ""
@@ -251,14 +252,14 @@ func localRows(a *policies.Action, rows []cards.Row, prefs []language.Tag) []Loc
 	var out []LocalText
 	for i, r := range rows {
 		pr := a.Card.Rows[i]
-		if r.Label != cards.Clean(pr.Label, cards.MaxLabel) {
+		if r.Label != plaintext.Clean(pr.Label, plaintext.MaxLabel) {
 			return nil
 		}
 		if pr.Labels == nil {
 			continue
 		}
 		text, tag := pr.Labels.In(prefs)
-		if s := cards.Clean(text, cards.MaxLabel); s != "" && s != r.Label {
+		if s := plaintext.Clean(text, plaintext.MaxLabel); s != "" && s != r.Label {
 			if out == nil {
 				out = make([]LocalText, len(rows))
 			}

@@ -9,13 +9,13 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/cards"
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/store"
 )
 
 // Declining with a note (an action's decline_note): the person's own words
 // to their own assistant. They are handled like a form's values: cleaned as
-// plain text on one line (cards.Clean, which also cleans every text a form
+// plain text on one line (plaintext.Clean, which also cleans every text a form
 // shows), sealed under the hold's own key (seal.go) from the claim on,
 // moved at settlement into the sealed reply the model is still to read
 // (Hold.Reply), and dropped once the model has read them (replyRead; over
@@ -70,7 +70,7 @@ var ErrNote = fmt.Errorf("%w: decline note not taken", ErrChoice)
 // cleaned note is longer than MaxDeclineNote characters: it is refused,
 // not cut, so the person's words never reach the model shortened.
 func CleanNote(s string) (note string, ok bool) {
-	note = cards.Clean(s, MaxDeclineNote+1)
+	note = plaintext.Clean(s, MaxDeclineNote+1)
 	return note, utf8.RuneCountInString(note) <= MaxDeclineNote
 }
 

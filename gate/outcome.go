@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/actions"
-	"github.com/toolgate/toolgate/cards"
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/policies"
 )
 
@@ -104,7 +104,7 @@ func runOutcome(a *policies.Action, resp actions.Response, err error) (o Outcome
 				return Outcome{Kind: ResultDoneUnread, Status: resp.Status}, ""
 			}
 			if len(resp.Body) > 0 {
-				return Outcome{Kind: ResultDone, Reply: replyApp}, cards.Clean(string(resp.Body), 4000)
+				return Outcome{Kind: ResultDone, Reply: replyApp}, plaintext.Clean(string(resp.Body), 4000)
 			}
 		}
 		if a.Reply == "" {
@@ -128,7 +128,7 @@ func refusedFields(body []byte) []string {
 	}
 	var parts []string
 	gjson.GetBytes(body, "errors").ForEach(func(k, v gjson.Result) bool {
-		field := cards.Clean(k.String(), 60)
+		field := plaintext.Clean(k.String(), 60)
 		var rules []string
 		v.ForEach(func(_, r gjson.Result) bool {
 			if ruleWord.MatchString(r.String()) {

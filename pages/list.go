@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -122,7 +122,7 @@ func (p *Pages) list(w http.ResponseWriter, r *http.Request, who gate.Person) {
 		}
 		switch {
 		case h.Approver:
-			e.Asker = fmt.Sprintf(sp.W.AssistantOfWants, cards.Clean(h.Owner, 80))
+			e.Asker = fmt.Sprintf(sp.W.AssistantOfWants, plaintext.Clean(h.Owner, 80))
 		case h.Kind == store.KindForm:
 			e.Asker = sp.W.AssistantAsks
 		default:

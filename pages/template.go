@@ -5,9 +5,9 @@ import (
 	"html/template"
 	"slices"
 
-	"github.com/toolgate/toolgate/cards"
 	"github.com/toolgate/toolgate/forms"
 	"github.com/toolgate/toolgate/gate"
+	"github.com/toolgate/toolgate/plaintext"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -128,7 +128,7 @@ func newHoldPage(sp speech, h gate.HoldView, token string, approver bool) holdPa
 	// (approvers answer cards only). The owner id is cleaned like a
 	// card's text and escaped by the template.
 	waiting := h.State == store.Waiting
-	owner := cards.Clean(h.Owner, 80)
+	owner := plaintext.Clean(h.Owner, 80)
 	switch {
 	case approver && h.Card != nil && waiting:
 		hp.Asker = fmt.Sprintf(sp.W.AssistantOfWants, owner)

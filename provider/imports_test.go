@@ -25,8 +25,9 @@ const module = "github.com/toolgate/toolgate/"
 // make a cycle.
 var allowedImports = map[string][]string{
 	"actions":                     nil,
-	"cards":                       {"policies"},
-	"forms":                       {"cards", "policies"},
+	"cards":                       {"plaintext", "policies"},
+	"forms":                       {"plaintext", "policies"},
+	"plaintext":                   nil,
 	"policies":                    nil,
 	"policies/internal/genschema": {"policies"},
 	"store":                       nil,
@@ -55,8 +56,8 @@ var allowedImports = map[string][]string{
 	"provider/chat/chattest":           nil,
 	"provider/responses/responsestest": nil,
 
-	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},
-	"pages":       {"cards", "forms", "gate", "store"},
+	"gate":        {"actions", "cards", "forms", "interceptor", "plaintext", "policies", "provider", "store", "wire/jsonedit"},
+	"pages":       {"cards", "forms", "gate", "plaintext", "store"},
 	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/anthropic", "provider/chat", "provider/gemini", "provider/responses", "store", "wire/..."},
 
 	"cmd/toolgate":             {"caddymodule", "policies"},

@@ -529,8 +529,8 @@ var mutations = []mutation{
 	{
 		Name:  "note: cleaned as a form's text",
 		File:  "gate/note.go",
-		From:  "note = cards.Clean(s, MaxDeclineNote+1)",
-		To:    "note, _ = s, cards.Clean",
+		From:  "note = plaintext.Clean(s, MaxDeclineNote+1)",
+		To:    "note, _ = s, plaintext.Clean",
 		Tests: []string{"./gate:TestCleanNote"},
 	},
 	{
