@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/stream"
 )
@@ -21,10 +22,10 @@ import (
 func FuzzChatContinuation(f *testing.F) {
 	f.Add([]byte(followUp("Who should receive it?", "stop")), []byte{0})
 	f.Add([]byte(followUp("I'll ask.", "tool_calls",
-		chunkU(deltaChoice(0, toolDelta(toolHeader(0, "c1", "delete_post")))),
-		chunkU(deltaChoice(0, toolDelta(toolHeader(1, "c2", "get_weather")))),
-		chunkU(deltaChoice(0, toolDelta(toolHeader(2, "c3", "get_stock_price")))),
-		chunkU(deltaChoice(0, toolDelta(toolArgs(2, "{}"), toolArgs(1, "{}")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "c1", "delete_post")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(1, "c2", "get_weather")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(2, "c3", "get_stock_price")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(2, "{}"), chattest.ToolArgs(1, "{}")))),
 	)), []byte{5, 1})
 	f.Add(fixture(f, "stream-parallel-tools.sse"), []byte{40})
 	f.Add(fixture(f, "json-parallel-tools.json"), []byte{1})

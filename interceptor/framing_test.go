@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
@@ -39,9 +40,9 @@ func TestRewrittenEventsKeepTheirDataLines(t *testing.T) {
 		}
 	}
 	t.Run("chat", func(t *testing.T) {
-		in := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post")))) +
-			chunk(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))) +
-			splitData(chunk(finishChoice(0, "tool_calls")), `"logprobs":null,`) + "data: [DONE]\n\n"
+		in := chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post")))) +
+			chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{"post":7}`)))) +
+			splitData(chattest.Chunk(chattest.FinishChoice(0, "tool_calls")), `"logprobs":null,`) + "data: [DONE]\n\n"
 		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post"))
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
@@ -128,11 +129,11 @@ func runResume(t *testing.T, a provider.Adapter, h *providertest.Holder, request
 // usage and [DONE].
 func chatHeld(extra ...string) string {
 	return strings.Join(append([]string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
-		chunk(deltaChoice(0, `{"content":"I'll delete it."}`)),
-		chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))),
-	}, extra...), "") + chunk(finishChoice(0, "tool_calls")) + usageChunk + "data: [DONE]\n\n"
+		chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"content":"I'll delete it."}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{"post":7}`)))),
+	}, extra...), "") + chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + chattest.UsageChunk + "data: [DONE]\n\n"
 }
 
 const resumeText = "Done: post 7 is deleted."
@@ -154,7 +155,7 @@ func TestResumeChatStream(t *testing.T) {
 		t.Errorf("%d keep-alives", n)
 	}
 	checkOneEnd(t, r.out)
-	acc := accumulate(t, r.out)
+	acc := chattest.Accumulate(t, r.out)
 	c := acc.Choices[0]
 	if want := "I'll delete it.\n\n" + waitText + "\n\n" + resumeText; c.Message.Content != want {
 		t.Errorf("content = %q, want %q", c.Message.Content, want)
@@ -192,7 +193,7 @@ func TestResumeChatWaitPassed(t *testing.T) {
 		t.Fatalf("held %q, close %v", r.held, r.closeErr)
 	}
 	checkOneEnd(t, r.out)
-	want, got := accumulate(t, plain.Body.Bytes()), accumulate(t, r.out)
+	want, got := chattest.Accumulate(t, plain.Body.Bytes()), chattest.Accumulate(t, r.out)
 	if got.Choices[0].Message.Content != want.Choices[0].Message.Content || got.Choices[0].FinishReason != want.Choices[0].FinishReason ||
 		got.Usage.TotalTokens != want.Usage.TotalTokens || got.ID != want.ID {
 		t.Errorf("waited: %+v\nwithout waiting: %+v", got.Choices[0], want.Choices[0])
@@ -207,7 +208,7 @@ func TestResumeNotOffered(t *testing.T) {
 		request string
 	}{
 		// A call reached the app: it answers that first, in its own request.
-		{"a call passed", providertest.NewHolder("delete_post"), chatHeld(chunk(deltaChoice(0, toolDelta(toolHeader(1, "call_get", "get_post")))), chunk(deltaChoice(0, toolDelta(toolArgs(1, `{}`))))), testRequest},
+		{"a call passed", providertest.NewHolder("delete_post"), chatHeld(chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(1, "call_get", "get_post")))), chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(1, `{}`))))), testRequest},
 		{"nothing held", providertest.NewHolder("send_email"), chatHeld(), testRequest},
 		{"refused: a continuation first", providertest.NewHolder().Refusing("delete_post", refusal), chatHeld(), testRequest},
 		{"two choices asked for", providertest.NewHolder("delete_post"), chatHeld(), strings.Replace(testRequest, `"stream":true`, `"stream":true,"n":2`, 1)},
@@ -287,7 +288,7 @@ func TestResumeChatFollowUpFails(t *testing.T) {
 	}
 	out := rec.Body.Bytes()
 	checkOneEnd(t, out)
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	if want := "I'll delete it.\n\n" + waitText + "\n\nToolgate could not continue: the provider answered HTTP 529."; acc.Choices[0].Message.Content != want {
 		t.Errorf("content = %q", acc.Choices[0].Message.Content)
 	}
@@ -406,7 +407,7 @@ func TestResumeResponsesStream(t *testing.T) {
 func TestResumeNextRequestChat(t *testing.T) {
 	h := providertest.NewHolder("delete_post")
 	r := runResume(t, chat.Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
-	acc := accumulate(t, r.out)
+	acc := chattest.Accumulate(t, r.out)
 	params := openai.ChatCompletionNewParams{
 		Model:    "gpt-4o",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Delete post 7"), acc.Choices[0].Message.ToParam(), openai.UserMessage("Thanks.")},
@@ -539,7 +540,7 @@ func (d *discardWriter) Flush()                      {}
 // through the writer, as the handler drives it, with resume allowed and
 // not: allowing it costs nothing when nothing is held.
 func BenchmarkWriterStreamText200Resume(b *testing.B) {
-	stream := textStream(200)
+	stream := chattest.TextStream(200)
 	req := []byte(testRequest)
 	for _, allow := range []bool{false, true} {
 		b.Run(fmt.Sprintf("allowed=%v", allow), func(b *testing.B) {

@@ -10,14 +10,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
-	"testing"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
@@ -46,56 +41,6 @@ func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flus
 		err = cerr
 	}
 	return buf.Bytes(), flushes, err
-}
-
-func accumulate(t *testing.T, stream []byte) openai.ChatCompletionAccumulator {
-	t.Helper()
-	res := &http.Response{
-		Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body:   io.NopCloser(bytes.NewReader(stream)),
-	}
-	s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(res), nil)
-	var acc openai.ChatCompletionAccumulator
-	n := 0
-	for s.Next() {
-		n++
-		if !acc.AddChunk(s.Current()) {
-			t.Errorf("openai-go rejected chunk %d: %s", n, s.Current().RawJSON())
-		}
-	}
-	if err := s.Err(); err != nil {
-		t.Fatalf("openai-go stream: %v", err)
-	}
-	if len(acc.Choices) == 0 {
-		t.Fatal("openai-go accumulated no choice")
-	}
-	return acc
-}
-
-const testEnvelope = `"id":"chatcmpl-T","object":"chat.completion.chunk","created":1727346176,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_7568d46099"`
-
-func chunk(choices ...string) string {
-	return "data: {" + testEnvelope + `,"choices":[` + strings.Join(choices, ",") + "]}\n\n"
-}
-
-func deltaChoice(i int, delta string) string {
-	return fmt.Sprintf(`{"index":%d,"delta":%s,"logprobs":null,"finish_reason":null}`, i, delta)
-}
-
-func finishChoice(i int, reason string) string {
-	return fmt.Sprintf(`{"index":%d,"delta":{},"logprobs":null,"finish_reason":%q}`, i, reason)
-}
-
-func toolHeader(index int, id, name string) string {
-	return fmt.Sprintf(`{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}`, index, id, name)
-}
-
-func toolArgs(index int, frag string) string {
-	return fmt.Sprintf(`{"index":%d,"function":{"arguments":%s}}`, index, gjson.AppendJSONString(nil, frag))
-}
-
-func toolDelta(entries ...string) string {
-	return `{"tool_calls":[` + strings.Join(entries, ",") + `]}`
 }
 
 func anthEv(data string) string {

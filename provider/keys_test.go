@@ -12,6 +12,7 @@ import (
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
@@ -43,15 +44,15 @@ func TestEscapedKeysAreRead(t *testing.T) {
 		}
 	})
 	t.Run("chat stream", func(t *testing.T) {
-		in := strings.Replace(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post")))), `"tool_calls"`, `"\u0074ool_calls"`, 1) +
-			chunk(deltaChoice(0, strings.Replace(toolDelta(toolArgs(0, `{"post":7}`)), `"tool_calls"`, `"tool\u005fcalls"`, 1))) +
-			chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
+		in := strings.Replace(chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post")))), `"tool_calls"`, `"\u0074ool_calls"`, 1) +
+			chattest.Chunk(chattest.DeltaChoice(0, strings.Replace(chattest.ToolDelta(chattest.ToolArgs(0, `{"post":7}`)), `"tool_calls"`, `"tool\u005fcalls"`, 1))) +
+			chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
 		h := providertest.NewHolder("delete_post")
 		out, _, err := rewriteStream([]byte(in), h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if acc := accumulate(t, out); len(h.Holds()) != 1 || len(acc.Choices[0].Message.ToolCalls) != 0 {
+		if acc := chattest.Accumulate(t, out); len(h.Holds()) != 1 || len(acc.Choices[0].Message.ToolCalls) != 0 {
 			t.Fatalf("held %d times; openai-go reads %s", len(h.Holds()), out)
 		}
 	})
@@ -175,12 +176,12 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 
 	// Streams: the same in one event.
 	chatStreams := map[string]string{
-		"choices twice": "data: {" + testEnvelope + `,"choices":[],"choices":[` + deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post"))) + "]}\n\n",
-		"name twice":    chunk(deltaChoice(0, toolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","name":"delete_post","arguments":""}}`))),
-		"delta twice":   chunk(`{"index":0,"delta":{"content":"x"},"delta":` + toolDelta(toolHeader(0, "call_1", "delete_post")) + `,"finish_reason":null}`),
+		"choices twice": "data: {" + chattest.Envelope + `,"choices":[],"choices":[` + chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post"))) + "]}\n\n",
+		"name twice":    chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","name":"delete_post","arguments":""}}`))),
+		"delta twice":   chattest.Chunk(`{"index":0,"delta":{"content":"x"},"delta":` + chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post")) + `,"finish_reason":null}`),
 	}
 	for name, ev := range chatStreams {
-		in := ev + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
+		in := ev + chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
 		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
 		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)

@@ -16,6 +16,7 @@ import (
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 )
@@ -43,13 +44,13 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 		}
 	}
 	chatStreams := map[string]string{
-		"unknown type":         chunk(deltaChoice(0, toolDelta(`{"index":0,"id":"call_1","type":"op","op":{"name":"read_post"},"function":{"name":"delete_post","arguments":"{}"}}`))),
-		"name in another body": chunk(deltaChoice(0, toolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","arguments":"{}"},"custom":{"name":"delete_post"}}`))),
-		"legacy function_call": chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chunk(deltaChoice(0, `{"function_call":{"arguments":"{\"post\":7}"}}`)),
-		"legacy name in parts": chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete","arguments":""}}`)) + chunk(deltaChoice(0, `{"function_call":{"name":"_post"}}`)),
+		"unknown type":         chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(`{"index":0,"id":"call_1","type":"op","op":{"name":"read_post"},"function":{"name":"delete_post","arguments":"{}"}}`))),
+		"name in another body": chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","arguments":"{}"},"custom":{"name":"delete_post"}}`))),
+		"legacy function_call": chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chattest.Chunk(chattest.DeltaChoice(0, `{"function_call":{"arguments":"{\"post\":7}"}}`)),
+		"legacy name in parts": chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","function_call":{"name":"delete","arguments":""}}`)) + chattest.Chunk(chattest.DeltaChoice(0, `{"function_call":{"name":"_post"}}`)),
 	}
 	for name, evs := range chatStreams {
-		in := evs + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
+		in := evs + chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
 		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
 		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)
@@ -167,7 +168,7 @@ func TestProviderSideCalls(t *testing.T) {
 // A stream the gate stops ends with an error event every SDK reports as
 // an error, not with a clean end the app would take for a whole answer.
 func TestStoppedStreamsEndWithAnError(t *testing.T) {
-	legacy := chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chunk(finishChoice(0, "function_call")) + "data: [DONE]\n\n"
+	legacy := chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chattest.Chunk(chattest.FinishChoice(0, "function_call")) + "data: [DONE]\n\n"
 	out, _, err := rewriteStream([]byte(legacy), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("chat: not stopped")
