@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/chat"
 	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
@@ -312,8 +313,8 @@ func TestResumeAnthropicStream(t *testing.T) {
 		t.Errorf("while waiting the app read:\n%s", r.waiting)
 	}
 	anthCheckOneMessage(t, r.out, "msg_01H1pwRRkQxKbUGKi785gT4M")
-	m := anthAccumulate(t, r.out)
-	texts := anthTexts(m)
+	m := anthropictest.Accumulate(t, r.out)
+	texts := anthropictest.Texts(m)
 	want := []string{"I'll get the current weather in San Francisco for you in Fahrenheit.", "\n\n" + waitText, "\n\nThe current weather in San Francisco is 68 degrees Fahrenheit."}
 	if strings.Join(texts, "|") != strings.Join(want, "|") {
 		t.Errorf("content = %q", texts)
@@ -438,7 +439,7 @@ func TestResumeNextRequestAnthropic(t *testing.T) {
 	h := providertest.NewHolder("get_weather")
 	req := string(anthFixture(t, "request-1.json"))
 	r := runResume(t, anthropicadapter.Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, string(anthFixture(t, "stream-2.sse")))
-	m := anthAccumulate(t, r.out)
+	m := anthropictest.Accumulate(t, r.out)
 	for _, more := range [][]anthropic.MessageParam{nil, {anthropic.NewUserMessage(anthropic.NewTextBlock("Thanks."))}} {
 		body := anthAppRequest(t, "Weather in SF in fahrenheit?", m, more...)
 		out, err := anthropicadapter.Anthropic{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})

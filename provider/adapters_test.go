@@ -43,27 +43,6 @@ func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flus
 	return buf.Bytes(), flushes, err
 }
 
-func anthEv(data string) string {
-	return "event: " + gjson.Get(data, "type").Str + "\ndata: " + data + "\n\n"
-}
-
-func anthStart(id string) string {
-	return anthEv(`{"type":"message_start","message":{"id":"` + id + `","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":1}}}`)
-}
-
-func anthTextBlockEvs(i int, words ...string) string {
-	s := anthEv(fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i))
-	for _, w := range words {
-		s += anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, i, gjson.AppendJSONString(nil, w)))
-	}
-	return s + anthEv(fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
-}
-
-func anthEnd(reason string, output int) string {
-	return anthEv(fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, reason, output)) +
-		anthEv(`{"type":"message_stop"}`)
-}
-
 // anthRewrite runs in through an Anthropic stream, written in pieces of
 // the given sizes (cycled; all at once if none), and returns what came out.
 func anthRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {

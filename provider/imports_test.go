@@ -51,7 +51,9 @@ var allowedImports = map[string][]string{
 
 	// Each protocol's test package: its history checker reads JSON on its
 	// own, importing no adapter.
-	"provider/anthropic/anthropictest": nil,
+	// anthropictest's stream builders and readers (builders.go) split events
+	// with providertest.Events and wire/stream's Frame, as the adapter does.
+	"provider/anthropic/anthropictest": {"provider/providertest", "wire/sse", "wire/stream"},
 	"provider/chat/chattest":           nil,
 	"provider/responses/responsestest": nil,
 

@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/chat"
 	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
@@ -188,11 +189,11 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 		}
 	}
 	anthStreams := map[string]string{
-		"name twice":          anthEv(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_post","name":"delete_post","input":{}}}`),
-		"content_block twice": anthEv(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""},"content_block":{"type":"tool_use","id":"toolu_1","name":"delete_post","input":{}}}`),
+		"name twice":          anthropictest.Ev(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_post","name":"delete_post","input":{}}}`),
+		"content_block twice": anthropictest.Ev(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""},"content_block":{"type":"tool_use","id":"toolu_1","name":"delete_post","input":{}}}`),
 	}
 	for name, ev := range anthStreams {
-		in := anthStart("msg_1") + anthTextBlockEvs(0, "Hi") + ev + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("tool_use", 3)
+		in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Hi") + ev + anthropictest.Ev(`{"type":"content_block_stop","index":1}`) + anthropictest.End("tool_use", 3)
 		out, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
 		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, out)

@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/chat"
 	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
@@ -68,8 +69,8 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 		if err == nil {
 			t.Errorf("anthropic json, %s: not refused; the app reads %s", name, out)
 		}
-		in := anthStart("msg_1") + anthTextBlockEvs(0, "Deleting.") +
-			anthEv(`{"type":"content_block_start","index":1,"content_block":`+block+`}`) + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("end_turn", 3)
+		in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Deleting.") +
+			anthropictest.Ev(`{"type":"content_block_start","index":1,"content_block":`+block+`}`) + anthropictest.Ev(`{"type":"content_block_stop","index":1}`) + anthropictest.End("end_turn", 3)
 		sout, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post"))
 		if err == nil || providertest.NodeSees(sout, "delete_post") {
 			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, sout)
@@ -115,8 +116,8 @@ func TestProviderSideCalls(t *testing.T) {
 	const respEnv = `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[`
 	const respTail = `],"usage":null}`
 	anthStream := func(block string) string {
-		return anthStart("msg_1") + anthEv(`{"type":"content_block_start","index":0,"content_block":`+block+`}`) +
-			anthEv(`{"type":"content_block_stop","index":0}`) + anthEnd("end_turn", 3)
+		return anthropictest.Start("msg_1") + anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":`+block+`}`) +
+			anthropictest.Ev(`{"type":"content_block_stop","index":0}`) + anthropictest.End("end_turn", 3)
 	}
 	respStream := func(item string) string {
 		syn := newSyn()
@@ -180,7 +181,7 @@ func TestStoppedStreamsEndWithAnError(t *testing.T) {
 		t.Errorf("chat: openai-go reads no error (%v) from %s", cs.Err(), out)
 	}
 
-	anth := anthStart("msg_1") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_call","id":"toolu_1","name":"delete_post","input":{}}}`) + anthEnd("end_turn", 1)
+	anth := anthropictest.Start("msg_1") + anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_call","id":"toolu_1","name":"delete_post","input":{}}}`) + anthropictest.End("end_turn", 1)
 	aout, _, err := anthRewrite([]byte(anth), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("anthropic: not stopped")

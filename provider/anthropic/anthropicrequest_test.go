@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
@@ -123,7 +124,7 @@ func anthHeldTurn(t *testing.T, in string, h *providertest.Holder) (anthropic.Me
 	if len(h.Holds()) != 1 {
 		t.Fatalf("%d holds", len(h.Holds()))
 	}
-	return anthAccumulate(t, out), h.Holds()[0]
+	return anthropictest.Accumulate(t, out), h.Holds()[0]
 }
 
 // anthAppRequest is the request the app sends next, built with the SDK
@@ -204,9 +205,9 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 }
 
 func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
-	in := anthStart("msg_1") + anthTextBlockEvs(0, "Both.") +
-		anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`) +
-		anthToolEvs(2, "toolu_get", "get_post", `{"post":8}`) + anthEnd("tool_use", 20)
+	in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Both.") +
+		anthropictest.ToolEvs(1, "toolu_del", "delete_post", `{"post":7}`) +
+		anthropictest.ToolEvs(2, "toolu_get", "get_post", `{"post":8}`) + anthropictest.End("tool_use", 20)
 	m, held := anthHeldTurn(t, in, providertest.NewHolder("delete_post"))
 	// The app ran get_post and answers it; the person wrote nothing yet.
 	body := anthAppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false)))
