@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -50,7 +51,7 @@ func TestRewrittenEventsKeepTheirDataLines(t *testing.T) {
 		check(t, out, func(d string) bool { return gjson.Get(d, "choices.0.finish_reason").Str == "stop" })
 	})
 	t.Run("responses", func(t *testing.T) {
-		in := newSyn().text("msg_1", "Deleting.").fn("1", "delete_post", `{"post":7}`).completed()
+		in := responsestest.NewSyn().Text("msg_1", "Deleting.").Fn("1", "delete_post", `{"post":7}`).Completed()
 		i := strings.LastIndex(in, "data: ")
 		in = in[:i] + splitData(in[i:], `"response":{`)
 		out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post"))

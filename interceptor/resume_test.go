@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 )
 
 // A streamed answer whose calls are held waits for the person's answer
@@ -344,23 +345,23 @@ func TestResumeResponsesStream(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := providertest.NewHolder("delete_post")
-			first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
-			follow := newSynID("resp_U").text("msg_2", resumeText)
-			r := runResume(t, responsesadapter.Responses{}, h, tc.request, first.completed()+"data: [DONE]\n\n", true, follow.completed())
+			first := responsestest.NewSyn().Text("msg_1", "I'll delete it.").Fn("del", "delete_post", `{"post":7}`)
+			follow := responsestest.NewSynID("resp_U").Text("msg_2", resumeText)
+			r := runResume(t, responsesadapter.Responses{}, h, tc.request, first.Completed()+"data: [DONE]\n\n", true, follow.Completed())
 			if r.closeErr != nil {
 				t.Fatal(r.closeErr)
 			}
 			if r.held != testStep || bytes.Contains(r.waiting, []byte("response.completed")) {
 				t.Fatalf("Held = %q; while waiting:\n%s", r.held, r.waiting)
 			}
-			d := respDecode(t, r.out)
-			if d.final == nil {
+			d := responsestest.Decode(t, r.out)
+			if d.Final == nil {
 				t.Fatal("no terminal event")
 			}
-			if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message message]" {
+			if got := fmt.Sprint(responsestest.OutputSummary(d.Final.Output)); got != "[message message message]" {
 				t.Errorf("output = %s", got)
 			}
-			if got, want := d.final.OutputText(), "I'll delete it."+waitText+resumeText; got != want {
+			if got, want := d.Final.OutputText(), "I'll delete it."+waitText+resumeText; got != want {
 				t.Errorf("text = %q, want %q", got, want)
 			}
 			if n := strings.Count(string(r.out), "data: [DONE]"); n != 1 {
@@ -380,7 +381,7 @@ func TestResumeResponsesStream(t *testing.T) {
 			}
 			api := &respAPI{}
 			api.learn("resp_0", "[]")
-			api.learn("resp_syn", "["+strings.Join(first.items, ",")+"]")
+			api.learn("resp_syn", "["+strings.Join(first.Items, ",")+"]")
 			if err := api.check([]byte(r.follow)); err != nil {
 				t.Errorf("the API would refuse the follow-up: %v\n%s", err, r.follow)
 			}
@@ -393,8 +394,8 @@ func TestResumeResponsesStream(t *testing.T) {
 					t.Errorf("follow-up continues from %s", gjson.Get(r.follow, "previous_response_id").Str)
 				}
 			}
-			if d.final.ID != wantID {
-				t.Errorf("final id %s, want %s", d.final.ID, wantID)
+			if d.Final.ID != wantID {
+				t.Errorf("final id %s, want %s", d.Final.ID, wantID)
 			}
 		})
 	}
@@ -475,19 +476,19 @@ func TestResumeNextRequestAnthropic(t *testing.T) {
 
 func TestResumeNextRequestResponses(t *testing.T) {
 	h := providertest.NewHolder("delete_post")
-	first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
-	r := runResume(t, responsesadapter.Responses{}, h, respRequest, first.completed(), true, newSynID("resp_U").text("msg_2", resumeText).completed())
-	d := respDecode(t, r.out)
+	first := responsestest.NewSyn().Text("msg_1", "I'll delete it.").Fn("del", "delete_post", `{"post":7}`)
+	r := runResume(t, responsesadapter.Responses{}, h, respRequest, first.Completed(), true, responsestest.NewSynID("resp_U").Text("msg_2", resumeText).Completed())
+	d := responsestest.Decode(t, r.out)
 	joined := ""
-	for _, it := range d.final.Output {
-		joined += messageText(it) + "\n\n"
+	for _, it := range d.Final.Output {
+		joined += responsestest.MessageText(it) + "\n\n"
 	}
 	for _, tc := range []struct {
 		name, items string
 		want        string
 	}{
 		// The app sends the output items back as they came.
-		{"items", outputItems(d.final.Output), "user message function_call function_call_output message user"},
+		{"items", outputItems(d.Final.Output), "user message function_call function_call_output message user"},
 		// The app joins the answer's text into one message.
 		{"joined text", `{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, joined)) + `}`, "user message function_call function_call_output assistant user"},
 	} {

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 )
 
 // A call the gate cannot place — of an unknown type, or naming a gated
@@ -81,10 +82,10 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respJSON), providertest.NewHolder("delete_post")); err == nil {
 		t.Errorf("responses json, unknown type: not refused; the app reads %s", out)
 	}
-	syn := newSyn().text("msg_1", "Deleting.")
-	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":1,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
-	syn.items = append(syn.items, `{"id":"fc_1","type":"tool_call","status":"completed","arguments":"{}","call_id":"call_1","name":"delete_post"}`)
-	in := syn.completed()
+	syn := responsestest.NewSyn().Text("msg_1", "Deleting.")
+	syn.Ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":1,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
+	syn.Items = append(syn.Items, `{"id":"fc_1","type":"tool_call","status":"completed","arguments":"{}","call_id":"call_1","name":"delete_post"}`)
+	in := syn.Completed()
 	if out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post")); err == nil || providertest.NodeSees(out, "delete_post") {
 		t.Errorf("responses stream, unknown type: not refused (%v); the app reads %s", err, out)
 	}
@@ -120,11 +121,11 @@ func TestProviderSideCalls(t *testing.T) {
 			anthropictest.Ev(`{"type":"content_block_stop","index":0}`) + anthropictest.End("end_turn", 3)
 	}
 	respStream := func(item string) string {
-		syn := newSyn()
-		syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
-		syn.ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
-		syn.items = append(syn.items, item)
-		return syn.completed()
+		syn := responsestest.NewSyn()
+		syn.Ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
+		syn.Ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
+		syn.Items = append(syn.Items, item)
+		return syn.Completed()
 	}
 
 	for typ, block := range anthBlocks("delete_post") {
@@ -193,9 +194,9 @@ func TestStoppedStreamsEndWithAnError(t *testing.T) {
 		t.Errorf("anthropic: anthropic-sdk-go reads no error (%v) from %s", as.Err(), aout)
 	}
 
-	syn := newSyn()
-	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
-	rout, err := respRewrite([]byte(syn.completed()), providertest.NewHolder("delete_post"))
+	syn := responsestest.NewSyn()
+	syn.Ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
+	rout, err := respRewrite([]byte(syn.Completed()), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("responses: not stopped")
 	}
