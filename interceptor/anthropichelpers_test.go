@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	wirestream "github.com/toolgate/toolgate/wire/stream"
 )
@@ -45,7 +45,7 @@ func anthHistoryError(body []byte) error {
 		leading := true
 		var uses map[string]bool
 		if i > 0 && msgs[i-1].Get("role").Str == "assistant" {
-			uses = anthUseIDs(msgs[i-1])
+			uses = anthropictest.UseIDs(msgs[i-1])
 		}
 		var bad error
 		m.Get("content").ForEach(func(_, b gjson.Result) bool {
@@ -145,24 +145,6 @@ func anthBlocked(h *providertest.Holder, out []byte) bool {
 	return found
 }
 
-// anthAppRequest is the request the app sends next, built with the SDK
-// from the message it read: the first user message, that message
-// (Message.ToParam), then the given messages.
-func anthAppRequest(t *testing.T, first string, m anthropic.Message, more ...anthropic.MessageParam) []byte {
-	t.Helper()
-	p := anthropic.MessageNewParams{
-		Model:     "claude-sonnet-4-5",
-		MaxTokens: 1024,
-		Messages:  append([]anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(first)), m.ToParam()}, more...),
-		Metadata:  anthropic.MetadataParam{UserID: anthropic.String("user-ana")},
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // A thinking block, a redacted_thinking block, then a held call: Hold gets
 // them verbatim, with their signatures, as a request must echo them.
 const (
@@ -170,14 +152,3 @@ const (
 	anthSignature = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
 	anthRedacted  = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"
 )
-
-func anthUseIDs(m gjson.Result) map[string]bool {
-	ids := make(map[string]bool)
-	m.Get("content").ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").Str == "tool_use" {
-			ids[b.Get("id").Str] = true
-		}
-		return true
-	})
-	return ids
-}

@@ -68,7 +68,7 @@ func FuzzChatContinuation(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if blockedInStream(h, whole) || bytes.Contains(whole, []byte(refusedID)) {
+		if chattest.BlockedInStream(h, whole) || bytes.Contains(whole, []byte(refusedID)) {
 			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 		checkJSONContinuation(t, follow)
@@ -117,7 +117,7 @@ func checkJSONContinuation(t *testing.T, body []byte) {
 		t.Fatalf("the refused call got through: %s", out)
 	}
 	gjson.GetBytes(out, "choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		if slices.ContainsFunc(callNames(tc), h.Blocks) {
+		if slices.ContainsFunc(chattest.CallNames(tc), h.Blocks) {
 			t.Fatalf("a held or refused call got through: %s", out)
 		}
 		return true

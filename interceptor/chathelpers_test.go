@@ -10,15 +10,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/chat"
 	"github.com/toolgate/toolgate/provider/providertest"
-	"github.com/toolgate/toolgate/wire/sse"
 )
 
 const (
@@ -55,52 +51,6 @@ func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flus
 	return buf.Bytes(), flushes, err
 }
 
-func callNames(tc gjson.Result) []string {
-	var names []string
-	tc.ForEach(func(_, b gjson.Result) bool {
-		if n := b.Get("name"); b.IsObject() && n.Type == gjson.String {
-			names = append(names, n.Str)
-		}
-		return true
-	})
-	return names
-}
-
 func fuzzHolder() *providertest.Holder {
 	return providertest.NewHolder("GetWeatherArgs", "delete_post").Passing("get_weather").Refusing("get_stock_price", "refused: ticker (a string)")
-}
-
-func blockedInStream(h *providertest.Holder, out []byte) bool {
-	found := false
-	for _, ev := range sse.Parse(out) {
-		if !gjson.Valid(ev.Data) {
-			continue
-		}
-		gjson.Get(ev.Data, "choices").ForEach(func(_, ch gjson.Result) bool {
-			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				found = found || slices.ContainsFunc(callNames(tc), h.Blocks)
-				return true
-			})
-			found = found || h.Blocks(ch.Get("delta.function_call.name").Str)
-			return true
-		})
-	}
-	return found
-}
-
-func roles(t *testing.T, body []byte) []string {
-	t.Helper()
-	if !gjson.ValidBytes(body) {
-		t.Fatalf("invalid JSON: %s", body)
-	}
-	var out []string
-	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		r := m.Get("role").Str
-		if id := m.Get("tool_call_id"); id.Exists() {
-			r += ":" + id.Str
-		}
-		out = append(out, r)
-		return true
-	})
-	return out
 }

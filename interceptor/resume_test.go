@@ -167,7 +167,7 @@ func TestResumeChatStream(t *testing.T) {
 	}
 	// The follow-up request: the history restored as in the app's next
 	// request, every other byte kept.
-	if got := strings.Join(roles(t, []byte(r.follow)), " "); got != "system user assistant tool:call_del" {
+	if got := strings.Join(chattest.Roles(t, []byte(r.follow)), " "); got != "system user assistant tool:call_del" {
 		t.Errorf("follow-up roles = %s\n%s", got, r.follow)
 	}
 	msgs := gjson.Get(r.follow, "messages").Array()
@@ -423,7 +423,7 @@ func TestResumeNextRequestChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_del assistant user" {
+	if got := strings.Join(chattest.Roles(t, out), " "); got != "user assistant tool:call_del assistant user" {
 		t.Fatalf("roles = %s\n%s", got, out)
 	}
 	msgs := gjson.GetBytes(out, "messages").Array()
@@ -442,7 +442,7 @@ func TestResumeNextRequestAnthropic(t *testing.T) {
 	r := runResume(t, anthropicadapter.Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, string(anthFixture(t, "stream-2.sse")))
 	m := anthropictest.Accumulate(t, r.out)
 	for _, more := range [][]anthropic.MessageParam{nil, {anthropic.NewUserMessage(anthropic.NewTextBlock("Thanks."))}} {
-		body := anthAppRequest(t, "Weather in SF in fahrenheit?", m, more...)
+		body := anthropictest.AppRequest(t, "Weather in SF in fahrenheit?", m, more...)
 		out, err := anthropicadapter.Anthropic{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})
 		if err != nil {
 			t.Fatal(err)

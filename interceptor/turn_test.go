@@ -186,7 +186,7 @@ func TestTurnStreamContinues(t *testing.T) {
 	if !strings.HasPrefix(req, testRequest[:cut]) || !strings.HasSuffix(req, testRequest[cut:]) {
 		t.Errorf("bytes outside the appended messages changed:\n%s", req)
 	}
-	if got := strings.Join(roles(t, []byte(req)), " "); got != "system user assistant tool:"+refusedID {
+	if got := strings.Join(chattest.Roles(t, []byte(req)), " "); got != "system user assistant tool:"+refusedID {
 		t.Errorf("roles = %s", got)
 	}
 	msgs := gjson.Get(req, "messages").Array()

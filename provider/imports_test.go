@@ -54,7 +54,9 @@ var allowedImports = map[string][]string{
 	// anthropictest's stream builders and readers (builders.go) split events
 	// with providertest.Events and wire/stream's Frame, as the adapter does.
 	"provider/anthropic/anthropictest": {"provider/providertest", "wire/sse", "wire/stream"},
-	"provider/chat/chattest":           nil,
+	// chattest.BlockedInStream reads a stream with wire/sse against a
+	// providertest.Holder.
+	"provider/chat/chattest":           {"provider/providertest", "wire/sse"},
 	"provider/responses/responsestest": nil,
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "policies", "provider", "store", "wire/jsonedit"},

@@ -31,7 +31,7 @@ func anthHistoryError(body []byte) error {
 		leading := true
 		var uses map[string]bool
 		if i > 0 && msgs[i-1].Get("role").Str == "assistant" {
-			uses = anthUseIDs(msgs[i-1])
+			uses = anthropictest.UseIDs(msgs[i-1])
 		}
 		var bad error
 		m.Get("content").ForEach(func(_, b gjson.Result) bool {
@@ -84,17 +84,6 @@ func anthHistoryError(body []byte) error {
 	return nil
 }
 
-func anthUseIDs(m gjson.Result) map[string]bool {
-	ids := make(map[string]bool)
-	m.Get("content").ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").Str == "tool_use" {
-			ids[b.Get("id").Str] = true
-		}
-		return true
-	})
-	return ids
-}
-
 func TestAnthropicHistoryChecker(t *testing.T) {
 	ok := anthFixture(t, "request-2.json")
 	if err := anthHistoryError(ok); err != nil {
@@ -127,24 +116,6 @@ func anthHeldTurn(t *testing.T, in string, h *providertest.Holder) (anthropic.Me
 	return anthropictest.Accumulate(t, out), h.Holds()[0]
 }
 
-// anthAppRequest is the request the app sends next, built with the SDK
-// from the message it read: the first user message, that message
-// (Message.ToParam), then the given messages.
-func anthAppRequest(t *testing.T, first string, m anthropic.Message, more ...anthropic.MessageParam) []byte {
-	t.Helper()
-	p := anthropic.MessageNewParams{
-		Model:     "claude-sonnet-4-5",
-		MaxTokens: 1024,
-		Messages:  append([]anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(first)), m.ToParam()}, more...),
-		Metadata:  anthropic.MetadataParam{UserID: anthropic.String("user-ana")},
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func anthRestorer(stored []byte, results ...provider.Result) *providertest.Restorer {
 	return &providertest.Restorer{Steps: map[string]provider.Restored{testStep: {Message: stored, Results: results}}}
 }
@@ -163,7 +134,7 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 		{"no user message yet", nil, false, []string{"tool_result:" + id}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := anthAppRequest(t, "Weather in SF in fahrenheit?", m, tc.more...)
+			body := anthropictest.AppRequest(t, "Weather in SF in fahrenheit?", m, tc.more...)
 			if err := anthHistoryError(body); err != nil {
 				t.Fatalf("the app's own request: %v", err)
 			}
@@ -210,7 +181,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 		anthropictest.ToolEvs(2, "toolu_get", "get_post", `{"post":8}`) + anthropictest.End("tool_use", 20)
 	m, held := anthHeldTurn(t, in, providertest.NewHolder("delete_post"))
 	// The app ran get_post and answers it; the person wrote nothing yet.
-	body := anthAppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false)))
+	body := anthropictest.AppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false)))
 	if err := anthHistoryError(body); err != nil {
 		t.Fatalf("the app's own request: %v", err)
 	}
@@ -235,7 +206,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 
 	// The person writes, after the app's tool result: ours go with the
 	// app's, before the text.
-	body = anthAppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false), anthropic.NewTextBlock("And?")))
+	body = anthropictest.AppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false), anthropic.NewTextBlock("And?")))
 	r = anthRestorer(held.Message, provider.Result{CallID: "toolu_del", Content: "The person moved on without answering; nothing ran."})
 	out, err = Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
@@ -251,7 +222,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 
 func TestAnthropicRequestRestoresThinkingVerbatim(t *testing.T) {
 	m, held := anthHeldTurn(t, anthThinkingStream(), providertest.NewHolder("delete_post"))
-	body := anthAppRequest(t, "Delete post 7", m, anthropic.NewUserMessage(anthropic.NewTextBlock("Done?")))
+	body := anthropictest.AppRequest(t, "Delete post 7", m, anthropic.NewUserMessage(anthropic.NewTextBlock("Done?")))
 	r := anthRestorer(held.Message, provider.Result{CallID: "toolu_del", Content: "The person confirmed. Removed."})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
@@ -376,7 +347,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 		}
 		msgs := gjson.GetBytes(out, "messages").Array()
 		for i, m := range msgs {
-			if m.Get("role").Str != "assistant" || !anthUseIDs(m)["toolu_del"] || !bytes.Contains([]byte(m.Raw), []byte("I'll delete it.")) {
+			if m.Get("role").Str != "assistant" || !anthropictest.UseIDs(m)["toolu_del"] || !bytes.Contains([]byte(m.Raw), []byte("I'll delete it.")) {
 				continue
 			}
 			if i+1 >= len(msgs) || !anthHasResult(msgs[i+1], "toolu_del") {

@@ -17,7 +17,6 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
-	"github.com/toolgate/toolgate/wire/sse"
 	"github.com/toolgate/toolgate/wire/stream"
 )
 
@@ -724,45 +723,10 @@ func TestChatJSONInvalid(t *testing.T) {
 	}
 }
 
-// blocks reports whether h keeps calls of this tool from the app (held or
-// refused).
-// callNames returns every name a tool call entry carries, in any of its
-// bodies: an SDK may read any of them.
-func callNames(tc gjson.Result) []string {
-	var names []string
-	tc.ForEach(func(_, b gjson.Result) bool {
-		if n := b.Get("name"); b.IsObject() && n.Type == gjson.String {
-			names = append(names, n.Str)
-		}
-		return true
-	})
-	return names
-}
-
 // fuzzHolder holds GetWeatherArgs and delete_post, passes get_weather after
 // inspection and refuses get_stock_price.
 func fuzzHolder() *providertest.Holder {
 	return providertest.NewHolder("GetWeatherArgs", "delete_post").Passing("get_weather").Refusing("get_stock_price", "refused: ticker (a string)")
-}
-
-// blockedInStream reports whether any tool call written in a rewritten
-// stream is one h blocks.
-func blockedInStream(h *providertest.Holder, out []byte) bool {
-	found := false
-	for _, ev := range sse.Parse(out) {
-		if !gjson.Valid(ev.Data) {
-			continue
-		}
-		gjson.Get(ev.Data, "choices").ForEach(func(_, ch gjson.Result) bool {
-			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				found = found || slices.ContainsFunc(callNames(tc), h.Blocks)
-				return true
-			})
-			found = found || h.Blocks(ch.Get("delta.function_call.name").Str)
-			return true
-		})
-	}
-	return found
 }
 
 func FuzzChatStream(f *testing.F) {
@@ -787,7 +751,7 @@ func FuzzChatStream(f *testing.F) {
 		if !hasToolCalls(in) && !providertest.PassedAsRead(in, whole) {
 			t.Fatalf("a stream without tool calls changed:\n%q\n%q", in, whole)
 		}
-		if blockedInStream(h, whole) {
+		if chattest.BlockedInStream(h, whole) {
 			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 	})
@@ -815,7 +779,7 @@ func FuzzChatJSON(f *testing.F) {
 		}
 		gjson.GetBytes(out, "choices.#.message.tool_calls").ForEach(func(_, tcs gjson.Result) bool {
 			tcs.ForEach(func(_, tc gjson.Result) bool {
-				if slices.ContainsFunc(callNames(tc), h.Blocks) {
+				if slices.ContainsFunc(chattest.CallNames(tc), h.Blocks) {
 					t.Fatalf("a held or refused call got through: %s", out)
 				}
 				return true

@@ -6,6 +6,7 @@ package anthropictest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -130,4 +131,34 @@ func ToolUses(m anthropic.Message) [][3]string {
 		}
 	}
 	return out
+}
+
+// AppRequest is the request the app sends next, built with the SDK
+// from the message it read: the first user message, that message
+// (Message.ToParam), then the given messages.
+func AppRequest(t testing.TB, first string, m anthropic.Message, more ...anthropic.MessageParam) []byte {
+	t.Helper()
+	p := anthropic.MessageNewParams{
+		Model:     "claude-sonnet-4-5",
+		MaxTokens: 1024,
+		Messages:  append([]anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(first)), m.ToParam()}, more...),
+		Metadata:  anthropic.MetadataParam{UserID: anthropic.String("user-ana")},
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// UseIDs lists the ids of a message's tool_use blocks.
+func UseIDs(m gjson.Result) map[string]bool {
+	ids := make(map[string]bool)
+	m.Get("content").ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str == "tool_use" {
+			ids[b.Get("id").Str] = true
+		}
+		return true
+	})
+	return ids
 }

@@ -10,12 +10,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/provider/providertest"
+	"github.com/toolgate/toolgate/wire/sse"
 )
 
 // Accumulate reads a stream with openai-go's SSE decoder and
@@ -162,4 +166,54 @@ func TextStream(n int) []byte {
 	b.WriteString(UsageChunk)
 	b.WriteString("data: [DONE]\n\n")
 	return []byte(b.String())
+}
+
+// CallNames lists the names of the tool_calls entries in tc.
+func CallNames(tc gjson.Result) []string {
+	var names []string
+	tc.ForEach(func(_, b gjson.Result) bool {
+		if n := b.Get("name"); b.IsObject() && n.Type == gjson.String {
+			names = append(names, n.Str)
+		}
+		return true
+	})
+	return names
+}
+
+// BlockedInStream reports whether a call of a name h blocks (held or
+// refused) starts anywhere in a rewritten stream.
+func BlockedInStream(h *providertest.Holder, out []byte) bool {
+	found := false
+	for _, ev := range sse.Parse(out) {
+		if !gjson.Valid(ev.Data) {
+			continue
+		}
+		gjson.Get(ev.Data, "choices").ForEach(func(_, ch gjson.Result) bool {
+			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				found = found || slices.ContainsFunc(CallNames(tc), h.Blocks)
+				return true
+			})
+			found = found || h.Blocks(ch.Get("delta.function_call.name").Str)
+			return true
+		})
+	}
+	return found
+}
+
+// Roles lists a request body's messages as role, or role:tool_call_id.
+func Roles(t testing.TB, body []byte) []string {
+	t.Helper()
+	if !gjson.ValidBytes(body) {
+		t.Fatalf("invalid JSON: %s", body)
+	}
+	var out []string
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		r := m.Get("role").Str
+		if id := m.Get("tool_call_id"); id.Exists() {
+			r += ":" + id.Str
+		}
+		out = append(out, r)
+		return true
+	})
+	return out
 }
