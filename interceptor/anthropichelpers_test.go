@@ -3,7 +3,8 @@ package interceptor
 // Test helpers copied from provider/anthropic's tests (anthropic_test.go,
 // anthropicrequest_test.go) for the interceptor's tests that drive the
 // Anthropic adapter through the ResponseWriter (its turn, resumed answers,
-// the guard); the fakes are provider/providertest's.
+// the guard). The stream builders and readers are
+// provider/anthropic/anthropictest's; the fakes are provider/providertest's.
 
 import (
 	"bytes"

@@ -1,9 +1,11 @@
 package interceptor
 
-// Test helpers copied from provider/chat's tests (chat_test.go,
-// chatrequest_test.go) for the interceptor's tests that drive the Chat
-// adapter through the ResponseWriter; the fakes are
-// provider/providertest's.
+// The few test helpers of provider/chat's tests the interceptor's tests
+// copy, for driving the Chat adapter through the ResponseWriter: the runner
+// (rewriteStream calls the adapter, which chattest may not import), the
+// fixture reader (its path is relative to this folder) and the fuzz
+// targets' policy. The stream builders and readers are
+// provider/chat/chattest's; the fakes are provider/providertest's.
 
 import (
 	"bytes"

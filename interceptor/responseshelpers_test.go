@@ -3,7 +3,8 @@ package interceptor
 // Test helpers copied from provider/responses' tests (responses_test.go,
 // responsesrequest_test.go) for the interceptor's tests that drive the
 // Responses adapter through the ResponseWriter: its turn
-// (responsesturn_test.go), the resumed answers, the guard.
+// (responsesturn_test.go), the resumed answers, the guard. The synthetic
+// streams (Syn) and readers are provider/responses/responsestest's.
 
 import (
 	"bytes"

@@ -1,10 +1,10 @@
 package provider_test
 
-// Builders and runners of each adapter's answers for the tests that table
-// over every adapter alike (keys_test.go, scan_test.go, types_test.go,
-// providers_test.go): the few of provider/chat's, provider/anthropic's and
-// provider/responses' test helpers these tests use, copied (each adapter's
-// own tests are in its package, which this one cannot read).
+// Runners of each adapter for the tests that table over every adapter alike
+// (keys_test.go, scan_test.go, types_test.go, providers_test.go), copied
+// from each adapter's own tests (a protocol's test package may not import
+// its adapter). The builders and readers of each protocol's answers are
+// its test package's: chattest, anthropictest, responsestest.
 
 import (
 	"bytes"
