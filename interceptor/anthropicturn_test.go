@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/stream"
 )
@@ -85,10 +86,10 @@ func TestAnthropicTurnStreamContinues(t *testing.T) {
 	}
 	out := rec.Body.Bytes()
 	anthCheckOneMessage(t, out, "msg_01H1pwRRkQxKbUGKi785gT4M")
-	anthNoLeak(t, out, "msg_01Hh7yjeiaEaEREnpywjByCo", "toolu_01RaX2WYWRWCbaeFHssmGJXG", "input_json_delta", anthRefusal)
-	m := anthAccumulate(t, out)
+	anthropictest.NoLeak(t, out, "msg_01Hh7yjeiaEaEREnpywjByCo", "toolu_01RaX2WYWRWCbaeFHssmGJXG", "input_json_delta", anthRefusal)
+	m := anthropictest.Accumulate(t, out)
 	want := []string{"I'll get the current weather in San Francisco for you in Fahrenheit.", "\n\nThe current weather in San Francisco is 68 degrees Fahrenheit."}
-	if texts := anthTexts(m); len(m.Content) != 2 || strings.Join(texts, "|") != strings.Join(want, "|") {
+	if texts := anthropictest.Texts(m); len(m.Content) != 2 || strings.Join(texts, "|") != strings.Join(want, "|") {
 		t.Errorf("content = %q", texts)
 	}
 	if m.StopReason != "end_turn" || m.ID != "msg_01H1pwRRkQxKbUGKi785gT4M" {
@@ -130,22 +131,22 @@ func TestAnthropicTurnStreamContinues(t *testing.T) {
 // anthRefusingStream: thinking, text, a refused send_email call, then a
 // get_post call that passes unread.
 func anthRefusingStream() string {
-	return anthStart("msg_first") +
-		anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`) +
-		anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"`+anthThinking+`"}}`) +
-		anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+anthSignature+`"}}`) +
-		anthEv(`{"type":"content_block_stop","index":0}`) +
-		anthTextBlockEvs(1, "Sure.") +
-		anthToolEvs(2, "toolu_send", "send_email", `{"subject":`, `"Q3 report"}`) +
-		anthToolEvs(3, "toolu_get", "get_post", `{"post":8}`) + anthEnd("tool_use", 30)
+	return anthropictest.Start("msg_first") +
+		anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`) +
+		anthropictest.Ev(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"`+anthThinking+`"}}`) +
+		anthropictest.Ev(`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+anthSignature+`"}}`) +
+		anthropictest.Ev(`{"type":"content_block_stop","index":0}`) +
+		anthropictest.TextBlockEvs(1, "Sure.") +
+		anthropictest.ToolEvs(2, "toolu_send", "send_email", `{"subject":`, `"Q3 report"}`) +
+		anthropictest.ToolEvs(3, "toolu_get", "get_post", `{"post":8}`) + anthropictest.End("tool_use", 30)
 }
 
 func anthFollowUp(id, reason string, blocks ...string) string {
-	s := anthStart(id)
+	s := anthropictest.Start(id)
 	for _, b := range blocks {
 		s += b
 	}
-	return s + anthEnd(reason, 7)
+	return s + anthropictest.End(reason, 7)
 }
 
 const anthRequest = `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"thinking":{"type":"enabled","budget_tokens":1024},` +
@@ -155,14 +156,14 @@ const anthRequest = `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":tru
 func TestAnthropicTurnStreamPassedBesideRefused(t *testing.T) {
 	h := providertest.NewHolder().Refusing("send_email", refusal)
 	rec, reqs, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()),
-		sseUp(anthFollowUp("msg_second", "end_turn", anthTextBlockEvs(0, "Who should", " receive it?"))))
+		sseUp(anthFollowUp("msg_second", "end_turn", anthropictest.TextBlockEvs(0, "Who should", " receive it?"))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := rec.Body.Bytes()
 	anthCheckOneMessage(t, out, "msg_first")
-	anthNoLeak(t, out, "msg_second", "toolu_send", "send_email", "Q3 report", refusal)
-	m := anthAccumulate(t, out)
+	anthropictest.NoLeak(t, out, "msg_second", "toolu_send", "send_email", "Q3 report", refusal)
+	m := anthropictest.Accumulate(t, out)
 	var got []string
 	for _, b := range m.Content {
 		got = append(got, b.Type+":"+b.ID+b.Text)
@@ -192,15 +193,15 @@ func TestAnthropicTurnStreamPassedBesideRefused(t *testing.T) {
 func TestAnthropicTurnStreamFollowUpHolds(t *testing.T) {
 	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
 	rec, _, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()),
-		sseUp(anthFollowUp("msg_second", "tool_use", anthTextBlockEvs(0, "Then I'll delete it."),
-			anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`))))
+		sseUp(anthFollowUp("msg_second", "tool_use", anthropictest.TextBlockEvs(0, "Then I'll delete it."),
+			anthropictest.ToolEvs(1, "toolu_del", "delete_post", `{"post":7}`))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := rec.Body.Bytes()
 	anthCheckOneMessage(t, out, "msg_first")
-	anthNoLeak(t, out, "toolu_del", "delete_post", "toolu_send")
-	m := anthAccumulate(t, out)
+	anthropictest.NoLeak(t, out, "toolu_del", "delete_post", "toolu_send")
+	m := anthropictest.Accumulate(t, out)
 	if n := len(m.Content); n != 5 || m.Content[3].Text != "\n\nThen I'll delete it." || m.Content[4].Text != "\n\n"+waitText || m.StopReason != "tool_use" {
 		t.Errorf("content = %+v, stop %q", m.Content, m.StopReason)
 	}
@@ -213,7 +214,7 @@ func TestAnthropicTurnStreamFollowUpHolds(t *testing.T) {
 func TestAnthropicTurnStreamRefusedUpToTheLimit(t *testing.T) {
 	h := providertest.NewHolder().Refusing("send_email", refusal)
 	again := func(id string) upstream {
-		return sseUp(anthFollowUp(id, "tool_use", anthToolEvs(0, "toolu_s"+id, "send_email", `{}`)))
+		return sseUp(anthFollowUp(id, "tool_use", anthropictest.ToolEvs(0, "toolu_s"+id, "send_email", `{}`)))
 	}
 	rec, reqs, err := anthRunTurn(t, h, anthRequest, sseUp(anthRefusingStream()), again("1"), again("2"), again("3"))
 	if err != nil {
@@ -224,9 +225,9 @@ func TestAnthropicTurnStreamRefusedUpToTheLimit(t *testing.T) {
 	}
 	out := rec.Body.Bytes()
 	anthCheckOneMessage(t, out, "msg_first")
-	m := anthAccumulate(t, out)
+	m := anthropictest.Accumulate(t, out)
 	last := m.Content[len(m.Content)-1]
-	if last.Text != "\n\n"+refusal || m.StopReason != "tool_use" || len(anthToolUses(m)) != 1 {
+	if last.Text != "\n\n"+refusal || m.StopReason != "tool_use" || len(anthropictest.ToolUses(m)) != 1 {
 		t.Errorf("content = %+v, stop %q", m.Content, m.StopReason)
 	}
 	// Each follow-up extends the last: 1 + 2 per round messages.
@@ -246,11 +247,11 @@ func TestAnthropicTurnStreamFollowUpFails(t *testing.T) {
 	}{
 		{"status", upstream{http.StatusInternalServerError, "application/json", `{"type":"error"}`}, "the provider answered HTTP 500."},
 		{"no answer", upstream{}, "the provider did not answer."},
-		{"ended early", sseUp(anthStart("msg_second") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
-			anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Who"}}`)), "the provider's answer ended early."},
+		{"ended early", sseUp(anthropictest.Start("msg_second") + anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+			anthropictest.Ev(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Who"}}`)), "the provider's answer ended early."},
 		// Found by FuzzAnthropicContinuation: the last event lacks its blank
 		// line, and the end written after it must not join it.
-		{"unterminated last event", sseUp(anthStart("msg_second") + anthTextBlockEvs(0, "Who?") + "event: ping\ndata: {\"type\":\"ping\"}\n"), "the provider's answer ended early."},
+		{"unterminated last event", sseUp(anthropictest.Start("msg_second") + anthropictest.TextBlockEvs(0, "Who?") + "event: ping\ndata: {\"type\":\"ping\"}\n"), "the provider's answer ended early."},
 		{"data-less event", sseUp("event: message_start\n"), "the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,7 +262,7 @@ func TestAnthropicTurnStreamFollowUpFails(t *testing.T) {
 			}
 			out := rec.Body.Bytes()
 			anthCheckOneMessage(t, out, "msg_first")
-			m := anthAccumulate(t, out)
+			m := anthropictest.Accumulate(t, out)
 			if last := m.Content[len(m.Content)-1]; last.Text != "\n\nToolgate could not continue: "+tc.want {
 				t.Errorf("last block = %+v", last)
 			}
@@ -289,7 +290,7 @@ func TestAnthropicTurnStreamNoFollowUpSent(t *testing.T) {
 	}
 	out := rec.Body.Bytes()
 	anthCheckOneMessage(t, out, "msg_first")
-	m := anthAccumulate(t, out)
+	m := anthropictest.Accumulate(t, out)
 	if last := m.Content[len(m.Content)-1]; last.Text != "\n\n"+refusal || m.StopReason != "tool_use" || m.Usage.OutputTokens != 30 {
 		t.Errorf("last block %+v, stop %q, usage %+v", last, m.StopReason, m.Usage)
 	}
@@ -301,7 +302,7 @@ func TestAnthropicTurnWithoutRequestShowsRefusalsInPlace(t *testing.T) {
 	if err != nil || len(reqs) != 0 {
 		t.Fatal(err, reqs)
 	}
-	m := anthAccumulate(t, rec.Body.Bytes())
+	m := anthropictest.Accumulate(t, rec.Body.Bytes())
 	if m.Content[2].Text != "\n\n"+refusal || m.Content[3].ID != "toolu_get" {
 		t.Errorf("content = %+v", m.Content)
 	}
@@ -334,7 +335,7 @@ func TestAnthropicTurnJSONContinues(t *testing.T) {
 	if err := m.UnmarshalJSON(out); err != nil {
 		t.Fatal(err)
 	}
-	anthNoLeak(t, out, "msg_second", "toolu_send", "send_email", refusal)
+	anthropictest.NoLeak(t, out, "msg_second", "toolu_send", "send_email", refusal)
 	if m.ID != "msg_first" || len(m.Content) != 4 || m.Content[2].ID != "toolu_get" || m.Content[3].Text != "\n\nWho should receive it?" {
 		t.Errorf("message = %s", out)
 	}
@@ -432,8 +433,8 @@ func anthToolUseID(out []byte, id string) bool {
 func FuzzAnthropicContinuation(f *testing.F) {
 	f.Add(anthFixture(f, "stream-2.sse"), []byte{0})
 	f.Add(anthFixture(f, "stream-1.sse"), []byte{40})
-	f.Add([]byte(anthFollowUp("msg_second", "tool_use", anthTextBlockEvs(0, "Then."),
-		anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`), anthToolEvs(2, "toolu_j", "json", `{}`))), []byte{5, 1})
+	f.Add([]byte(anthFollowUp("msg_second", "tool_use", anthropictest.TextBlockEvs(0, "Then."),
+		anthropictest.ToolEvs(1, "toolu_del", "delete_post", `{"post":7}`), anthropictest.ToolEvs(2, "toolu_j", "json", `{}`))), []byte{5, 1})
 	first := anthFixture(f, "stream-1.sse")
 	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *providertest.Holder, error) {
 		h := anthFuzzHolder()

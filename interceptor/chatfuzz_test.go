@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/stream"
 )
@@ -21,10 +22,10 @@ import (
 func FuzzChatContinuation(f *testing.F) {
 	f.Add([]byte(followUp("Who should receive it?", "stop")), []byte{0})
 	f.Add([]byte(followUp("I'll ask.", "tool_calls",
-		chunkU(deltaChoice(0, toolDelta(toolHeader(0, "c1", "delete_post")))),
-		chunkU(deltaChoice(0, toolDelta(toolHeader(1, "c2", "get_weather")))),
-		chunkU(deltaChoice(0, toolDelta(toolHeader(2, "c3", "get_stock_price")))),
-		chunkU(deltaChoice(0, toolDelta(toolArgs(2, "{}"), toolArgs(1, "{}")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "c1", "delete_post")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(1, "c2", "get_weather")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(2, "c3", "get_stock_price")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(2, "{}"), chattest.ToolArgs(1, "{}")))),
 	)), []byte{5, 1})
 	f.Add(fixture(f, "stream-parallel-tools.sse"), []byte{40})
 	f.Add(fixture(f, "json-parallel-tools.json"), []byte{1})
@@ -67,7 +68,7 @@ func FuzzChatContinuation(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if blockedInStream(h, whole) || bytes.Contains(whole, []byte(refusedID)) {
+		if chattest.BlockedInStream(h, whole) || bytes.Contains(whole, []byte(refusedID)) {
 			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 		checkJSONContinuation(t, follow)
@@ -116,7 +117,7 @@ func checkJSONContinuation(t *testing.T, body []byte) {
 		t.Fatalf("the refused call got through: %s", out)
 	}
 	gjson.GetBytes(out, "choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		if slices.ContainsFunc(callNames(tc), h.Blocks) {
+		if slices.ContainsFunc(chattest.CallNames(tc), h.Blocks) {
 			t.Fatalf("a held or refused call got through: %s", out)
 		}
 		return true

@@ -7,7 +7,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -39,9 +41,9 @@ func TestRewrittenEventsKeepTheirDataLines(t *testing.T) {
 		}
 	}
 	t.Run("chat", func(t *testing.T) {
-		in := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post")))) +
-			chunk(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))) +
-			splitData(chunk(finishChoice(0, "tool_calls")), `"logprobs":null,`) + "data: [DONE]\n\n"
+		in := chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post")))) +
+			chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{"post":7}`)))) +
+			splitData(chattest.Chunk(chattest.FinishChoice(0, "tool_calls")), `"logprobs":null,`) + "data: [DONE]\n\n"
 		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post"))
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +51,7 @@ func TestRewrittenEventsKeepTheirDataLines(t *testing.T) {
 		check(t, out, func(d string) bool { return gjson.Get(d, "choices.0.finish_reason").Str == "stop" })
 	})
 	t.Run("responses", func(t *testing.T) {
-		in := newSyn().text("msg_1", "Deleting.").fn("1", "delete_post", `{"post":7}`).completed()
+		in := responsestest.NewSyn().Text("msg_1", "Deleting.").Fn("1", "delete_post", `{"post":7}`).Completed()
 		i := strings.LastIndex(in, "data: ")
 		in = in[:i] + splitData(in[i:], `"response":{`)
 		out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post"))

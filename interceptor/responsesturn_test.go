@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -55,8 +56,8 @@ const (
 )
 
 // refusingResp is a first response: text, then a refused send_email call.
-func refusingResp() *respSyn {
-	return newSyn().text("msg_1", "Sure.").fn("ref", "send_email", respRefusedArgs)
+func refusingResp() *responsestest.Syn {
+	return responsestest.NewSyn().Text("msg_1", "Sure.").Fn("ref", "send_email", respRefusedArgs)
 }
 
 func refusingHolder() *providertest.Holder {
@@ -65,30 +66,30 @@ func refusingHolder() *providertest.Holder {
 
 func checkNoRefused(t *testing.T, out []byte) {
 	t.Helper()
-	checkAbsent(t, out, "fc_ref", "call_ref", "send_email", "Q3 report", refusal)
+	responsestest.CheckAbsent(t, out, "fc_ref", "call_ref", "send_email", "Q3 report", refusal)
 }
 
 func TestResponsesTurnStreamContinues(t *testing.T) {
 	first := refusingResp()
-	follow := newSynID("resp_U").text("msg_2", "Who should receive it?")
-	rec, reqs, err := respRunTurn(t, refusingHolder(), respRequest, sseUp(first.completed()+"data: [DONE]\n\n"), sseUp(follow.completed()))
+	follow := responsestest.NewSynID("resp_U").Text("msg_2", "Who should receive it?")
+	rec, reqs, err := respRunTurn(t, refusingHolder(), respRequest, sseUp(first.Completed()+"data: [DONE]\n\n"), sseUp(follow.Completed()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := rec.Body.Bytes()
 	checkNoRefused(t, out)
-	d := respDecode(t, out)
-	if d.final == nil {
+	d := responsestest.Decode(t, out)
+	if d.Final == nil {
 		t.Fatal("no terminal event")
 	}
-	if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message]" {
+	if got := fmt.Sprint(responsestest.OutputSummary(d.Final.Output)); got != "[message message]" {
 		t.Errorf("output = %s", got)
 	}
-	if d.final.OutputText() != "Sure.Who should receive it?" {
-		t.Errorf("text = %q", d.final.OutputText())
+	if d.Final.OutputText() != "Sure.Who should receive it?" {
+		t.Errorf("text = %q", d.Final.OutputText())
 	}
-	if d.final.ID != "resp_syn" || d.final.Usage.TotalTokens != 138 || d.final.Usage.InputTokens != 90 {
-		t.Errorf("id %s, usage %+v", d.final.ID, d.final.Usage)
+	if d.Final.ID != "resp_syn" || d.Final.Usage.TotalTokens != 138 || d.Final.Usage.InputTokens != 90 {
+		t.Errorf("id %s, usage %+v", d.Final.ID, d.Final.Usage)
 	}
 	if n := strings.Count(string(out), "event: response.created"); n != 1 {
 		t.Errorf("%d response.created events", n)
@@ -131,7 +132,7 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		request string
-		first   *respSyn
+		first   *responsestest.Syn
 		h       *providertest.Holder
 		cont    bool
 		input   string // the follow-up's input items, by type (or role)
@@ -139,22 +140,22 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 		output  string // what the app reads in the end
 	}{
 		{"reasoning before the refused call", `{"input":[{"role":"user","content":"go"}]}`,
-			newSyn().reasoning("rs_1").fn("ref", "send_email", respRefusedArgs), refusingHolder(), true,
+			responsestest.NewSyn().Reasoning("rs_1").Fn("ref", "send_email", respRefusedArgs), refusingHolder(), true,
 			"[user reasoning function_call function_call_output]", "", "[reasoning message]"},
 		{"held beside refused: the held call waits", `{"input":[{"role":"user","content":"go"}]}`,
-			newSyn().reasoning("rs_1").fn("held", del, `{"post":7}`).fn("ref", "send_email", respRefusedArgs), providertest.NewHolder(del).Refusing("send_email", refusal), true,
+			responsestest.NewSyn().Reasoning("rs_1").Fn("held", del, `{"post":7}`).Fn("ref", "send_email", respRefusedArgs), providertest.NewHolder(del).Refusing("send_email", refusal), true,
 			"[user reasoning function_call function_call function_call_output function_call_output]", "", "[reasoning message message]"},
 		{"passed call before the refused one is left out", `{"input":[{"role":"user","content":"go"}]}`,
-			newSyn().text("msg_1", "Sure.").fn("pass", "get_post", `{}`).fn("ref", "send_email", respRefusedArgs), providertest.NewHolder().Passing("get_post").Refusing("send_email", refusal), true,
+			responsestest.NewSyn().Text("msg_1", "Sure.").Fn("pass", "get_post", `{}`).Fn("ref", "send_email", respRefusedArgs), providertest.NewHolder().Passing("get_post").Refusing("send_email", refusal), true,
 			"[user message function_call function_call_output]", "", "[message function_call:get_post message]"},
 		{"passed call right after reasoning: shown in place", `{"input":[{"role":"user","content":"go"}]}`,
-			newSyn().reasoning("rs_1").fn("pass", "get_post", `{}`).fn("ref", "send_email", respRefusedArgs), providertest.NewHolder().Passing("get_post").Refusing("send_email", refusal), false,
+			responsestest.NewSyn().Reasoning("rs_1").Fn("pass", "get_post", `{}`).Fn("ref", "send_email", respRefusedArgs), providertest.NewHolder().Passing("get_post").Refusing("send_email", refusal), false,
 			"", "", "[reasoning function_call:get_post message]"},
 		{"previous_response_id", `{"previous_response_id":"resp_0","input":[{"role":"user","content":"go"}],"store":true}`,
 			refusingResp(), refusingHolder(), true,
 			"[function_call_output]", "resp_syn", "[message message]"},
 		{"previous_response_id with a held call: shown in place", `{"previous_response_id":"resp_0","input":"go"}`,
-			newSyn().fn("held", del, `{}`).fn("ref", "send_email", respRefusedArgs), providertest.NewHolder(del).Refusing("send_email", refusal), false,
+			responsestest.NewSyn().Fn("held", del, `{}`).Fn("ref", "send_email", respRefusedArgs), providertest.NewHolder(del).Refusing("send_email", refusal), false,
 			"", "", "[message]"},
 		{"conversation", `{"conversation":{"id":"conv_1"},"input":"go"}`,
 			refusingResp(), refusingHolder(), true,
@@ -162,34 +163,34 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 		{"background", `{"background":true,"input":"go"}`,
 			refusingResp(), refusingHolder(), false, "", "", "[message message]"},
 		{"custom tool", `{"input":"go"}`,
-			newSyn().call("ctc_ref", "call_cref", "send_email", "", "to nobody", true), refusingHolder(), true,
+			responsestest.NewSyn().Call("ctc_ref", "call_cref", "send_email", "", "to nobody", true), refusingHolder(), true,
 			"[user custom_tool_call custom_tool_call_output]", "", "[message]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			api := &respAPI{}
 			api.learn("resp_0", `[]`)
-			api.learn("resp_syn", "["+strings.Join(tc.first.items, ",")+"]")
-			api.learn("conv_1", "["+strings.Join(tc.first.items, ",")+"]")
-			responses := []upstream{sseUp(tc.first.completed())}
+			api.learn("resp_syn", "["+strings.Join(tc.first.Items, ",")+"]")
+			api.learn("conv_1", "["+strings.Join(tc.first.Items, ",")+"]")
+			responses := []upstream{sseUp(tc.first.Completed())}
 			if tc.cont {
-				responses = append(responses, sseUp(newSynID("resp_U").text("msg_2", "Who should receive it?").completed()))
+				responses = append(responses, sseUp(responsestest.NewSynID("resp_U").Text("msg_2", "Who should receive it?").Completed()))
 			}
 			rec, reqs, err := respRunTurn(t, tc.h, tc.request, responses...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			out := rec.Body.Bytes()
-			checkAbsent(t, out, "fc_ref", "call_ref", "fc_held", "ctc_ref")
-			d := respDecode(t, out)
-			if got := fmt.Sprint(outputSummary(d.final.Output)); got != tc.output {
+			responsestest.CheckAbsent(t, out, "fc_ref", "call_ref", "fc_held", "ctc_ref")
+			d := responsestest.Decode(t, out)
+			if got := fmt.Sprint(responsestest.OutputSummary(d.Final.Output)); got != tc.output {
 				t.Errorf("output = %s, want %s", got, tc.output)
 			}
 			if !tc.cont {
 				if len(reqs) != 0 {
 					t.Fatalf("follow-up made: %s", reqs)
 				}
-				if !strings.Contains(d.final.OutputText(), refusal) {
-					t.Errorf("the refusal is not shown in place: %q", d.final.OutputText())
+				if !strings.Contains(d.Final.OutputText(), refusal) {
+					t.Errorf("the refusal is not shown in place: %q", d.Final.OutputText())
 				}
 				return
 			}
@@ -219,8 +220,8 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 			if tc.prev != "" {
 				wantID = "resp_U" // the response whose history answers the refused call
 			}
-			if d.final.ID != wantID {
-				t.Errorf("final id = %s, want %s", d.final.ID, wantID)
+			if d.Final.ID != wantID {
+				t.Errorf("final id = %s, want %s", d.Final.ID, wantID)
 			}
 		})
 	}
@@ -230,16 +231,16 @@ func TestResponsesTurnStreamFollowUpHolds(t *testing.T) {
 	// The follow-up holds a call of its own: the message comes after what
 	// the app already read, at the next index.
 	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
-	follow := newSynID("resp_U").text("msg_2", "Then I delete it.").fn("held", "delete_post", `{"post":7}`)
-	rec, reqs, err := respRunTurn(t, h, respRequest, sseUp(refusingResp().completed()), sseUp(follow.completed()))
+	follow := responsestest.NewSynID("resp_U").Text("msg_2", "Then I delete it.").Fn("held", "delete_post", `{"post":7}`)
+	rec, reqs, err := respRunTurn(t, h, respRequest, sseUp(refusingResp().Completed()), sseUp(follow.Completed()))
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("err %v, requests %q", err, reqs)
 	}
 	out := rec.Body.Bytes()
-	checkAbsent(t, out, "fc_held", "fc_ref")
-	d := respDecode(t, out)
-	if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message message]" || messageText(d.final.Output[2]) != waitText {
-		t.Errorf("output = %s %q", got, d.final.OutputText())
+	responsestest.CheckAbsent(t, out, "fc_held", "fc_ref")
+	d := responsestest.Decode(t, out)
+	if got := fmt.Sprint(responsestest.OutputSummary(d.Final.Output)); got != "[message message message]" || responsestest.MessageText(d.Final.Output[2]) != waitText {
+		t.Errorf("output = %s %q", got, d.Final.OutputText())
 	}
 	// The follow-up's Hold gets the follow-up's items up to its call.
 	if len(h.Holds()) != 2 || len(gjson.ParseBytes(h.Holds()[1].Message).Array()) != 2 {
@@ -249,9 +250,9 @@ func TestResponsesTurnStreamFollowUpHolds(t *testing.T) {
 
 func TestResponsesTurnRefusedUpToTheLimit(t *testing.T) {
 	h := refusingHolder()
-	responses := []upstream{sseUp(refusingResp().completed())}
+	responses := []upstream{sseUp(refusingResp().Completed())}
 	for i := range provider.MaxContinuations {
-		responses = append(responses, sseUp(newSynID(fmt.Sprint("resp_", i)).fn(fmt.Sprint("ref", i), "send_email", respRefusedArgs).completed()))
+		responses = append(responses, sseUp(responsestest.NewSynID(fmt.Sprint("resp_", i)).Fn(fmt.Sprint("ref", i), "send_email", respRefusedArgs).Completed()))
 	}
 	rec, reqs, err := respRunTurn(t, h, respRequest, responses...)
 	if err != nil {
@@ -260,9 +261,9 @@ func TestResponsesTurnRefusedUpToTheLimit(t *testing.T) {
 	if len(reqs) != provider.MaxContinuations {
 		t.Errorf("%d follow-ups: %q", len(reqs), reqs)
 	}
-	d := respDecode(t, rec.Body.Bytes())
-	if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message]" || !strings.HasSuffix(d.final.OutputText(), refusal) {
-		t.Errorf("output = %s %q", got, d.final.OutputText())
+	d := responsestest.Decode(t, rec.Body.Bytes())
+	if got := fmt.Sprint(responsestest.OutputSummary(d.Final.Output)); got != "[message message]" || !strings.HasSuffix(d.Final.OutputText(), refusal) {
+		t.Errorf("output = %s %q", got, d.Final.OutputText())
 	}
 	// Each follow-up carries everything before it.
 	last := []byte(reqs[len(reqs)-1])
@@ -282,21 +283,21 @@ func TestResponsesTurnStreamFollowUpFails(t *testing.T) {
 	}{
 		{"http 500", upstream{500, "application/json", `{"error":{"message":"boom"}}`}, "Toolgate could not continue: the provider answered HTTP 500."},
 		{"no answer", upstream{}, "Toolgate could not continue: the provider did not answer."},
-		{"ends early", sseUp(newSynID("resp_U").text("msg_2", "Who").b.String()), "Toolgate could not continue: the provider's answer ended early."},
+		{"ends early", sseUp(responsestest.NewSynID("resp_U").Text("msg_2", "Who").B.String()), "Toolgate could not continue: the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, _, err := respRunTurn(t, refusingHolder(), respRequest, sseUp(refusingResp().completed()+"data: [DONE]\n\n"), tc.up)
+			rec, _, err := respRunTurn(t, refusingHolder(), respRequest, sseUp(refusingResp().Completed()+"data: [DONE]\n\n"), tc.up)
 			if err != nil {
 				t.Fatal(err)
 			}
 			out := rec.Body.Bytes()
 			checkNoRefused(t, out)
-			d := respDecode(t, out)
-			if d.final == nil {
+			d := responsestest.Decode(t, out)
+			if d.Final == nil {
 				t.Fatal("no terminal event")
 			}
-			if !strings.HasSuffix(d.final.OutputText(), tc.text) {
-				t.Errorf("text = %q", d.final.OutputText())
+			if !strings.HasSuffix(d.Final.OutputText(), tc.text) {
+				t.Errorf("text = %q", d.Final.OutputText())
 			}
 			if !strings.HasSuffix(string(out), "data: [DONE]\n\n") {
 				t.Error("no [DONE] at the end")
@@ -311,7 +312,7 @@ func TestResponsesTurnNoFollowUpSent(t *testing.T) {
 	rw.SetRequest([]byte(respRequest))
 	rw.Header().Set("Content-Type", "text/event-stream")
 	rw.WriteHeader(200)
-	if _, err := rw.Write([]byte(refusingResp().completed())); err != nil {
+	if _, err := rw.Write([]byte(refusingResp().Completed())); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := rw.Continuation(); !ok {
@@ -320,15 +321,15 @@ func TestResponsesTurnNoFollowUpSent(t *testing.T) {
 	if err := rw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d := respDecode(t, rec.Body.Bytes())
-	if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message]" || d.final.OutputText() != "Sure."+refusal {
-		t.Errorf("output = %s %q", got, d.final.OutputText())
+	d := responsestest.Decode(t, rec.Body.Bytes())
+	if got := fmt.Sprint(responsestest.OutputSummary(d.Final.Output)); got != "[message message]" || d.Final.OutputText() != "Sure."+refusal {
+		t.Errorf("output = %s %q", got, d.Final.OutputText())
 	}
 }
 
 func TestResponsesTurnJSONContinues(t *testing.T) {
 	first := refusingResp()
-	follow := newSynID("resp_U").text("msg_2", "Who should receive it?")
+	follow := responsestest.NewSynID("resp_U").Text("msg_2", "Who should receive it?")
 	for _, tc := range []struct {
 		name, request, id string
 	}{
@@ -336,7 +337,7 @@ func TestResponsesTurnJSONContinues(t *testing.T) {
 		{"previous_response_id", `{"input":"Send it","previous_response_id":"resp_0"}`, "resp_U"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, reqs, err := respRunTurn(t, refusingHolder(), tc.request, jsonUp(first.json()), jsonUp(follow.json()))
+			rec, reqs, err := respRunTurn(t, refusingHolder(), tc.request, jsonUp(first.JSON()), jsonUp(follow.JSON()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,7 +360,7 @@ func TestResponsesTurnJSONContinues(t *testing.T) {
 
 	// No follow-up sent: the refusal is shown in place.
 	out, err := responsesadapter.Responses{}.NewTurn(context.Background(), refusingHolder(), []byte(`{"input":"x"}`), 0), error(nil)
-	if err = out.JSON([]byte(first.json())); err != nil {
+	if err = out.JSON([]byte(first.JSON())); err != nil {
 		t.Fatal(err)
 	}
 	body, err := out.Finish()
@@ -372,12 +373,12 @@ func TestResponsesTurnJSONContinues(t *testing.T) {
 // first response refused a call: no held or refused call reaches the app,
 // the answer has at most one terminal event, and splits change nothing.
 func FuzzResponsesContinuation(f *testing.F) {
-	f.Add([]byte(newSynID("resp_U").text("msg_2", "Who should receive it?").completed()), []byte{0})
+	f.Add([]byte(responsestest.NewSynID("resp_U").Text("msg_2", "Who should receive it?").Completed()), []byte{0})
 	for _, s := range respFuzzSeeds() {
 		f.Add([]byte(strings.ReplaceAll(s, "resp_syn", "resp_U")), []byte{5, 1})
 	}
 	f.Add(respFixture(f, "reasoning-encrypted-step1.sse"), []byte{40})
-	first := []byte(refusingResp().completed())
+	first := []byte(refusingResp().Completed())
 	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *providertest.Holder, error) {
 		h := respFuzzHolder()
 		rec := newRecorder()

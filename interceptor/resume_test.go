@@ -16,9 +16,12 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 )
 
 // A streamed answer whose calls are held waits for the person's answer
@@ -128,11 +131,11 @@ func runResume(t *testing.T, a provider.Adapter, h *providertest.Holder, request
 // usage and [DONE].
 func chatHeld(extra ...string) string {
 	return strings.Join(append([]string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
-		chunk(deltaChoice(0, `{"content":"I'll delete it."}`)),
-		chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))),
-	}, extra...), "") + chunk(finishChoice(0, "tool_calls")) + usageChunk + "data: [DONE]\n\n"
+		chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"content":"I'll delete it."}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{"post":7}`)))),
+	}, extra...), "") + chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + chattest.UsageChunk + "data: [DONE]\n\n"
 }
 
 const resumeText = "Done: post 7 is deleted."
@@ -154,7 +157,7 @@ func TestResumeChatStream(t *testing.T) {
 		t.Errorf("%d keep-alives", n)
 	}
 	checkOneEnd(t, r.out)
-	acc := accumulate(t, r.out)
+	acc := chattest.Accumulate(t, r.out)
 	c := acc.Choices[0]
 	if want := "I'll delete it.\n\n" + waitText + "\n\n" + resumeText; c.Message.Content != want {
 		t.Errorf("content = %q, want %q", c.Message.Content, want)
@@ -164,7 +167,7 @@ func TestResumeChatStream(t *testing.T) {
 	}
 	// The follow-up request: the history restored as in the app's next
 	// request, every other byte kept.
-	if got := strings.Join(roles(t, []byte(r.follow)), " "); got != "system user assistant tool:call_del" {
+	if got := strings.Join(chattest.Roles(t, []byte(r.follow)), " "); got != "system user assistant tool:call_del" {
 		t.Errorf("follow-up roles = %s\n%s", got, r.follow)
 	}
 	msgs := gjson.Get(r.follow, "messages").Array()
@@ -192,7 +195,7 @@ func TestResumeChatWaitPassed(t *testing.T) {
 		t.Fatalf("held %q, close %v", r.held, r.closeErr)
 	}
 	checkOneEnd(t, r.out)
-	want, got := accumulate(t, plain.Body.Bytes()), accumulate(t, r.out)
+	want, got := chattest.Accumulate(t, plain.Body.Bytes()), chattest.Accumulate(t, r.out)
 	if got.Choices[0].Message.Content != want.Choices[0].Message.Content || got.Choices[0].FinishReason != want.Choices[0].FinishReason ||
 		got.Usage.TotalTokens != want.Usage.TotalTokens || got.ID != want.ID {
 		t.Errorf("waited: %+v\nwithout waiting: %+v", got.Choices[0], want.Choices[0])
@@ -207,7 +210,7 @@ func TestResumeNotOffered(t *testing.T) {
 		request string
 	}{
 		// A call reached the app: it answers that first, in its own request.
-		{"a call passed", providertest.NewHolder("delete_post"), chatHeld(chunk(deltaChoice(0, toolDelta(toolHeader(1, "call_get", "get_post")))), chunk(deltaChoice(0, toolDelta(toolArgs(1, `{}`))))), testRequest},
+		{"a call passed", providertest.NewHolder("delete_post"), chatHeld(chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(1, "call_get", "get_post")))), chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(1, `{}`))))), testRequest},
 		{"nothing held", providertest.NewHolder("send_email"), chatHeld(), testRequest},
 		{"refused: a continuation first", providertest.NewHolder().Refusing("delete_post", refusal), chatHeld(), testRequest},
 		{"two choices asked for", providertest.NewHolder("delete_post"), chatHeld(), strings.Replace(testRequest, `"stream":true`, `"stream":true,"n":2`, 1)},
@@ -287,7 +290,7 @@ func TestResumeChatFollowUpFails(t *testing.T) {
 	}
 	out := rec.Body.Bytes()
 	checkOneEnd(t, out)
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	if want := "I'll delete it.\n\n" + waitText + "\n\nToolgate could not continue: the provider answered HTTP 529."; acc.Choices[0].Message.Content != want {
 		t.Errorf("content = %q", acc.Choices[0].Message.Content)
 	}
@@ -311,8 +314,8 @@ func TestResumeAnthropicStream(t *testing.T) {
 		t.Errorf("while waiting the app read:\n%s", r.waiting)
 	}
 	anthCheckOneMessage(t, r.out, "msg_01H1pwRRkQxKbUGKi785gT4M")
-	m := anthAccumulate(t, r.out)
-	texts := anthTexts(m)
+	m := anthropictest.Accumulate(t, r.out)
+	texts := anthropictest.Texts(m)
 	want := []string{"I'll get the current weather in San Francisco for you in Fahrenheit.", "\n\n" + waitText, "\n\nThe current weather in San Francisco is 68 degrees Fahrenheit."}
 	if strings.Join(texts, "|") != strings.Join(want, "|") {
 		t.Errorf("content = %q", texts)
@@ -342,23 +345,23 @@ func TestResumeResponsesStream(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := providertest.NewHolder("delete_post")
-			first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
-			follow := newSynID("resp_U").text("msg_2", resumeText)
-			r := runResume(t, responsesadapter.Responses{}, h, tc.request, first.completed()+"data: [DONE]\n\n", true, follow.completed())
+			first := responsestest.NewSyn().Text("msg_1", "I'll delete it.").Fn("del", "delete_post", `{"post":7}`)
+			follow := responsestest.NewSynID("resp_U").Text("msg_2", resumeText)
+			r := runResume(t, responsesadapter.Responses{}, h, tc.request, first.Completed()+"data: [DONE]\n\n", true, follow.Completed())
 			if r.closeErr != nil {
 				t.Fatal(r.closeErr)
 			}
 			if r.held != testStep || bytes.Contains(r.waiting, []byte("response.completed")) {
 				t.Fatalf("Held = %q; while waiting:\n%s", r.held, r.waiting)
 			}
-			d := respDecode(t, r.out)
-			if d.final == nil {
+			d := responsestest.Decode(t, r.out)
+			if d.Final == nil {
 				t.Fatal("no terminal event")
 			}
-			if got := fmt.Sprint(outputSummary(d.final.Output)); got != "[message message message]" {
+			if got := fmt.Sprint(responsestest.OutputSummary(d.Final.Output)); got != "[message message message]" {
 				t.Errorf("output = %s", got)
 			}
-			if got, want := d.final.OutputText(), "I'll delete it."+waitText+resumeText; got != want {
+			if got, want := d.Final.OutputText(), "I'll delete it."+waitText+resumeText; got != want {
 				t.Errorf("text = %q, want %q", got, want)
 			}
 			if n := strings.Count(string(r.out), "data: [DONE]"); n != 1 {
@@ -378,7 +381,7 @@ func TestResumeResponsesStream(t *testing.T) {
 			}
 			api := &respAPI{}
 			api.learn("resp_0", "[]")
-			api.learn("resp_syn", "["+strings.Join(first.items, ",")+"]")
+			api.learn("resp_syn", "["+strings.Join(first.Items, ",")+"]")
 			if err := api.check([]byte(r.follow)); err != nil {
 				t.Errorf("the API would refuse the follow-up: %v\n%s", err, r.follow)
 			}
@@ -391,8 +394,8 @@ func TestResumeResponsesStream(t *testing.T) {
 					t.Errorf("follow-up continues from %s", gjson.Get(r.follow, "previous_response_id").Str)
 				}
 			}
-			if d.final.ID != wantID {
-				t.Errorf("final id %s, want %s", d.final.ID, wantID)
+			if d.Final.ID != wantID {
+				t.Errorf("final id %s, want %s", d.Final.ID, wantID)
 			}
 		})
 	}
@@ -406,7 +409,7 @@ func TestResumeResponsesStream(t *testing.T) {
 func TestResumeNextRequestChat(t *testing.T) {
 	h := providertest.NewHolder("delete_post")
 	r := runResume(t, chat.Chat{}, h, testRequest, chatHeld(), true, followUp(resumeText, "stop"))
-	acc := accumulate(t, r.out)
+	acc := chattest.Accumulate(t, r.out)
 	params := openai.ChatCompletionNewParams{
 		Model:    "gpt-4o",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Delete post 7"), acc.Choices[0].Message.ToParam(), openai.UserMessage("Thanks.")},
@@ -420,7 +423,7 @@ func TestResumeNextRequestChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_del assistant user" {
+	if got := strings.Join(chattest.Roles(t, out), " "); got != "user assistant tool:call_del assistant user" {
 		t.Fatalf("roles = %s\n%s", got, out)
 	}
 	msgs := gjson.GetBytes(out, "messages").Array()
@@ -437,9 +440,9 @@ func TestResumeNextRequestAnthropic(t *testing.T) {
 	h := providertest.NewHolder("get_weather")
 	req := string(anthFixture(t, "request-1.json"))
 	r := runResume(t, anthropicadapter.Anthropic{}, h, req, string(anthFixture(t, "stream-1.sse")), true, string(anthFixture(t, "stream-2.sse")))
-	m := anthAccumulate(t, r.out)
+	m := anthropictest.Accumulate(t, r.out)
 	for _, more := range [][]anthropic.MessageParam{nil, {anthropic.NewUserMessage(anthropic.NewTextBlock("Thanks."))}} {
-		body := anthAppRequest(t, "Weather in SF in fahrenheit?", m, more...)
+		body := anthropictest.AppRequest(t, "Weather in SF in fahrenheit?", m, more...)
 		out, err := anthropicadapter.Anthropic{}.RewriteRequest(context.Background(), body, testLink, &heldRestorer{h: h})
 		if err != nil {
 			t.Fatal(err)
@@ -473,19 +476,19 @@ func TestResumeNextRequestAnthropic(t *testing.T) {
 
 func TestResumeNextRequestResponses(t *testing.T) {
 	h := providertest.NewHolder("delete_post")
-	first := newSyn().text("msg_1", "I'll delete it.").fn("del", "delete_post", `{"post":7}`)
-	r := runResume(t, responsesadapter.Responses{}, h, respRequest, first.completed(), true, newSynID("resp_U").text("msg_2", resumeText).completed())
-	d := respDecode(t, r.out)
+	first := responsestest.NewSyn().Text("msg_1", "I'll delete it.").Fn("del", "delete_post", `{"post":7}`)
+	r := runResume(t, responsesadapter.Responses{}, h, respRequest, first.Completed(), true, responsestest.NewSynID("resp_U").Text("msg_2", resumeText).Completed())
+	d := responsestest.Decode(t, r.out)
 	joined := ""
-	for _, it := range d.final.Output {
-		joined += messageText(it) + "\n\n"
+	for _, it := range d.Final.Output {
+		joined += responsestest.MessageText(it) + "\n\n"
 	}
 	for _, tc := range []struct {
 		name, items string
 		want        string
 	}{
 		// The app sends the output items back as they came.
-		{"items", outputItems(d.final.Output), "user message function_call function_call_output message user"},
+		{"items", outputItems(d.Final.Output), "user message function_call function_call_output message user"},
 		// The app joins the answer's text into one message.
 		{"joined text", `{"role":"assistant","content":` + string(gjson.AppendJSONString(nil, joined)) + `}`, "user message function_call function_call_output assistant user"},
 	} {
@@ -539,7 +542,7 @@ func (d *discardWriter) Flush()                      {}
 // through the writer, as the handler drives it, with resume allowed and
 // not: allowing it costs nothing when nothing is held.
 func BenchmarkWriterStreamText200Resume(b *testing.B) {
-	stream := textStream(200)
+	stream := chattest.TextStream(200)
 	req := []byte(testRequest)
 	for _, allow := range []bool{false, true} {
 		b.Run(fmt.Sprintf("allowed=%v", allow), func(b *testing.B) {

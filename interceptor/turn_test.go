@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
@@ -40,28 +41,28 @@ const testRequest = `{"model":"gpt-4o","stream":true,"stream_options":{"include_
 // a get_post call that passes unread, the finish, usage and [DONE].
 func refusingStream(extra ...string) string {
 	return strings.Join(append([]string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
-		chunk(deltaChoice(0, `{"content":"Sure."}`)),
-		chunk(deltaChoice(0, toolDelta(toolHeader(0, refusedID, "send_email")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(0, refusedArgs[:9])))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(0, refusedArgs[9:])))),
-		chunk(deltaChoice(0, toolDelta(toolHeader(1, "call_get", "get_post")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(1, `{"post":8}`)))),
-	}, extra...), "") + chunk(finishChoice(0, "tool_calls")) + usageChunk + "data: [DONE]\n\n"
+		chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"content":"Sure."}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, refusedID, "send_email")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, refusedArgs[:9])))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, refusedArgs[9:])))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(1, "call_get", "get_post")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(1, `{"post":8}`)))),
+	}, extra...), "") + chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + chattest.UsageChunk + "data: [DONE]\n\n"
 }
 
 // followUp is a follow-up response: a role chunk, the text, the given
 // chunks, the finish, usage and [DONE].
 func followUp(text, finish string, extra ...string) string {
 	var b strings.Builder
-	b.WriteString(chunkU(deltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)))
+	b.WriteString(chunkU(chattest.DeltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)))
 	for _, w := range strings.SplitAfter(text, " ") {
-		b.WriteString(chunkU(deltaChoice(0, `{"content":`+string(gjson.AppendJSONString(nil, w))+`}`)))
+		b.WriteString(chunkU(chattest.DeltaChoice(0, `{"content":`+string(gjson.AppendJSONString(nil, w))+`}`)))
 	}
 	for _, e := range extra {
 		b.WriteString(e)
 	}
-	b.WriteString(chunkU(finishChoice(0, finish)))
+	b.WriteString(chunkU(chattest.FinishChoice(0, finish)))
 	b.WriteString(usageChunkU)
 	b.WriteString("data: [DONE]\n\n")
 	return b.String()
@@ -157,7 +158,7 @@ func TestTurnStreamContinues(t *testing.T) {
 	out := rec.Body.Bytes()
 	checkOneEnd(t, out)
 	checkNoRefusedCall(t, out)
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	c := acc.Choices[0]
 	if want := "Sure.\n\nWho should receive it?"; c.Message.Content != want {
 		t.Errorf("content = %q, want %q", c.Message.Content, want)
@@ -185,7 +186,7 @@ func TestTurnStreamContinues(t *testing.T) {
 	if !strings.HasPrefix(req, testRequest[:cut]) || !strings.HasSuffix(req, testRequest[cut:]) {
 		t.Errorf("bytes outside the appended messages changed:\n%s", req)
 	}
-	if got := strings.Join(roles(t, []byte(req)), " "); got != "system user assistant tool:"+refusedID {
+	if got := strings.Join(chattest.Roles(t, []byte(req)), " "); got != "system user assistant tool:"+refusedID {
 		t.Errorf("roles = %s", got)
 	}
 	msgs := gjson.Get(req, "messages").Array()
@@ -198,7 +199,7 @@ func TestTurnStreamContinues(t *testing.T) {
 	if msgs[3].Get("content").Str != refusal {
 		t.Errorf("tool message = %s", msgs[3].Raw)
 	}
-	checkMessage(t, []byte(asst.Raw), ptr("Sure."), [][3]string{{refusedID, "send_email", refusedArgs}})
+	chattest.CheckMessage(t, []byte(asst.Raw), ptr("Sure."), [][3]string{{refusedID, "send_email", refusedArgs}})
 }
 
 func ptr(s string) *string { return &s }
@@ -206,8 +207,8 @@ func ptr(s string) *string { return &s }
 func TestTurnStreamHeldBesideRefused(t *testing.T) {
 	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal)
 	first := refusingStream(
-		chunk(deltaChoice(0, toolDelta(toolHeader(2, "call_del", "delete_post")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(2, `{"post":7}`)))))
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(2, "call_del", "delete_post")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(2, `{"post":7}`)))))
 	rec, reqs, err := runTurn(t, h, testRequest, sseUp(first), sseUp(followUp("Who should receive it?", "stop")))
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +216,7 @@ func TestTurnStreamHeldBesideRefused(t *testing.T) {
 	out := rec.Body.Bytes()
 	checkOneEnd(t, out)
 	checkNoRefusedCall(t, out)
-	c := accumulate(t, out).Choices[0]
+	c := chattest.Accumulate(t, out).Choices[0]
 	if want := "Sure.\n\n" + waitText + "\n\nWho should receive it?"; c.Message.Content != want {
 		t.Errorf("content = %q\nwant %q", c.Message.Content, want)
 	}
@@ -227,7 +228,7 @@ func TestTurnStreamHeldBesideRefused(t *testing.T) {
 		t.Errorf("follow-up calls = %s", ids)
 	}
 	// Hold saw the whole message of the first response.
-	checkMessage(t, h.Holds()[0].Message, ptr("Sure."), [][3]string{
+	chattest.CheckMessage(t, h.Holds()[0].Message, ptr("Sure."), [][3]string{
 		{refusedID, "send_email", refusedArgs}, {"call_get", "get_post", `{"post":8}`}, {"call_del", "delete_post", `{"post":7}`},
 	})
 }
@@ -271,12 +272,12 @@ func TestTurnStreamTextFlowsAsItComes(t *testing.T) {
 func TestTurnStreamFollowUpHoldsAndPasses(t *testing.T) {
 	h := providertest.NewHolder("delete_post").Refusing("send_email", refusal).Passing("update_post")
 	second := followUp("I'll ask.", "tool_calls",
-		chunkU(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
-		chunkU(deltaChoice(0, toolDelta(toolArgs(0, `{"post":7}`)))),
-		chunkU(deltaChoice(0, toolDelta(toolHeader(1, "call_get2", "get_post")))),
-		chunkU(deltaChoice(0, toolDelta(toolArgs(1, `{"post":9}`)))),
-		chunkU(deltaChoice(0, toolDelta(toolHeader(2, "call_upd", "update_post")))),
-		chunkU(deltaChoice(0, toolDelta(toolArgs(2, `{"post":9,"title":"x"}`)))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{"post":7}`)))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(1, "call_get2", "get_post")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(1, `{"post":9}`)))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(2, "call_upd", "update_post")))),
+		chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(2, `{"post":9,"title":"x"}`)))),
 	)
 	rec, _, err := runTurn(t, h, testRequest, sseUp(refusingStream()), sseUp(second))
 	if err != nil {
@@ -288,11 +289,11 @@ func TestTurnStreamFollowUpHoldsAndPasses(t *testing.T) {
 	if bytes.Contains(out, []byte("call_del")) {
 		t.Error("the held call reached the app")
 	}
-	calls := outputCalls(t, out)
+	calls := chattest.OutputCalls(t, out)
 	if len(calls) != 3 {
 		t.Errorf("output call indices = %v", calls)
 	}
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	c := acc.Choices[0]
 	if want := "Sure.\n\nI'll ask.\n\n" + waitText; c.Message.Content != want {
 		t.Errorf("content = %q\nwant %q", c.Message.Content, want)
@@ -310,7 +311,7 @@ func TestTurnStreamFollowUpHoldsAndPasses(t *testing.T) {
 	}
 	// The follow-up's Hold got its own message: its text and its calls.
 	last := h.Holds()[len(h.Holds())-1]
-	checkMessage(t, last.Message, ptr("I'll ask."), [][3]string{
+	chattest.CheckMessage(t, last.Message, ptr("I'll ask."), [][3]string{
 		{"call_del", "delete_post", `{"post":7}`}, {"call_get2", "get_post", `{"post":9}`}, {"call_upd", "update_post", `{"post":9,"title":"x"}`},
 	})
 }
@@ -319,8 +320,8 @@ func TestTurnStreamRefusedUpToTheLimit(t *testing.T) {
 	h := providertest.NewHolder().Refusing("send_email", refusal)
 	again := func(n int) string {
 		return followUp(fmt.Sprintf("Try %d.", n), "tool_calls",
-			chunkU(deltaChoice(0, toolDelta(toolHeader(0, refusedID+strconv.Itoa(n), "send_email")))),
-			chunkU(deltaChoice(0, toolDelta(toolArgs(0, refusedArgs)))))
+			chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, refusedID+strconv.Itoa(n), "send_email")))),
+			chunkU(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, refusedArgs)))))
 	}
 	responses := []upstream{sseUp(refusingStream())}
 	for n := 1; n <= provider.MaxContinuations; n++ {
@@ -343,7 +344,7 @@ func TestTurnStreamRefusedUpToTheLimit(t *testing.T) {
 	}
 	out := rec.Body.Bytes()
 	checkOneEnd(t, out)
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	c := acc.Choices[0]
 	// The last refusal, past the limit, is shown in place.
 	if want := "Sure.\n\nTry 1.\n\nTry 2.\n\nTry 3.\n\n" + refusal; c.Message.Content != want {
@@ -366,7 +367,7 @@ func TestTurnStreamFollowUpFails(t *testing.T) {
 		{"HTTP 500", upstream{500, "application/json", `{"error":{"message":"boom"}}`}, "Toolgate could not continue: the provider answered HTTP 500."},
 		{"no answer", upstream{}, "Toolgate could not continue: the provider did not answer."},
 		{"another type", jsonUp(`{"choices":[]}`), "Toolgate could not continue: the provider's answer could not be read."},
-		{"cut short", sseUp(chunkU(deltaChoice(0, `{"content":"Who"}`))), "Who\n\nToolgate could not continue: the provider's answer ended early."},
+		{"cut short", sseUp(chunkU(chattest.DeltaChoice(0, `{"content":"Who"}`))), "Who\n\nToolgate could not continue: the provider's answer ended early."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := providertest.NewHolder().Refusing("send_email", refusal)
@@ -380,7 +381,7 @@ func TestTurnStreamFollowUpFails(t *testing.T) {
 			if bytes.Contains(out, []byte("boom")) {
 				t.Error("the follow-up's error body reached the app")
 			}
-			acc := accumulate(t, out)
+			acc := chattest.Accumulate(t, out)
 			c := acc.Choices[0]
 			if want := "Sure.\n\n" + tc.text; c.Message.Content != want {
 				t.Errorf("content = %q\nwant %q", c.Message.Content, want)
@@ -410,7 +411,7 @@ func TestTurnStreamNoFollowUpSent(t *testing.T) {
 	}
 	out := rec.Body.Bytes()
 	checkOneEnd(t, out)
-	c := accumulate(t, out).Choices[0]
+	c := chattest.Accumulate(t, out).Choices[0]
 	if c.Message.Content != "Sure.\n\n"+refusal || c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 {
 		t.Errorf("choice = %+v", c)
 	}
@@ -434,8 +435,8 @@ func TestTurnWithoutRequestShowsRefusalsInPlace(t *testing.T) {
 			}
 			rw.Header().Set("Content-Type", "text/event-stream")
 			if _, err := rw.Write([]byte(refusingStream(
-				chunk(deltaChoice(0, toolDelta(toolHeader(2, "call_del", "delete_post")))),
-				chunk(deltaChoice(0, toolDelta(toolArgs(2, `{}`))))))); err != nil {
+				chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(2, "call_del", "delete_post")))),
+				chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(2, `{}`))))))); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := rw.Continuation(); ok {
@@ -445,7 +446,7 @@ func TestTurnWithoutRequestShowsRefusalsInPlace(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := rec.Body.Bytes()
-			c := accumulate(t, out).Choices[0]
+			c := chattest.Accumulate(t, out).Choices[0]
 			if want := "Sure.\n\n" + waitText + "\n\n" + refusal; c.Message.Content != want {
 				t.Errorf("content = %q", c.Message.Content)
 			}
@@ -496,7 +497,7 @@ func TestTurnJSONContinues(t *testing.T) {
 				t.Errorf("header = %v: want the first response's", rec.Header())
 			}
 			checkNoRefusedCall(t, out)
-			c := decodeCompletion(t, out)
+			c := chattest.DecodeCompletion(t, out)
 			ch := c.Choices[0]
 			if ch.Message.Content != tc.content || string(ch.FinishReason) != tc.finish {
 				t.Errorf("content %q, finish %q", ch.Message.Content, ch.FinishReason)
@@ -535,7 +536,7 @@ func TestTurnJSONRefusedUpToTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := decodeCompletion(t, rec.Body.Bytes())
+	c := chattest.DecodeCompletion(t, rec.Body.Bytes())
 	ch := c.Choices[0]
 	if want := "Try 0.\n\nTry 1.\n\nTry 2.\n\nTry 3.\n\n" + refusal; ch.Message.Content != want || ch.FinishReason != "stop" || len(ch.Message.ToolCalls) != 0 {
 		t.Errorf("choice = %+v", ch)
@@ -561,7 +562,7 @@ func TestTurnJSONFollowUpFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ch := decodeCompletion(t, rec.Body.Bytes()).Choices[0]
+			ch := chattest.DecodeCompletion(t, rec.Body.Bytes()).Choices[0]
 			if ch.Message.Content != "Toolgate could not continue: "+tc.text || ch.FinishReason != "stop" || rec.Code != 200 {
 				t.Errorf("choice = %+v, status %d", ch, rec.Code)
 			}

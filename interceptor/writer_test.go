@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
@@ -92,7 +93,7 @@ func TestWriterStreamRewrites(t *testing.T) {
 	if err := rw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if c := accumulate(t, rec.Body.Bytes()).Choices[0]; c.Message.Content != waitText || len(c.Message.ToolCalls) != 0 {
+	if c := chattest.Accumulate(t, rec.Body.Bytes()).Choices[0]; c.Message.Content != waitText || len(c.Message.ToolCalls) != 0 {
 		t.Errorf("choice = %+v", c)
 	}
 }
@@ -135,7 +136,7 @@ func TestWriterRewritesJSON(t *testing.T) {
 			if len(h.Holds()) != 1 {
 				t.Fatalf("the rewriter was not reached: holds %d", len(h.Holds()))
 			}
-			if c := decodeCompletion(t, out).Choices[0]; c.Message.Content != waitText || len(c.Message.ToolCalls) != 0 {
+			if c := chattest.DecodeCompletion(t, out).Choices[0]; c.Message.Content != waitText || len(c.Message.ToolCalls) != 0 {
 				t.Errorf("choice = %+v", c)
 			}
 		})
@@ -279,10 +280,10 @@ func TestWriterReadsEveryLabel(t *testing.T) {
 				t.Fatalf("not read: held %d, wrote %s", len(h.Holds()), rec.Body.Bytes())
 			}
 			if tc.wantSSE {
-				if c := accumulate(t, rec.Body.Bytes()).Choices[0]; len(c.Message.ToolCalls) != 0 {
+				if c := chattest.Accumulate(t, rec.Body.Bytes()).Choices[0]; len(c.Message.ToolCalls) != 0 {
 					t.Errorf("choice = %+v", c)
 				}
-			} else if c := decodeCompletion(t, rec.Body.Bytes()).Choices[0]; len(c.Message.ToolCalls) != 0 {
+			} else if c := chattest.DecodeCompletion(t, rec.Body.Bytes()).Choices[0]; len(c.Message.ToolCalls) != 0 {
 				t.Errorf("choice = %+v", c)
 			}
 		})

@@ -1,24 +1,14 @@
 package provider_test
 
-// Builders and runners of each adapter's answers for the tests that table
-// over every adapter alike (keys_test.go, scan_test.go, types_test.go,
-// providers_test.go): the few of provider/chat's, provider/anthropic's and
-// provider/responses' test helpers these tests use, copied (each adapter's
-// own tests are in its package, which this one cannot read).
+// Runners of each adapter for the tests that table over every adapter alike
+// (keys_test.go, scan_test.go, types_test.go, providers_test.go), copied
+// from each adapter's own tests (a protocol's test package may not import
+// its adapter). The builders and readers of each protocol's answers are
+// its test package's: chattest, anthropictest, responsestest.
 
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"net/http"
-	"strconv"
-	"strings"
-	"testing"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
@@ -48,77 +38,6 @@ func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flus
 	return buf.Bytes(), flushes, err
 }
 
-func accumulate(t *testing.T, stream []byte) openai.ChatCompletionAccumulator {
-	t.Helper()
-	res := &http.Response{
-		Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body:   io.NopCloser(bytes.NewReader(stream)),
-	}
-	s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(res), nil)
-	var acc openai.ChatCompletionAccumulator
-	n := 0
-	for s.Next() {
-		n++
-		if !acc.AddChunk(s.Current()) {
-			t.Errorf("openai-go rejected chunk %d: %s", n, s.Current().RawJSON())
-		}
-	}
-	if err := s.Err(); err != nil {
-		t.Fatalf("openai-go stream: %v", err)
-	}
-	if len(acc.Choices) == 0 {
-		t.Fatal("openai-go accumulated no choice")
-	}
-	return acc
-}
-
-const testEnvelope = `"id":"chatcmpl-T","object":"chat.completion.chunk","created":1727346176,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_7568d46099"`
-
-func chunk(choices ...string) string {
-	return "data: {" + testEnvelope + `,"choices":[` + strings.Join(choices, ",") + "]}\n\n"
-}
-
-func deltaChoice(i int, delta string) string {
-	return fmt.Sprintf(`{"index":%d,"delta":%s,"logprobs":null,"finish_reason":null}`, i, delta)
-}
-
-func finishChoice(i int, reason string) string {
-	return fmt.Sprintf(`{"index":%d,"delta":{},"logprobs":null,"finish_reason":%q}`, i, reason)
-}
-
-func toolHeader(index int, id, name string) string {
-	return fmt.Sprintf(`{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}`, index, id, name)
-}
-
-func toolArgs(index int, frag string) string {
-	return fmt.Sprintf(`{"index":%d,"function":{"arguments":%s}}`, index, gjson.AppendJSONString(nil, frag))
-}
-
-func toolDelta(entries ...string) string {
-	return `{"tool_calls":[` + strings.Join(entries, ",") + `]}`
-}
-
-func anthEv(data string) string {
-	return "event: " + gjson.Get(data, "type").Str + "\ndata: " + data + "\n\n"
-}
-
-func anthStart(id string) string {
-	return anthEv(`{"type":"message_start","message":{"id":"` + id + `","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":1}}}`)
-}
-
-func anthTextBlockEvs(i int, words ...string) string {
-	s := anthEv(fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i))
-	for _, w := range words {
-		s += anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, i, gjson.AppendJSONString(nil, w)))
-	}
-	return s + anthEv(fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
-}
-
-func anthEnd(reason string, output int) string {
-	return anthEv(fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, reason, output)) +
-		anthEv(`{"type":"message_stop"}`)
-}
-
 // anthRewrite runs in through an Anthropic stream, written in pieces of
 // the given sizes (cycled; all at once if none), and returns what came out.
 func anthRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
@@ -139,63 +58,6 @@ func anthRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, flushe
 	}
 	return buf.Bytes(), flushes, err
 }
-
-type respSyn struct {
-	b     strings.Builder
-	env   string // the response's envelope members
-	seq   int
-	items []string
-	lines bool // event: lines
-}
-
-// ev writes one event; its JSON holds SEQ for the sequence number.
-func (s *respSyn) ev(format string, args ...any) {
-	data := strings.Replace(fmt.Sprintf(format, args...), "SEQ", strconv.Itoa(s.seq), 1)
-	s.seq++
-	if s.lines {
-		s.b.WriteString("event: " + gjson.Get(data, "type").Str + "\n")
-	}
-	s.b.WriteString("data: " + data + "\n\n")
-}
-
-func (s *respSyn) text(id, text string) *respSyn {
-	i := len(s.items)
-	q := string(gjson.AppendJSONString(nil, text))
-	s.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":%d,"item":{"id":%q,"type":"message","status":"in_progress","content":[],"role":"assistant"}}`, i, id)
-	s.ev(`{"type":"response.content_part.added","sequence_number":SEQ,"item_id":%q,"output_index":%d,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}}`, id, i)
-	for _, w := range strings.SplitAfter(text, " ") {
-		s.ev(`{"type":"response.output_text.delta","sequence_number":SEQ,"item_id":%q,"output_index":%d,"content_index":0,"delta":%s,"logprobs":[],"obfuscation":"x"}`, id, i, string(gjson.AppendJSONString(nil, w)))
-	}
-	s.ev(`{"type":"response.output_text.done","sequence_number":SEQ,"item_id":%q,"output_index":%d,"content_index":0,"text":%s,"logprobs":[]}`, id, i, q)
-	s.ev(`{"type":"response.content_part.done","sequence_number":SEQ,"item_id":%q,"output_index":%d,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":%s}}`, id, i, q)
-	item := fmt.Sprintf(`{"id":%q,"type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":%s}],"role":"assistant"}`, id, q)
-	s.ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":%d,"item":%s}`, i, item)
-	s.items = append(s.items, item)
-	return s
-}
-
-// end writes the terminal event of the given type and returns the stream.
-func (s *respSyn) end(typ string) string {
-	status := strings.TrimPrefix(typ, "response.")
-	s.ev(`{"type":%q,"sequence_number":SEQ,"response":{%s,"status":%q,"output":[%s],"usage":%s}}`, typ, s.env, status, strings.Join(s.items, ","), respUsage)
-	return s.b.String()
-}
-
-func (s *respSyn) completed() string { return s.end("response.completed") }
-
-func newSyn() *respSyn { return newSynID("resp_syn") }
-
-// newSynID starts a synthetic stream of the response with this id.
-func newSynID(id string) *respSyn {
-	s := &respSyn{lines: true, env: strings.Replace(respEnvelope, "resp_syn", id, 1)}
-	s.ev(`{"type":"response.created","sequence_number":SEQ,"response":{%s,"status":"in_progress","output":[],"usage":null}}`, s.env)
-	s.ev(`{"type":"response.in_progress","sequence_number":SEQ,"response":{%s,"status":"in_progress","output":[],"usage":null}}`, s.env)
-	return s
-}
-
-const respEnvelope = `"id":"resp_syn","object":"response","created_at":1770803615,"model":"gpt-5.1","parallel_tool_calls":true,"store":true,"tools":[]`
-
-const respUsage = `{"input_tokens":45,"input_tokens_details":{"cached_tokens":0},"output_tokens":24,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":69}`
 
 // respRewrite runs in through a Responses stream, written in pieces of the
 // given sizes (cycled; all at once if none), and returns what came out.

@@ -52,8 +52,12 @@ var allowedImports = map[string][]string{
 
 	// Each protocol's test package: its history checker reads JSON on its
 	// own, importing no adapter.
-	"provider/anthropic/anthropictest": nil,
-	"provider/chat/chattest":           nil,
+	// anthropictest's stream builders and readers (builders.go) split events
+	// with providertest.Events and wire/stream's Frame, as the adapter does.
+	"provider/anthropic/anthropictest": {"provider/providertest", "wire/sse", "wire/stream"},
+	// chattest.BlockedInStream reads a stream with wire/sse against a
+	// providertest.Holder.
+	"provider/chat/chattest":           {"provider/providertest", "wire/sse"},
 	"provider/responses/responsestest": nil,
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "plaintext", "policies", "provider", "store", "wire/jsonedit"},

@@ -11,9 +11,12 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 )
 
 // Bodies that spell a call's key or type with \u escapes, which every
@@ -43,15 +46,15 @@ func TestEscapedKeysAreRead(t *testing.T) {
 		}
 	})
 	t.Run("chat stream", func(t *testing.T) {
-		in := strings.Replace(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post")))), `"tool_calls"`, `"\u0074ool_calls"`, 1) +
-			chunk(deltaChoice(0, strings.Replace(toolDelta(toolArgs(0, `{"post":7}`)), `"tool_calls"`, `"tool\u005fcalls"`, 1))) +
-			chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
+		in := strings.Replace(chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post")))), `"tool_calls"`, `"\u0074ool_calls"`, 1) +
+			chattest.Chunk(chattest.DeltaChoice(0, strings.Replace(chattest.ToolDelta(chattest.ToolArgs(0, `{"post":7}`)), `"tool_calls"`, `"tool\u005fcalls"`, 1))) +
+			chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
 		h := providertest.NewHolder("delete_post")
 		out, _, err := rewriteStream([]byte(in), h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if acc := accumulate(t, out); len(h.Holds()) != 1 || len(acc.Choices[0].Message.ToolCalls) != 0 {
+		if acc := chattest.Accumulate(t, out); len(h.Holds()) != 1 || len(acc.Choices[0].Message.ToolCalls) != 0 {
 			t.Fatalf("held %d times; openai-go reads %s", len(h.Holds()), out)
 		}
 	})
@@ -175,23 +178,23 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 
 	// Streams: the same in one event.
 	chatStreams := map[string]string{
-		"choices twice": "data: {" + testEnvelope + `,"choices":[],"choices":[` + deltaChoice(0, toolDelta(toolHeader(0, "call_1", "delete_post"))) + "]}\n\n",
-		"name twice":    chunk(deltaChoice(0, toolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","name":"delete_post","arguments":""}}`))),
-		"delta twice":   chunk(`{"index":0,"delta":{"content":"x"},"delta":` + toolDelta(toolHeader(0, "call_1", "delete_post")) + `,"finish_reason":null}`),
+		"choices twice": "data: {" + chattest.Envelope + `,"choices":[],"choices":[` + chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post"))) + "]}\n\n",
+		"name twice":    chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","name":"delete_post","arguments":""}}`))),
+		"delta twice":   chattest.Chunk(`{"index":0,"delta":{"content":"x"},"delta":` + chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post")) + `,"finish_reason":null}`),
 	}
 	for name, ev := range chatStreams {
-		in := ev + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
+		in := ev + chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
 		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
 		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)
 		}
 	}
 	anthStreams := map[string]string{
-		"name twice":          anthEv(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_post","name":"delete_post","input":{}}}`),
-		"content_block twice": anthEv(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""},"content_block":{"type":"tool_use","id":"toolu_1","name":"delete_post","input":{}}}`),
+		"name twice":          anthropictest.Ev(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_post","name":"delete_post","input":{}}}`),
+		"content_block twice": anthropictest.Ev(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""},"content_block":{"type":"tool_use","id":"toolu_1","name":"delete_post","input":{}}}`),
 	}
 	for name, ev := range anthStreams {
-		in := anthStart("msg_1") + anthTextBlockEvs(0, "Hi") + ev + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("tool_use", 3)
+		in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Hi") + ev + anthropictest.Ev(`{"type":"content_block_stop","index":1}`) + anthropictest.End("tool_use", 3)
 		out, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
 		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, out)
@@ -202,9 +205,9 @@ func TestAmbiguousResponsesAreRefused(t *testing.T) {
 		"name twice": `{"type":"response.output_item.added","sequence_number":SEQ,"output_index":1,"item":{"id":"fc_1","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"read_post","name":"delete_post"}}`,
 	}
 	for name, ev := range respStreams {
-		syn := newSyn().text("msg_1", "Hi")
-		syn.ev("%s", ev)
-		in := syn.b.String()
+		syn := responsestest.NewSyn().Text("msg_1", "Hi")
+		syn.Ev("%s", ev)
+		in := syn.B.String()
 		out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
 		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("responses stream, %s: not refused (%v); the app reads %s", name, err, out)

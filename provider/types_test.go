@@ -15,9 +15,12 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 )
 
 // A call the gate cannot place — of an unknown type, or naming a gated
@@ -43,13 +46,13 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 		}
 	}
 	chatStreams := map[string]string{
-		"unknown type":         chunk(deltaChoice(0, toolDelta(`{"index":0,"id":"call_1","type":"op","op":{"name":"read_post"},"function":{"name":"delete_post","arguments":"{}"}}`))),
-		"name in another body": chunk(deltaChoice(0, toolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","arguments":"{}"},"custom":{"name":"delete_post"}}`))),
-		"legacy function_call": chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chunk(deltaChoice(0, `{"function_call":{"arguments":"{\"post\":7}"}}`)),
-		"legacy name in parts": chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete","arguments":""}}`)) + chunk(deltaChoice(0, `{"function_call":{"name":"_post"}}`)),
+		"unknown type":         chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(`{"index":0,"id":"call_1","type":"op","op":{"name":"read_post"},"function":{"name":"delete_post","arguments":"{}"}}`))),
+		"name in another body": chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(`{"index":0,"id":"call_1","type":"function","function":{"name":"read_post","arguments":"{}"},"custom":{"name":"delete_post"}}`))),
+		"legacy function_call": chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chattest.Chunk(chattest.DeltaChoice(0, `{"function_call":{"arguments":"{\"post\":7}"}}`)),
+		"legacy name in parts": chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","function_call":{"name":"delete","arguments":""}}`)) + chattest.Chunk(chattest.DeltaChoice(0, `{"function_call":{"name":"_post"}}`)),
 	}
 	for name, evs := range chatStreams {
-		in := evs + chunk(finishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
+		in := evs + chattest.Chunk(chattest.FinishChoice(0, "tool_calls")) + "data: [DONE]\n\n"
 		out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post").Passing("read_post"))
 		if err == nil || providertest.NodeSees(out, "delete_post") {
 			t.Errorf("chat stream, %s: not refused (%v); the app reads %s", name, err, out)
@@ -67,8 +70,8 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 		if err == nil {
 			t.Errorf("anthropic json, %s: not refused; the app reads %s", name, out)
 		}
-		in := anthStart("msg_1") + anthTextBlockEvs(0, "Deleting.") +
-			anthEv(`{"type":"content_block_start","index":1,"content_block":`+block+`}`) + anthEv(`{"type":"content_block_stop","index":1}`) + anthEnd("end_turn", 3)
+		in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Deleting.") +
+			anthropictest.Ev(`{"type":"content_block_start","index":1,"content_block":`+block+`}`) + anthropictest.Ev(`{"type":"content_block_stop","index":1}`) + anthropictest.End("end_turn", 3)
 		sout, _, err := anthRewrite([]byte(in), providertest.NewHolder("delete_post"))
 		if err == nil || providertest.NodeSees(sout, "delete_post") {
 			t.Errorf("anthropic stream, %s: not refused (%v); the app reads %s", name, err, sout)
@@ -79,10 +82,10 @@ func TestUnplaceableCallsAreRefused(t *testing.T) {
 	if out, err := (responsesadapter.Responses{}).RewriteJSON(ctx, []byte(respJSON), providertest.NewHolder("delete_post")); err == nil {
 		t.Errorf("responses json, unknown type: not refused; the app reads %s", out)
 	}
-	syn := newSyn().text("msg_1", "Deleting.")
-	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":1,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
-	syn.items = append(syn.items, `{"id":"fc_1","type":"tool_call","status":"completed","arguments":"{}","call_id":"call_1","name":"delete_post"}`)
-	in := syn.completed()
+	syn := responsestest.NewSyn().Text("msg_1", "Deleting.")
+	syn.Ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":1,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
+	syn.Items = append(syn.Items, `{"id":"fc_1","type":"tool_call","status":"completed","arguments":"{}","call_id":"call_1","name":"delete_post"}`)
+	in := syn.Completed()
 	if out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post")); err == nil || providertest.NodeSees(out, "delete_post") {
 		t.Errorf("responses stream, unknown type: not refused (%v); the app reads %s", err, out)
 	}
@@ -114,15 +117,15 @@ func TestProviderSideCalls(t *testing.T) {
 	const respEnv = `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[`
 	const respTail = `],"usage":null}`
 	anthStream := func(block string) string {
-		return anthStart("msg_1") + anthEv(`{"type":"content_block_start","index":0,"content_block":`+block+`}`) +
-			anthEv(`{"type":"content_block_stop","index":0}`) + anthEnd("end_turn", 3)
+		return anthropictest.Start("msg_1") + anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":`+block+`}`) +
+			anthropictest.Ev(`{"type":"content_block_stop","index":0}`) + anthropictest.End("end_turn", 3)
 	}
 	respStream := func(item string) string {
-		syn := newSyn()
-		syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
-		syn.ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
-		syn.items = append(syn.items, item)
-		return syn.completed()
+		syn := responsestest.NewSyn()
+		syn.Ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
+		syn.Ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":0,"item":%s}`, item)
+		syn.Items = append(syn.Items, item)
+		return syn.Completed()
 	}
 
 	for typ, block := range anthBlocks("delete_post") {
@@ -167,7 +170,7 @@ func TestProviderSideCalls(t *testing.T) {
 // A stream the gate stops ends with an error event every SDK reports as
 // an error, not with a clean end the app would take for a whole answer.
 func TestStoppedStreamsEndWithAnError(t *testing.T) {
-	legacy := chunk(deltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chunk(finishChoice(0, "function_call")) + "data: [DONE]\n\n"
+	legacy := chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","function_call":{"name":"delete_post","arguments":""}}`)) + chattest.Chunk(chattest.FinishChoice(0, "function_call")) + "data: [DONE]\n\n"
 	out, _, err := rewriteStream([]byte(legacy), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("chat: not stopped")
@@ -179,7 +182,7 @@ func TestStoppedStreamsEndWithAnError(t *testing.T) {
 		t.Errorf("chat: openai-go reads no error (%v) from %s", cs.Err(), out)
 	}
 
-	anth := anthStart("msg_1") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_call","id":"toolu_1","name":"delete_post","input":{}}}`) + anthEnd("end_turn", 1)
+	anth := anthropictest.Start("msg_1") + anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_call","id":"toolu_1","name":"delete_post","input":{}}}`) + anthropictest.End("end_turn", 1)
 	aout, _, err := anthRewrite([]byte(anth), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("anthropic: not stopped")
@@ -191,9 +194,9 @@ func TestStoppedStreamsEndWithAnError(t *testing.T) {
 		t.Errorf("anthropic: anthropic-sdk-go reads no error (%v) from %s", as.Err(), aout)
 	}
 
-	syn := newSyn()
-	syn.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
-	rout, err := respRewrite([]byte(syn.completed()), providertest.NewHolder("delete_post"))
+	syn := responsestest.NewSyn()
+	syn.Ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":0,"item":{"id":"fc_1","type":"tool_call","status":"in_progress","arguments":"{}","call_id":"call_1","name":"delete_post"}}`)
+	rout, err := respRewrite([]byte(syn.Completed()), providertest.NewHolder("delete_post"))
 	if err == nil {
 		t.Fatal("responses: not stopped")
 	}

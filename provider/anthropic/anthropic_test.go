@@ -6,19 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/providertest"
-	"github.com/toolgate/toolgate/wire/sse"
 )
 
 func anthFixture(t testing.TB, name string) []byte {
@@ -59,84 +57,6 @@ func anthRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, flushe
 		err = cerr
 	}
 	return buf.Bytes(), flushes, err
-}
-
-// anthAccumulate decodes a stream the way anthropic-sdk-go does and
-// accumulates it into a Message; every event must be accepted. It also
-// checks that every event carries an event: line naming its type (the SDK
-// skips events without one, wire-formats.md §3.2).
-func anthAccumulate(t *testing.T, stream []byte) anthropic.Message {
-	t.Helper()
-	res := &http.Response{
-		Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body:   io.NopCloser(bytes.NewReader(stream)),
-	}
-	s := ssestream.NewStream[anthropic.MessageStreamEventUnion](ssestream.NewDecoder(res), nil)
-	var msg anthropic.Message
-	n := 0
-	for s.Next() {
-		n++
-		if err := msg.Accumulate(s.Current()); err != nil {
-			t.Fatalf("anthropic-sdk-go rejected event %d: %v\n%s", n, err, s.Current().RawJSON())
-		}
-	}
-	if err := s.Err(); err != nil {
-		t.Fatalf("anthropic-sdk-go stream: %v", err)
-	}
-	if n == 0 {
-		t.Fatal("anthropic-sdk-go decoded no event")
-	}
-	anthCheckEventLines(t, stream)
-	return msg
-}
-
-// anthCheckEventLines checks that every event of a stream has an event:
-// line equal to its data's type.
-func anthCheckEventLines(t *testing.T, stream []byte) {
-	t.Helper()
-	var s anthStream
-	for _, ev := range providertest.Events(stream) {
-		data, ok := s.Data(ev)
-		if !ok {
-			continue
-		}
-		name := string(sse.Type(ev))
-		if typ := gjson.GetBytes(data, "type").Str; name != typ {
-			t.Errorf("event line %q for data of type %q: %s", name, typ, ev)
-		}
-	}
-}
-
-// anthToolUses lists the tool_use blocks of a message as id, name, input.
-func anthToolUses(m anthropic.Message) [][3]string {
-	var out [][3]string
-	for _, b := range m.Content {
-		if b.Type == "tool_use" {
-			out = append(out, [3]string{b.ID, b.Name, string(b.Input)})
-		}
-	}
-	return out
-}
-
-// anthTexts lists the text of a message's text blocks.
-func anthTexts(m anthropic.Message) []string {
-	var out []string
-	for _, b := range m.Content {
-		if b.Type == "text" {
-			out = append(out, b.Text)
-		}
-	}
-	return out
-}
-
-// anthNoLeak checks that no fragment of a held call is in out.
-func anthNoLeak(t *testing.T, out []byte, fragments ...string) {
-	t.Helper()
-	for _, f := range fragments {
-		if f != "" && bytes.Contains(out, []byte(f)) {
-			t.Errorf("output holds %q", f)
-		}
-	}
 }
 
 func TestAnthropicStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
@@ -184,14 +104,14 @@ func TestAnthropicStreamHoldsOnlyCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := anthAccumulate(t, out)
-			if uses := anthToolUses(m); len(uses) != 0 {
+			m := anthropictest.Accumulate(t, out)
+			if uses := anthropictest.ToolUses(m); len(uses) != 0 {
 				t.Errorf("tool_use blocks reached the app: %v", uses)
 			}
 			if m.StopReason != "end_turn" {
 				t.Errorf("stop_reason = %q, want end_turn", m.StopReason)
 			}
-			texts := anthTexts(m)
+			texts := anthropictest.Texts(m)
 			last := texts[len(texts)-1]
 			wantText := waitText
 			if len(texts) > 1 {
@@ -205,12 +125,12 @@ func TestAnthropicStreamHoldsOnlyCall(t *testing.T) {
 			if int64(len(m.Content)-1) != upstreamIndex {
 				t.Errorf("text block at %d, the call was at %d", len(m.Content)-1, upstreamIndex)
 			}
-			anthNoLeak(t, out, call.id, "input_json_delta", `"tool_use"`)
+			anthropictest.NoLeak(t, out, call.id, "input_json_delta", `"tool_use"`)
 			if call.name != "json" {
-				anthNoLeak(t, out, call.name)
+				anthropictest.NoLeak(t, out, call.name)
 			}
 			if call.input != "{}" {
-				anthNoLeak(t, out, "fahrenheit", `\"city`, "elements", "sunny")
+				anthropictest.NoLeak(t, out, "fahrenheit", `\"city`, "elements", "sunny")
 			}
 			// Everything else passed: ping, usage, padding.
 			if bytes.Count(out, []byte("event: ping")) != bytes.Count(in, []byte("event: ping")) {
@@ -266,35 +186,6 @@ func anthToolIndex(t *testing.T, in []byte) int64 {
 
 // Synthetic streams.
 
-func anthEv(data string) string {
-	return "event: " + gjson.Get(data, "type").Str + "\ndata: " + data + "\n\n"
-}
-
-func anthStart(id string) string {
-	return anthEv(`{"type":"message_start","message":{"id":"` + id + `","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":1}}}`)
-}
-
-func anthTextBlockEvs(i int, words ...string) string {
-	s := anthEv(fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i))
-	for _, w := range words {
-		s += anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, i, gjson.AppendJSONString(nil, w)))
-	}
-	return s + anthEv(fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
-}
-
-func anthToolEvs(i int, id, name string, frags ...string) string {
-	s := anthEv(fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, i, id, name))
-	for _, f := range frags {
-		s += anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, i, gjson.AppendJSONString(nil, f)))
-	}
-	return s + anthEv(fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
-}
-
-func anthEnd(reason string, output int) string {
-	return anthEv(fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, reason, output)) +
-		anthEv(`{"type":"message_stop"}`)
-}
-
 const anthPing = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
 
 func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
@@ -303,21 +194,21 @@ func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
 		want     []string // block types/ids in the app's message
 		position int      // the held call's among the message's tool_use blocks
 	}{
-		{"held first", anthStart("msg_1") + anthTextBlockEvs(0, "Doing", " both.") +
-			anthToolEvs(1, "toolu_del", "delete_post", `{"po`, `st": 7}`) + anthPing +
-			anthToolEvs(2, "toolu_get", "get_post", `{"post"`, `: 8}`) + anthEnd("tool_use", 40),
+		{"held first", anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Doing", " both.") +
+			anthropictest.ToolEvs(1, "toolu_del", "delete_post", `{"po`, `st": 7}`) + anthPing +
+			anthropictest.ToolEvs(2, "toolu_get", "get_post", `{"post"`, `: 8}`) + anthropictest.End("tool_use", 40),
 			[]string{"text", "text:wait", "tool_use:toolu_get"}, 0},
-		{"held second", anthStart("msg_1") + anthTextBlockEvs(0, "Doing both.") +
-			anthToolEvs(1, "toolu_get", "get_post", `{"post": 8}`) +
-			anthToolEvs(2, "toolu_del", "delete_post", `{"post": 7}`) + anthEnd("tool_use", 40),
+		{"held second", anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Doing both.") +
+			anthropictest.ToolEvs(1, "toolu_get", "get_post", `{"post": 8}`) +
+			anthropictest.ToolEvs(2, "toolu_del", "delete_post", `{"post": 7}`) + anthropictest.End("tool_use", 40),
 			[]string{"text", "tool_use:toolu_get", "text:wait"}, 1},
-		{"no text", anthStart("msg_1") +
-			anthToolEvs(0, "toolu_del", "delete_post", `{"post": 7}`) +
-			anthToolEvs(1, "toolu_get", "get_post", `{"post": 8}`) + anthEnd("tool_use", 40),
+		{"no text", anthropictest.Start("msg_1") +
+			anthropictest.ToolEvs(0, "toolu_del", "delete_post", `{"post": 7}`) +
+			anthropictest.ToolEvs(1, "toolu_get", "get_post", `{"post": 8}`) + anthropictest.End("tool_use", 40),
 			[]string{"text:wait", "tool_use:toolu_get"}, 0},
-		{"text after the call", anthStart("msg_1") +
-			anthToolEvs(0, "toolu_del", "delete_post", `{"post": 7}`) +
-			anthTextBlockEvs(1, "Then more.") + anthEnd("tool_use", 40),
+		{"text after the call", anthropictest.Start("msg_1") +
+			anthropictest.ToolEvs(0, "toolu_del", "delete_post", `{"post": 7}`) +
+			anthropictest.TextBlockEvs(1, "Then more.") + anthropictest.End("tool_use", 40),
 			[]string{"text:wait", "text"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -326,7 +217,7 @@ func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := anthAccumulate(t, out)
+			m := anthropictest.Accumulate(t, out)
 			var got []string
 			for _, b := range m.Content {
 				d := b.Type
@@ -351,7 +242,7 @@ func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
 			if m.StopReason != wantReason {
 				t.Errorf("stop_reason = %q", m.StopReason)
 			}
-			anthNoLeak(t, out, "toolu_del", "delete_post", `{"po`, `\"post\": 7`)
+			anthropictest.NoLeak(t, out, "toolu_del", "delete_post", `{"po`, `\"post\": 7`)
 			if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 1 || string(h.Holds()[0].Calls[0].Arguments) != `{"post": 7}` {
 				t.Fatalf("holds = %+v", h.Holds())
 			}
@@ -373,16 +264,16 @@ func TestAnthropicStreamTwoCallsOneHeld(t *testing.T) {
 }
 
 func TestAnthropicStreamPassedAfterInspection(t *testing.T) {
-	in := anthStart("msg_1") + anthTextBlockEvs(0, "Reading.") +
-		anthToolEvs(1, "toolu_get", "get_post", `{"po`, `st": 8}`) +
-		anthToolEvs(2, "toolu_del", "delete_post", `{"post": 7}`) + anthEnd("tool_use", 40)
+	in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Reading.") +
+		anthropictest.ToolEvs(1, "toolu_get", "get_post", `{"po`, `st": 8}`) +
+		anthropictest.ToolEvs(2, "toolu_del", "delete_post", `{"post": 7}`) + anthropictest.End("tool_use", 40)
 	h := providertest.NewHolder("delete_post").Passing("get_post")
 	out, _, err := anthRewrite([]byte(in), h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := anthAccumulate(t, out)
-	if uses := anthToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_get", "get_post", `{"post": 8}`} {
+	m := anthropictest.Accumulate(t, out)
+	if uses := anthropictest.ToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_get", "get_post", `{"post": 8}`} {
 		t.Errorf("tool uses = %v", uses)
 	}
 	if len(m.Content) != 3 || m.Content[1].Type != "tool_use" || m.Content[2].Text != "\n\n"+waitText || m.StopReason != "tool_use" {
@@ -404,8 +295,8 @@ func TestAnthropicStreamPassedAfterInspection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m = anthAccumulate(t, out)
-	if uses := anthToolUses(m); len(uses) != 2 || uses[1] != [3]string{"toolu_del", "delete_post", `{"post": 7}`} || m.StopReason != "tool_use" || len(m.Content) != 3 {
+	m = anthropictest.Accumulate(t, out)
+	if uses := anthropictest.ToolUses(m); len(uses) != 2 || uses[1] != [3]string{"toolu_del", "delete_post", `{"post": 7}`} || m.StopReason != "tool_use" || len(m.Content) != 3 {
 		t.Errorf("tool uses = %v, stop %q", uses, m.StopReason)
 	}
 }
@@ -419,16 +310,16 @@ const (
 )
 
 func anthThinkingStream() string {
-	return anthStart("msg_t") +
-		anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`) +
-		anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The person wants post 7 gone."}}`) +
-		anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" Deleting is destructive."}}`) +
-		anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+anthSignature+`"}}`) +
-		anthEv(`{"type":"content_block_stop","index":0}`) +
-		anthEv(`{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"`+anthRedacted+`"}}`) +
-		anthEv(`{"type":"content_block_stop","index":1}`) +
-		anthTextBlockEvs(2, "I'll delete", " it.") +
-		anthToolEvs(3, "toolu_del", "delete_post", `{"post":`, `7}`) + anthEnd("tool_use", 60)
+	return anthropictest.Start("msg_t") +
+		anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`) +
+		anthropictest.Ev(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The person wants post 7 gone."}}`) +
+		anthropictest.Ev(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" Deleting is destructive."}}`) +
+		anthropictest.Ev(`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+anthSignature+`"}}`) +
+		anthropictest.Ev(`{"type":"content_block_stop","index":0}`) +
+		anthropictest.Ev(`{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"`+anthRedacted+`"}}`) +
+		anthropictest.Ev(`{"type":"content_block_stop","index":1}`) +
+		anthropictest.TextBlockEvs(2, "I'll delete", " it.") +
+		anthropictest.ToolEvs(3, "toolu_del", "delete_post", `{"post":`, `7}`) + anthropictest.End("tool_use", 60)
 }
 
 const anthThinkingContent = `[{"type":"thinking","thinking":"` + anthThinking + `","signature":"` + anthSignature + `"},` +
@@ -442,7 +333,7 @@ func TestAnthropicStreamThinkingThenHeldCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := anthAccumulate(t, out)
+	m := anthropictest.Accumulate(t, out)
 	if len(m.Content) != 4 || m.Content[0].Thinking != anthThinking || m.Content[0].Signature != anthSignature ||
 		m.Content[1].Data != anthRedacted || m.Content[3].Text != "\n\n"+waitText || m.StopReason != "end_turn" {
 		t.Errorf("message = %+v", m.Content)
@@ -451,25 +342,25 @@ func TestAnthropicStreamThinkingThenHeldCall(t *testing.T) {
 	if got := string(h.Holds()[0].Message); got != want {
 		t.Errorf("message =\n%s\nwant\n%s", got, want)
 	}
-	anthNoLeak(t, out, "toolu_del", "delete_post")
+	anthropictest.NoLeak(t, out, "toolu_del", "delete_post")
 }
 
 // Data split over several lines (as SSE allows) is read joined, and
 // written back over several lines, never as one broken line.
 func TestAnthropicStreamMultiLineData(t *testing.T) {
-	in := anthStart("msg_1") + anthTextBlockEvs(0, "Hi.") +
+	in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Hi.") +
 		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\ndata: \"content_block\":{\"type\":\"tool_use\",\ndata: \"id\":\"toolu_get\",\"name\":\"get_post\",\"input\":{}}}\n\n" +
-		anthToolEvs(2, "toolu_del", "delete_post", `{}`) +
-		anthEv(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"post\": 8}"}}`) +
-		anthEv(`{"type":"content_block_stop","index":1}`) +
-		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\ndata: \"stop_sequence\":null},\"usage\":{\"output_tokens\":9}}\n\n" + anthEv(`{"type":"message_stop"}`)
+		anthropictest.ToolEvs(2, "toolu_del", "delete_post", `{}`) +
+		anthropictest.Ev(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"post\": 8}"}}`) +
+		anthropictest.Ev(`{"type":"content_block_stop","index":1}`) +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\ndata: \"stop_sequence\":null},\"usage\":{\"output_tokens\":9}}\n\n" + anthropictest.Ev(`{"type":"message_stop"}`)
 	for _, h := range []*providertest.Holder{providertest.NewHolder("delete_post"), providertest.NewHolder("delete_post").Passing("get_post")} {
 		out, _, err := anthRewrite([]byte(in), h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := anthAccumulate(t, out)
-		if uses := anthToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_get", "get_post", `{"post": 8}`} || m.StopReason != "tool_use" || len(m.Content) != 3 {
+		m := anthropictest.Accumulate(t, out)
+		if uses := anthropictest.ToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_get", "get_post", `{"post": 8}`} || m.StopReason != "tool_use" || len(m.Content) != 3 {
 			t.Errorf("tool uses %v, stop %q, content %+v\n%s", uses, m.StopReason, m.Content, out)
 		}
 	}
@@ -482,8 +373,8 @@ func TestAnthropicStreamNoArgsPassed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := anthAccumulate(t, out)
-	if uses := anthToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_01QE1WLsSVp5hy5Q3GmGTmjP", "updateIssueList", "{}"} || m.StopReason != "tool_use" {
+	m := anthropictest.Accumulate(t, out)
+	if uses := anthropictest.ToolUses(m); len(uses) != 1 || uses[0] != [3]string{"toolu_01QE1WLsSVp5hy5Q3GmGTmjP", "updateIssueList", "{}"} || m.StopReason != "tool_use" {
 		t.Errorf("tool uses = %v, stop %q", uses, m.StopReason)
 	}
 	if string(h.Holds()[0].Calls[0].Arguments) != "{}" {
@@ -529,20 +420,20 @@ func TestAnthropicStreamRefusalInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := anthAccumulate(t, out)
-	if texts := anthTexts(m); len(texts) != 2 || texts[1] != "\n\nrefused: city (a string)" || m.StopReason != "end_turn" {
+	m := anthropictest.Accumulate(t, out)
+	if texts := anthropictest.Texts(m); len(texts) != 2 || texts[1] != "\n\nrefused: city (a string)" || m.StopReason != "end_turn" {
 		t.Errorf("texts = %q, stop %q", texts, m.StopReason)
 	}
 }
 
 func TestAnthropicStreamFailsClosed(t *testing.T) {
 	for _, tc := range []struct{ name, in string }{
-		{"invalid JSON around tool_use", anthStart("m") + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\"\n\n"},
-		{"invalid JSON while a call waits", anthStart("m") + anthToolEvs(0, "toolu_del", "delete_post") + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"partial_json\":\"{\\\"po\n\n"},
-		{"tool_use without a name", anthStart("m") + anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","input":{}}}`)},
-		{"two blocks at one index", anthStart("m") + anthToolEvs(0, "toolu_del", "delete_post") + anthTextBlockEvs(0, "x")},
-		{"unknown block while a call waits", anthStart("m") + anthToolEvs(0, "toolu_del", "delete_post") + anthEv(`{"type":"content_block_delta","index":5,"delta":{"type":"input_json_delta","partial_json":"x"}}`)},
-		{"inspected call in message_start", anthEv(`{"type":"message_start","message":{"content":[{"type":"tool_use","id":"t","name":"delete_post","input":{}}]}}`)},
+		{"invalid JSON around tool_use", anthropictest.Start("m") + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\"\n\n"},
+		{"invalid JSON while a call waits", anthropictest.Start("m") + anthropictest.ToolEvs(0, "toolu_del", "delete_post") + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"partial_json\":\"{\\\"po\n\n"},
+		{"tool_use without a name", anthropictest.Start("m") + anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","input":{}}}`)},
+		{"two blocks at one index", anthropictest.Start("m") + anthropictest.ToolEvs(0, "toolu_del", "delete_post") + anthropictest.TextBlockEvs(0, "x")},
+		{"unknown block while a call waits", anthropictest.Start("m") + anthropictest.ToolEvs(0, "toolu_del", "delete_post") + anthropictest.Ev(`{"type":"content_block_delta","index":5,"delta":{"type":"input_json_delta","partial_json":"x"}}`)},
+		{"inspected call in message_start", anthropictest.Ev(`{"type":"message_start","message":{"content":[{"type":"tool_use","id":"t","name":"delete_post","input":{}}]}}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := providertest.NewHolder("delete_post")
@@ -550,39 +441,39 @@ func TestAnthropicStreamFailsClosed(t *testing.T) {
 			if err == nil {
 				t.Errorf("no error; output:\n%s", out)
 			}
-			anthNoLeak(t, out, "toolu_del", `"t"`)
+			anthropictest.NoLeak(t, out, "toolu_del", `"t"`)
 			if len(h.Holds()) != 0 {
 				t.Errorf("Hold called")
 			}
 		})
 	}
 	// Over the limit held back.
-	big := anthStart("m") + anthToolEvs(0, "toolu_del", "delete_post", strings.Repeat("x", 1<<20))
+	big := anthropictest.Start("m") + anthropictest.ToolEvs(0, "toolu_del", "delete_post", strings.Repeat("x", 1<<20))
 	for range 9 {
-		big += anthEv(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"` + strings.Repeat("y", 1<<20) + `"}}`)
+		big += anthropictest.Ev(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"` + strings.Repeat("y", 1<<20) + `"}}`)
 	}
 	if _, _, err := anthRewrite([]byte(big), providertest.NewHolder("delete_post")); err == nil {
 		t.Error("no error for 10 MiB held back")
 	}
 	// A stream that ends mid-line.
-	if _, _, err := anthRewrite([]byte(anthStart("m")+"event: ping\ndata: {\"type\":\"ping\"}"), providertest.NewHolder()); err != errAnthMidLine {
+	if _, _, err := anthRewrite([]byte(anthropictest.Start("m")+"event: ping\ndata: {\"type\":\"ping\"}"), providertest.NewHolder()); err != errAnthMidLine {
 		t.Errorf("err = %v", err)
 	}
 }
 
 func TestAnthropicStreamEndsBeforeMessageDelta(t *testing.T) {
 	// The call is never judged nor written.
-	in := anthStart("m") + anthTextBlockEvs(0, "Hi.") + anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`)
+	in := anthropictest.Start("m") + anthropictest.TextBlockEvs(0, "Hi.") + anthropictest.ToolEvs(1, "toolu_del", "delete_post", `{"post":7}`)
 	h := providertest.NewHolder("delete_post")
 	out, _, err := anthRewrite([]byte(in), h)
 	if err != nil || len(h.Holds()) != 0 {
 		t.Fatalf("err %v, holds %d", err, len(h.Holds()))
 	}
-	anthNoLeak(t, out, "toolu_del")
+	anthropictest.NoLeak(t, out, "toolu_del")
 }
 
 func TestAnthropicStreamFlushesBeforeHold(t *testing.T) {
-	in := []byte(anthStart("m") + anthTextBlockEvs(0, "Hi.") + anthToolEvs(1, "toolu_del", "delete_post", `{}`) + anthEnd("tool_use", 3))
+	in := []byte(anthropictest.Start("m") + anthropictest.TextBlockEvs(0, "Hi.") + anthropictest.ToolEvs(1, "toolu_del", "delete_post", `{}`) + anthropictest.End("tool_use", 3))
 	var buf bytes.Buffer
 	var atHold int
 	h := providertest.NewHolder("delete_post")
@@ -640,7 +531,7 @@ func TestAnthropicJSONHoldsOnlyCall(t *testing.T) {
 	if len(m.Content) != 2 || m.Content[1].Type != "text" || m.Content[1].Text != "\n\n"+waitText || m.StopReason != "end_turn" {
 		t.Errorf("message = %+v, stop %q", m.Content, m.StopReason)
 	}
-	anthNoLeak(t, out, "toolu_01LRmxn9vGM1d2DZSDBowdZ1", `"name": "updateIssueList"`, `"tool_use"`)
+	anthropictest.NoLeak(t, out, "toolu_01LRmxn9vGM1d2DZSDBowdZ1", `"name": "updateIssueList"`, `"tool_use"`)
 	// Every byte outside content and stop_reason kept.
 	ci := bytes.Index(body, []byte(`"content": [`))
 	if !bytes.HasPrefix(out, body[:ci]) || !bytes.HasSuffix(out, body[bytes.Index(body, []byte(`,
@@ -676,7 +567,7 @@ func TestAnthropicJSONSynthetic(t *testing.T) {
 	if len(h.Holds()[0].Calls) != 2 || h.Holds()[0].Calls[1].Position != 1 {
 		t.Errorf("calls = %+v", h.Holds()[0].Calls)
 	}
-	anthNoLeak(t, out, "toolu_del")
+	anthropictest.NoLeak(t, out, "toolu_del")
 }
 
 func TestAnthropicJSONInvalid(t *testing.T) {
@@ -781,16 +672,16 @@ func FuzzAnthropicJSON(f *testing.F) {
 
 func anthTextStream(n int) []byte {
 	var b strings.Builder
-	b.WriteString(anthStart("msg_bench"))
-	b.WriteString(anthEv(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`))
+	b.WriteString(anthropictest.Start("msg_bench"))
+	b.WriteString(anthropictest.Ev(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`))
 	for i := range n {
 		if i%50 == 25 {
 			b.WriteString(anthPing)
 		}
-		b.WriteString(anthEv(fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" word%d"}}`, i)))
+		b.WriteString(anthropictest.Ev(fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" word%d"}}`, i)))
 	}
-	b.WriteString(anthEv(`{"type":"content_block_stop","index":0}`))
-	b.WriteString(anthEnd("end_turn", n))
+	b.WriteString(anthropictest.Ev(`{"type":"content_block_stop","index":0}`))
+	b.WriteString(anthropictest.End("end_turn", n))
 	return []byte(b.String())
 }
 

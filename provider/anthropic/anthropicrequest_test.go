@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
@@ -30,7 +31,7 @@ func anthHistoryError(body []byte) error {
 		leading := true
 		var uses map[string]bool
 		if i > 0 && msgs[i-1].Get("role").Str == "assistant" {
-			uses = anthUseIDs(msgs[i-1])
+			uses = anthropictest.UseIDs(msgs[i-1])
 		}
 		var bad error
 		m.Get("content").ForEach(func(_, b gjson.Result) bool {
@@ -83,17 +84,6 @@ func anthHistoryError(body []byte) error {
 	return nil
 }
 
-func anthUseIDs(m gjson.Result) map[string]bool {
-	ids := make(map[string]bool)
-	m.Get("content").ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").Str == "tool_use" {
-			ids[b.Get("id").Str] = true
-		}
-		return true
-	})
-	return ids
-}
-
 func TestAnthropicHistoryChecker(t *testing.T) {
 	ok := anthFixture(t, "request-2.json")
 	if err := anthHistoryError(ok); err != nil {
@@ -123,25 +113,7 @@ func anthHeldTurn(t *testing.T, in string, h *providertest.Holder) (anthropic.Me
 	if len(h.Holds()) != 1 {
 		t.Fatalf("%d holds", len(h.Holds()))
 	}
-	return anthAccumulate(t, out), h.Holds()[0]
-}
-
-// anthAppRequest is the request the app sends next, built with the SDK
-// from the message it read: the first user message, that message
-// (Message.ToParam), then the given messages.
-func anthAppRequest(t *testing.T, first string, m anthropic.Message, more ...anthropic.MessageParam) []byte {
-	t.Helper()
-	p := anthropic.MessageNewParams{
-		Model:     "claude-sonnet-4-5",
-		MaxTokens: 1024,
-		Messages:  append([]anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(first)), m.ToParam()}, more...),
-		Metadata:  anthropic.MetadataParam{UserID: anthropic.String("user-ana")},
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return anthropictest.Accumulate(t, out), h.Holds()[0]
 }
 
 func anthRestorer(stored []byte, results ...provider.Result) *providertest.Restorer {
@@ -162,7 +134,7 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 		{"no user message yet", nil, false, []string{"tool_result:" + id}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := anthAppRequest(t, "Weather in SF in fahrenheit?", m, tc.more...)
+			body := anthropictest.AppRequest(t, "Weather in SF in fahrenheit?", m, tc.more...)
 			if err := anthHistoryError(body); err != nil {
 				t.Fatalf("the app's own request: %v", err)
 			}
@@ -204,12 +176,12 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 }
 
 func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
-	in := anthStart("msg_1") + anthTextBlockEvs(0, "Both.") +
-		anthToolEvs(1, "toolu_del", "delete_post", `{"post":7}`) +
-		anthToolEvs(2, "toolu_get", "get_post", `{"post":8}`) + anthEnd("tool_use", 20)
+	in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Both.") +
+		anthropictest.ToolEvs(1, "toolu_del", "delete_post", `{"post":7}`) +
+		anthropictest.ToolEvs(2, "toolu_get", "get_post", `{"post":8}`) + anthropictest.End("tool_use", 20)
 	m, held := anthHeldTurn(t, in, providertest.NewHolder("delete_post"))
 	// The app ran get_post and answers it; the person wrote nothing yet.
-	body := anthAppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false)))
+	body := anthropictest.AppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false)))
 	if err := anthHistoryError(body); err != nil {
 		t.Fatalf("the app's own request: %v", err)
 	}
@@ -234,7 +206,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 
 	// The person writes, after the app's tool result: ours go with the
 	// app's, before the text.
-	body = anthAppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false), anthropic.NewTextBlock("And?")))
+	body = anthropictest.AppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false), anthropic.NewTextBlock("And?")))
 	r = anthRestorer(held.Message, provider.Result{CallID: "toolu_del", Content: "The person moved on without answering; nothing ran."})
 	out, err = Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
@@ -250,7 +222,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 
 func TestAnthropicRequestRestoresThinkingVerbatim(t *testing.T) {
 	m, held := anthHeldTurn(t, anthThinkingStream(), providertest.NewHolder("delete_post"))
-	body := anthAppRequest(t, "Delete post 7", m, anthropic.NewUserMessage(anthropic.NewTextBlock("Done?")))
+	body := anthropictest.AppRequest(t, "Delete post 7", m, anthropic.NewUserMessage(anthropic.NewTextBlock("Done?")))
 	r := anthRestorer(held.Message, provider.Result{CallID: "toolu_del", Content: "The person confirmed. Removed."})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), body, testLink, r)
 	if err != nil {
@@ -375,7 +347,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 		}
 		msgs := gjson.GetBytes(out, "messages").Array()
 		for i, m := range msgs {
-			if m.Get("role").Str != "assistant" || !anthUseIDs(m)["toolu_del"] || !bytes.Contains([]byte(m.Raw), []byte("I'll delete it.")) {
+			if m.Get("role").Str != "assistant" || !anthropictest.UseIDs(m)["toolu_del"] || !bytes.Contains([]byte(m.Raw), []byte("I'll delete it.")) {
 				continue
 			}
 			if i+1 >= len(msgs) || !anthHasResult(msgs[i+1], "toolu_del") {

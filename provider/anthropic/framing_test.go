@@ -3,13 +3,14 @@ package anthropic
 import (
 	"testing"
 
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
 func TestAnthropicStreamReadsEveryLineEnd(t *testing.T) {
-	for name, hidden := range providertest.HideVariants(anthToolEvs(1, "toolu_1", "delete_post", `{"post":`, `7}`)) {
+	for name, hidden := range providertest.HideVariants(anthropictest.ToolEvs(1, "toolu_1", "delete_post", `{"post":`, `7}`)) {
 		t.Run(name, func(t *testing.T) {
-			in := anthStart("msg_1") + anthTextBlockEvs(0, "Deleting.") + hidden + anthEnd("tool_use", 9)
+			in := anthropictest.Start("msg_1") + anthropictest.TextBlockEvs(0, "Deleting.") + hidden + anthropictest.End("tool_use", 9)
 			for _, size := range []int{len(in), 1, 7} {
 				h := providertest.NewHolder("delete_post")
 				out, _, err := anthRewrite([]byte(in), h, size)

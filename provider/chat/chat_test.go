@@ -3,24 +3,20 @@ package chat
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
-	"github.com/toolgate/toolgate/wire/sse"
 	"github.com/toolgate/toolgate/wire/stream"
 )
 
@@ -60,56 +56,6 @@ func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flus
 		err = cerr
 	}
 	return buf.Bytes(), flushes, err
-}
-
-// accumulate decodes a stream the way openai-go does and checks that every
-// chunk is accepted.
-func accumulate(t *testing.T, stream []byte) openai.ChatCompletionAccumulator {
-	t.Helper()
-	res := &http.Response{
-		Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body:   io.NopCloser(bytes.NewReader(stream)),
-	}
-	s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(res), nil)
-	var acc openai.ChatCompletionAccumulator
-	n := 0
-	for s.Next() {
-		n++
-		if !acc.AddChunk(s.Current()) {
-			t.Errorf("openai-go rejected chunk %d: %s", n, s.Current().RawJSON())
-		}
-	}
-	if err := s.Err(); err != nil {
-		t.Fatalf("openai-go stream: %v", err)
-	}
-	if len(acc.Choices) == 0 {
-		t.Fatal("openai-go accumulated no choice")
-	}
-	return acc
-}
-
-// outputCalls returns, per dense index, the tool call deltas of choice 0 in
-// a rewritten stream, checking that every index is dense.
-func outputCalls(t *testing.T, stream []byte) map[int64][]string {
-	t.Helper()
-	calls := make(map[int64][]string)
-	for line := range strings.SplitSeq(string(stream), "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok || !gjson.Valid(data) {
-			continue
-		}
-		gjson.Get(data, "choices.0.delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-			i := tc.Get("index").Int()
-			calls[i] = append(calls[i], tc.Raw)
-			return true
-		})
-	}
-	for i := range int64(len(calls)) {
-		if _, ok := calls[i]; !ok {
-			t.Errorf("tool call indices are not dense: %v", calls)
-		}
-	}
-	return calls
 }
 
 func TestChatStreamPassesStreamsWithoutGatedCalls(t *testing.T) {
@@ -156,7 +102,7 @@ func TestChatStreamHoldsOnlyCall(t *testing.T) {
 					t.Errorf("output holds %q", leak)
 				}
 			}
-			acc := accumulate(t, out)
+			acc := chattest.Accumulate(t, out)
 			c := acc.Choices[0]
 			if len(c.Message.ToolCalls) != 0 {
 				t.Errorf("tool calls = %+v, want none", c.Message.ToolCalls)
@@ -179,45 +125,11 @@ func TestChatStreamHoldsOnlyCall(t *testing.T) {
 			if fmt.Sprint(call) != fmt.Sprint(want) {
 				t.Errorf("call = %+v\nwant %+v", call, want)
 			}
-			checkMessage(t, h.Holds()[0].Message, nil, [][3]string{{tc.id, tc.name, tc.args}})
+			chattest.CheckMessage(t, h.Holds()[0].Message, nil, [][3]string{{tc.id, tc.name, tc.args}})
 			if raw := h.Holds()[0].Calls[0].Raw; gjson.GetBytes(raw, "function.arguments").Str != tc.args || !gjson.ValidBytes(raw) {
 				t.Errorf("call raw = %s", raw)
 			}
 		})
-	}
-}
-
-// checkMessage checks a message given to Hold: valid JSON, assistant, the
-// content (nil for null), and every call {id, name, arguments} in order.
-func checkMessage(t *testing.T, msg []byte, content *string, calls [][3]string) {
-	t.Helper()
-	if !gjson.ValidBytes(msg) {
-		t.Fatalf("message is not valid JSON: %s", msg)
-	}
-	m := gjson.ParseBytes(msg)
-	if m.Get("role").Str != "assistant" {
-		t.Errorf("message role = %q", m.Get("role").Str)
-	}
-	if c := m.Get("content"); content == nil && c.Type != gjson.Null || content != nil && c.Str != *content {
-		t.Errorf("message content = %s, want %v", c.Raw, content)
-	}
-	got := m.Get("tool_calls").Array()
-	if len(got) != len(calls) {
-		t.Fatalf("message has %d calls, want %d: %s", len(got), len(calls), msg)
-	}
-	for i, c := range calls {
-		typ := got[i].Get("type").Str
-		args := "arguments"
-		if typ == "custom" {
-			args = "input"
-		}
-		if got[i].Get("id").Str != c[0] || got[i].Get(typ+".name").Str != c[1] || got[i].Get(typ+"."+args).Str != c[2] {
-			t.Errorf("message call %d = %s, want %q", i, got[i].Raw, c)
-		}
-	}
-	var decoded openai.ChatCompletionAssistantMessageParam
-	if err := json.Unmarshal(msg, &decoded); err != nil {
-		t.Errorf("openai-go cannot read the message as an assistant message param: %v", err)
 	}
 }
 
@@ -250,10 +162,10 @@ func TestChatStreamHoldsOneOfParallelCalls(t *testing.T) {
 					t.Errorf("output holds %q", leak)
 				}
 			}
-			if calls := outputCalls(t, out); len(calls) != 1 {
+			if calls := chattest.OutputCalls(t, out); len(calls) != 1 {
 				t.Errorf("output tool call indices = %v, want only 0", calls)
 			}
-			acc := accumulate(t, out)
+			acc := chattest.Accumulate(t, out)
 			c := acc.Choices[0]
 			if len(c.Message.ToolCalls) != 1 {
 				t.Fatalf("tool calls = %+v, want one", c.Message.ToolCalls)
@@ -275,7 +187,7 @@ func TestChatStreamHoldsOneOfParallelCalls(t *testing.T) {
 			if held.ID != tc.heldID || string(held.Arguments) != tc.heldArgs || held.Position != tc.position || held.Name != tc.gated {
 				t.Errorf("held = %+v", held)
 			}
-			checkMessage(t, h.Holds()[0].Message, nil, [][3]string{
+			chattest.CheckMessage(t, h.Holds()[0].Message, nil, [][3]string{
 				{weatherID, "GetWeatherArgs", weatherArgs},
 				{stockID, "get_stock_price", stockArgs},
 			})
@@ -292,7 +204,7 @@ func TestChatStreamHoldsTwoCalls(t *testing.T) {
 	if bytes.Contains(out, []byte(`"tool_calls":[`)) || bytes.Contains(out, []byte("call_")) {
 		t.Errorf("output holds a call:\n%s", out)
 	}
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	if c := acc.Choices[0]; len(c.Message.ToolCalls) != 0 || c.FinishReason != "stop" || c.Message.Content != waitText {
 		t.Errorf("choice = %+v", c)
 	}
@@ -307,47 +219,18 @@ func TestChatStreamHoldsTwoCalls(t *testing.T) {
 	}
 }
 
-// The synthetic streams below share the fixtures' envelope.
-const testEnvelope = `"id":"chatcmpl-T","object":"chat.completion.chunk","created":1727346176,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_7568d46099"`
-
-func chunk(choices ...string) string {
-	return "data: {" + testEnvelope + `,"choices":[` + strings.Join(choices, ",") + "]}\n\n"
-}
-
-func deltaChoice(i int, delta string) string {
-	return fmt.Sprintf(`{"index":%d,"delta":%s,"logprobs":null,"finish_reason":null}`, i, delta)
-}
-
-func finishChoice(i int, reason string) string {
-	return fmt.Sprintf(`{"index":%d,"delta":{},"logprobs":null,"finish_reason":%q}`, i, reason)
-}
-
-func toolHeader(index int, id, name string) string {
-	return fmt.Sprintf(`{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}`, index, id, name)
-}
-
-func toolArgs(index int, frag string) string {
-	return fmt.Sprintf(`{"index":%d,"function":{"arguments":%s}}`, index, gjson.AppendJSONString(nil, frag))
-}
-
-func toolDelta(entries ...string) string {
-	return `{"tool_calls":[` + strings.Join(entries, ",") + `]}`
-}
-
-const usageChunk = "data: {" + testEnvelope + `,"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n"
-
 func TestChatStreamTextBeforeCall(t *testing.T) {
 	text := []string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
-		chunk(deltaChoice(0, `{"content":"I'll delete"}`)),
-		chunk(deltaChoice(0, `{"content":" post 7."}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"content":"I'll delete"}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"content":" post 7."}`)),
 	}
 	calls := []string{
-		chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(0, `{"po`)))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(0, `st": 7}`)))),
-		chunk(finishChoice(0, "tool_calls")),
-		usageChunk,
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{"po`)))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `st": 7}`)))),
+		chattest.Chunk(chattest.FinishChoice(0, "tool_calls")),
+		chattest.UsageChunk,
 		"data: [DONE]\n\n",
 	}
 	in := strings.Join(append(slices.Clone(text), calls...), "")
@@ -359,7 +242,7 @@ func TestChatStreamTextBeforeCall(t *testing.T) {
 	if !bytes.HasPrefix(out, []byte(strings.Join(text, ""))) {
 		t.Errorf("text deltas were not passed on as they came")
 	}
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	c := acc.Choices[0]
 	if want := "I'll delete post 7.\n\n" + waitText; c.Message.Content != want {
 		t.Errorf("content = %q, want %q", c.Message.Content, want)
@@ -368,7 +251,7 @@ func TestChatStreamTextBeforeCall(t *testing.T) {
 		t.Errorf("choice = %+v", c)
 	}
 	content := "I'll delete post 7."
-	checkMessage(t, h.Holds()[0].Message, &content, [][3]string{{"call_del", "delete_post", `{"post": 7}`}})
+	chattest.CheckMessage(t, h.Holds()[0].Message, &content, [][3]string{{"call_del", "delete_post", `{"post": 7}`}})
 }
 
 func TestChatStreamLongTextBeforeCall(t *testing.T) {
@@ -378,11 +261,11 @@ func TestChatStreamLongTextBeforeCall(t *testing.T) {
 	for i := range 3000 {
 		w := fmt.Sprintf(" w%d", i)
 		text.WriteString(w)
-		in.WriteString(chunk(deltaChoice(0, fmt.Sprintf(`{"content":%q}`, w))))
+		in.WriteString(chattest.Chunk(chattest.DeltaChoice(0, fmt.Sprintf(`{"content":%q}`, w))))
 	}
-	in.WriteString(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))))
-	in.WriteString(chunk(deltaChoice(0, toolDelta(toolArgs(0, `{}`)))))
-	in.WriteString(chunk(finishChoice(0, "tool_calls")))
+	in.WriteString(chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post")))))
+	in.WriteString(chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{}`)))))
+	in.WriteString(chattest.Chunk(chattest.FinishChoice(0, "tool_calls")))
 	if in.Len() < 2*stream.FoldAt {
 		t.Fatalf("stream of %d bytes is too short", in.Len())
 	}
@@ -392,19 +275,19 @@ func TestChatStreamLongTextBeforeCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := text.String()
-	checkMessage(t, h.Holds()[0].Message, &want, [][3]string{{"call_del", "delete_post", "{}"}})
-	if c := accumulate(t, out).Choices[0]; c.Message.Content != want+"\n\n"+waitText {
+	chattest.CheckMessage(t, h.Holds()[0].Message, &want, [][3]string{{"call_del", "delete_post", "{}"}})
+	if c := chattest.Accumulate(t, out).Choices[0]; c.Message.Content != want+"\n\n"+waitText {
 		t.Errorf("content ends %q", c.Message.Content[len(c.Message.Content)-200:])
 	}
 }
 
 func TestChatStreamHeldCallBesidePassedCallInOneChunk(t *testing.T) {
 	in := strings.Join([]string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":null}`)),
-		chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post"), toolHeader(1, "call_get", "get_post")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(1, `{"post":`), toolArgs(0, `{"post":`)))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(0, ` 7}`), toolArgs(1, ` 8}`)))),
-		chunk(finishChoice(0, "tool_calls")),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":null}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post"), chattest.ToolHeader(1, "call_get", "get_post")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(1, `{"post":`), chattest.ToolArgs(0, `{"post":`)))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, ` 7}`), chattest.ToolArgs(1, ` 8}`)))),
+		chattest.Chunk(chattest.FinishChoice(0, "tool_calls")),
 		"data: [DONE]\n\n",
 	}, "")
 	h := providertest.NewHolder("delete_post")
@@ -415,7 +298,7 @@ func TestChatStreamHeldCallBesidePassedCallInOneChunk(t *testing.T) {
 	if bytes.Contains(out, []byte("call_del")) || bytes.Contains(out, []byte("delete_post")) {
 		t.Errorf("output holds the held call:\n%s", out)
 	}
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	c := acc.Choices[0]
 	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_get" || c.Message.ToolCalls[0].Function.Arguments != `{"post": 8}` {
 		t.Errorf("tool calls = %+v", c.Message.ToolCalls)
@@ -423,7 +306,7 @@ func TestChatStreamHeldCallBesidePassedCallInOneChunk(t *testing.T) {
 	if c.FinishReason != "tool_calls" || c.Message.Content != waitText {
 		t.Errorf("choice = %+v", c)
 	}
-	checkMessage(t, h.Holds()[0].Message, nil, [][3]string{
+	chattest.CheckMessage(t, h.Holds()[0].Message, nil, [][3]string{
 		{"call_del", "delete_post", `{"post": 7}`},
 		{"call_get", "get_post", `{"post": 8}`},
 	})
@@ -431,10 +314,10 @@ func TestChatStreamHeldCallBesidePassedCallInOneChunk(t *testing.T) {
 
 func TestChatStreamHoldsCustomCall(t *testing.T) {
 	in := strings.Join([]string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_c","type":"custom","custom":{"name":"delete_post","input":""}}]}`)),
-		chunk(deltaChoice(0, `{"tool_calls":[{"index":0,"custom":{"input":"post "}}]}`)),
-		chunk(deltaChoice(0, `{"tool_calls":[{"index":0,"custom":{"input":"7"}}]}`)),
-		chunk(finishChoice(0, "tool_calls")),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_c","type":"custom","custom":{"name":"delete_post","input":""}}]}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"tool_calls":[{"index":0,"custom":{"input":"post "}}]}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"tool_calls":[{"index":0,"custom":{"input":"7"}}]}`)),
+		chattest.Chunk(chattest.FinishChoice(0, "tool_calls")),
 		"data: [DONE]\n\n",
 	}, "")
 	h := providertest.NewHolder("delete_post")
@@ -445,7 +328,7 @@ func TestChatStreamHoldsCustomCall(t *testing.T) {
 	if bytes.Contains(out, []byte("call_c")) || bytes.Contains(out, []byte("post ")) {
 		t.Errorf("output holds the held call:\n%s", out)
 	}
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	if c := acc.Choices[0]; c.Message.Content != waitText || c.FinishReason != "stop" || c.Message.Role != "assistant" {
 		t.Errorf("choice = %+v", c)
 	}
@@ -453,15 +336,15 @@ func TestChatStreamHoldsCustomCall(t *testing.T) {
 	if call.Type != "custom" || call.Name != "delete_post" || string(call.Arguments) != "post 7" {
 		t.Errorf("call = %+v", call)
 	}
-	checkMessage(t, h.Holds()[0].Message, nil, [][3]string{{"call_c", "delete_post", "post 7"}})
+	chattest.CheckMessage(t, h.Holds()[0].Message, nil, [][3]string{{"call_c", "delete_post", "post 7"}})
 }
 
 func TestChatStreamTwoChoices(t *testing.T) {
 	in := strings.Join([]string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":"Sure."}`), deltaChoice(1, `{"role":"assistant","content":null}`)),
-		chunk(deltaChoice(1, toolDelta(toolHeader(0, "call_1", "delete_post")))),
-		chunk(deltaChoice(1, toolDelta(toolArgs(0, `{"post":1}`)))),
-		chunk(finishChoice(0, "stop"), finishChoice(1, "tool_calls")),
+		chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":"Sure."}`), chattest.DeltaChoice(1, `{"role":"assistant","content":null}`)),
+		chattest.Chunk(chattest.DeltaChoice(1, chattest.ToolDelta(chattest.ToolHeader(0, "call_1", "delete_post")))),
+		chattest.Chunk(chattest.DeltaChoice(1, chattest.ToolDelta(chattest.ToolArgs(0, `{"post":1}`)))),
+		chattest.Chunk(chattest.FinishChoice(0, "stop"), chattest.FinishChoice(1, "tool_calls")),
 		"data: [DONE]\n\n",
 	}, "")
 	h := providertest.NewHolder("delete_post")
@@ -469,7 +352,7 @@ func TestChatStreamTwoChoices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	if len(acc.Choices) != 2 {
 		t.Fatalf("choices = %d", len(acc.Choices))
 	}
@@ -518,7 +401,7 @@ func TestChatStreamIgnoresSplits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acc := accumulate(t, got); len(acc.Choices[0].Message.ToolCalls) != 1 || acc.Choices[0].Message.Content != waitText {
+	if acc := chattest.Accumulate(t, got); len(acc.Choices[0].Message.ToolCalls) != 1 || acc.Choices[0].Message.Content != waitText {
 		t.Errorf("crlf stream: choice = %+v", acc.Choices[0])
 	}
 }
@@ -527,11 +410,11 @@ func TestChatStreamPassesOtherLines(t *testing.T) {
 	in := strings.Join([]string{
 		": keep-alive\n\n",
 		"retry: 1000\n\n",
-		"event: message\nid: 1\n" + chunk(deltaChoice(0, `{"role":"assistant","content":null}`)),
-		"id: 2\n" + chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))),
+		"event: message\nid: 1\n" + chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":null}`)),
+		"id: 2\n" + chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post")))),
 		": ping\n\n",
-		chunk(deltaChoice(0, toolDelta(toolArgs(0, `{}`)))),
-		chunk(finishChoice(0, "tool_calls")),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{}`)))),
+		chattest.Chunk(chattest.FinishChoice(0, "tool_calls")),
 		"data: [DONE]\n\n",
 	}, "")
 	out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post"))
@@ -548,12 +431,12 @@ func TestChatStreamPassesOtherLines(t *testing.T) {
 	if !strings.Contains(string(out), "id: 2\n") || strings.Contains(string(out), "call_del") {
 		t.Errorf("output:\n%s", out)
 	}
-	accumulate(t, out)
+	chattest.Accumulate(t, out)
 }
 
 func TestChatStreamPassesErrorEvent(t *testing.T) {
 	ev := `data: {"error":{"message":"tool_calls failed","type":"server_error","param":"tool_calls","code":null}}` + "\n\n"
-	in := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post")))) + ev
+	in := chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post")))) + ev
 	out, _, err := rewriteStream([]byte(in), providertest.NewHolder("delete_post"))
 	if err != nil {
 		t.Fatal(err)
@@ -563,7 +446,7 @@ func TestChatStreamPassesErrorEvent(t *testing.T) {
 	}
 
 	// An error event that carries choices is read like any chunk.
-	odd := `data: {"error":{"message":"x"},"choices":[` + deltaChoice(0, toolDelta(toolHeader(0, "call_del", "delete_post"))) + "]}\n\n"
+	odd := `data: {"error":{"message":"x"},"choices":[` + chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_del", "delete_post"))) + "]}\n\n"
 	out, _, err = rewriteStream([]byte(odd), providertest.NewHolder("delete_post"))
 	if err != nil || bytes.Contains(out, []byte("call_del")) {
 		t.Errorf("err %v, output %s", err, out)
@@ -571,16 +454,16 @@ func TestChatStreamPassesErrorEvent(t *testing.T) {
 }
 
 func TestChatStreamFailsClosed(t *testing.T) {
-	header := chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_get", "get_post"))))
+	header := chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_get", "get_post"))))
 	for _, tc := range []struct {
 		name string
 		in   string
 		want string // the output before the failure
 	}{
-		{"invalid JSON", chunk(deltaChoice(0, `{"content":"hi"}`)) + `data: {"choices":[{"delta":{"tool_calls":[` + "\n\n" + chunk(deltaChoice(0, `{"content":"after"}`)),
-			chunk(deltaChoice(0, `{"content":"hi"}`))},
-		{"nameless first delta", chunk(deltaChoice(0, toolDelta(toolArgs(0, `{}`)))), ""},
-		{"name grows after pass", header + chunk(deltaChoice(0, `{"tool_calls":[{"index":0,"function":{"name":"_and_delete"}}]}`)), header},
+		{"invalid JSON", chattest.Chunk(chattest.DeltaChoice(0, `{"content":"hi"}`)) + `data: {"choices":[{"delta":{"tool_calls":[` + "\n\n" + chattest.Chunk(chattest.DeltaChoice(0, `{"content":"after"}`)),
+			chattest.Chunk(chattest.DeltaChoice(0, `{"content":"hi"}`))},
+		{"nameless first delta", chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(0, `{}`)))), ""},
+		{"name grows after pass", header + chattest.Chunk(chattest.DeltaChoice(0, `{"tool_calls":[{"index":0,"function":{"name":"_and_delete"}}]}`)), header},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _, err := rewriteStream([]byte(tc.in), providertest.NewHolder("delete_post", "get_post_and_delete"))
@@ -653,7 +536,7 @@ func TestChatStreamClose(t *testing.T) {
 	}
 
 	// A last event without its blank line is handled like any other.
-	last := strings.TrimSuffix(chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_get", "get_post")))), "\n")
+	last := strings.TrimSuffix(chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_get", "get_post")))), "\n")
 	out, _, err = rewriteStream([]byte(last), providertest.NewHolder())
 	if err != nil || string(out) != last {
 		t.Errorf("unterminated event: err %v, output %q", err, out)
@@ -709,19 +592,6 @@ func TestChatJSONPassesBodiesWithoutGatedCalls(t *testing.T) {
 	}
 }
 
-// decodeCompletion reads a body with openai-go.
-func decodeCompletion(t *testing.T, body []byte) openai.ChatCompletion {
-	t.Helper()
-	var c openai.ChatCompletion
-	if err := json.Unmarshal(body, &c); err != nil {
-		t.Fatalf("openai-go: %v\n%s", err, body)
-	}
-	if len(c.Choices) == 0 {
-		t.Fatalf("no choices: %s", body)
-	}
-	return c
-}
-
 // checkEnvelope checks that out kept every byte of in outside the choices
 // array's elements.
 func checkEnvelope(t *testing.T, in, out []byte) {
@@ -744,7 +614,7 @@ func TestChatJSONHoldsOnlyCall(t *testing.T) {
 		t.Error("the input was modified")
 	}
 	checkEnvelope(t, body, out)
-	c := decodeCompletion(t, out).Choices[0]
+	c := chattest.DecodeCompletion(t, out).Choices[0]
 	if len(c.Message.ToolCalls) != 0 || c.Message.Content != waitText || c.FinishReason != "stop" {
 		t.Errorf("choice = %+v", c)
 	}
@@ -765,7 +635,7 @@ func TestChatJSONHoldsOnlyCall(t *testing.T) {
 		string(call.Arguments) != `{"city":"Edinburgh","country":"UK","units":"c"}` || !bytes.HasPrefix(call.Raw, []byte(`{"id": "call_Y6`)) {
 		t.Errorf("call = %+v", call)
 	}
-	checkMessage(t, h.Holds()[0].Message, nil, [][3]string{{"call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "GetWeatherArgs", `{"city":"Edinburgh","country":"UK","units":"c"}`}})
+	chattest.CheckMessage(t, h.Holds()[0].Message, nil, [][3]string{{"call_Y6qJ7ofLgOrBnMD5WbVAeiRV", "GetWeatherArgs", `{"city":"Edinburgh","country":"UK","units":"c"}`}})
 }
 
 func TestChatJSONHoldsOneOfParallelCalls(t *testing.T) {
@@ -776,7 +646,7 @@ func TestChatJSONHoldsOneOfParallelCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEnvelope(t, body, out)
-	c := decodeCompletion(t, out).Choices[0]
+	c := chattest.DecodeCompletion(t, out).Choices[0]
 	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_h1DWI1POMJLb0KwIyQHWXD4p" ||
 		c.Message.ToolCalls[0].Function.Arguments != stockArgs || c.FinishReason != "tool_calls" || c.Message.Content != waitText {
 		t.Errorf("choice = %+v", c)
@@ -818,7 +688,7 @@ func TestChatJSONSynthetic(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkEnvelope(t, body, out)
-			c := decodeCompletion(t, out).Choices[0]
+			c := chattest.DecodeCompletion(t, out).Choices[0]
 			if c.Message.Content != tc.content || string(c.FinishReason) != tc.finish || len(c.Message.ToolCalls) != tc.kept {
 				t.Errorf("choice = %+v", c)
 			}
@@ -837,7 +707,7 @@ func TestChatJSONTwoChoices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := decodeCompletion(t, out)
+	c := chattest.DecodeCompletion(t, out)
 	if len(c.Choices) != 2 || c.Choices[1].Message.Content != waitText || len(c.Choices[1].Message.ToolCalls) != 0 {
 		t.Errorf("choices = %+v", c.Choices)
 	}
@@ -853,45 +723,10 @@ func TestChatJSONInvalid(t *testing.T) {
 	}
 }
 
-// blocks reports whether h keeps calls of this tool from the app (held or
-// refused).
-// callNames returns every name a tool call entry carries, in any of its
-// bodies: an SDK may read any of them.
-func callNames(tc gjson.Result) []string {
-	var names []string
-	tc.ForEach(func(_, b gjson.Result) bool {
-		if n := b.Get("name"); b.IsObject() && n.Type == gjson.String {
-			names = append(names, n.Str)
-		}
-		return true
-	})
-	return names
-}
-
 // fuzzHolder holds GetWeatherArgs and delete_post, passes get_weather after
 // inspection and refuses get_stock_price.
 func fuzzHolder() *providertest.Holder {
 	return providertest.NewHolder("GetWeatherArgs", "delete_post").Passing("get_weather").Refusing("get_stock_price", "refused: ticker (a string)")
-}
-
-// blockedInStream reports whether any tool call written in a rewritten
-// stream is one h blocks.
-func blockedInStream(h *providertest.Holder, out []byte) bool {
-	found := false
-	for _, ev := range sse.Parse(out) {
-		if !gjson.Valid(ev.Data) {
-			continue
-		}
-		gjson.Get(ev.Data, "choices").ForEach(func(_, ch gjson.Result) bool {
-			ch.Get("delta.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				found = found || slices.ContainsFunc(callNames(tc), h.Blocks)
-				return true
-			})
-			found = found || h.Blocks(ch.Get("delta.function_call.name").Str)
-			return true
-		})
-	}
-	return found
 }
 
 func FuzzChatStream(f *testing.F) {
@@ -916,7 +751,7 @@ func FuzzChatStream(f *testing.F) {
 		if !hasToolCalls(in) && !providertest.PassedAsRead(in, whole) {
 			t.Fatalf("a stream without tool calls changed:\n%q\n%q", in, whole)
 		}
-		if blockedInStream(h, whole) {
+		if chattest.BlockedInStream(h, whole) {
 			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 	})
@@ -944,7 +779,7 @@ func FuzzChatJSON(f *testing.F) {
 		}
 		gjson.GetBytes(out, "choices.#.message.tool_calls").ForEach(func(_, tcs gjson.Result) bool {
 			tcs.ForEach(func(_, tc gjson.Result) bool {
-				if slices.ContainsFunc(callNames(tc), h.Blocks) {
+				if slices.ContainsFunc(chattest.CallNames(tc), h.Blocks) {
 					t.Fatalf("a held or refused call got through: %s", out)
 				}
 				return true
@@ -952,19 +787,6 @@ func FuzzChatJSON(f *testing.F) {
 			return true
 		})
 	})
-}
-
-// textStream is a text answer of n content chunks, as OpenAI sends it.
-func textStream(n int) []byte {
-	var b strings.Builder
-	b.WriteString(chunk(deltaChoice(0, `{"role":"assistant","content":"","refusal":null}`)))
-	for i := range n {
-		fmt.Fprintf(&b, "%s", chunk(deltaChoice(0, fmt.Sprintf(`{"content":" word%d"}`, i))))
-	}
-	b.WriteString(chunk(finishChoice(0, "stop")))
-	b.WriteString(usageChunk)
-	b.WriteString("data: [DONE]\n\n")
-	return []byte(b.String())
 }
 
 func benchStream(b *testing.B, in []byte, h provider.Holder) {
@@ -985,7 +807,7 @@ func benchStream(b *testing.B, in []byte, h provider.Holder) {
 }
 
 func BenchmarkChatStreamText200(b *testing.B) {
-	benchStream(b, textStream(200), providertest.NewHolder("delete_post"))
+	benchStream(b, chattest.TextStream(200), providertest.NewHolder("delete_post"))
 }
 
 func BenchmarkChatStreamParallelOneHeld(b *testing.B) {

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	"github.com/toolgate/toolgate/wire/links"
 )
@@ -28,24 +29,6 @@ func restorer() *providertest.Restorer {
 }
 
 const waiting = `"I'll delete it.\n\n` + waitText + `"`
-
-// roles lists the messages of a request as role[:tool_call_id].
-func roles(t *testing.T, body []byte) []string {
-	t.Helper()
-	if !gjson.ValidBytes(body) {
-		t.Fatalf("invalid JSON: %s", body)
-	}
-	var out []string
-	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		r := m.Get("role").Str
-		if id := m.Get("tool_call_id"); id.Exists() {
-			r += ":" + id.Str
-		}
-		out = append(out, r)
-		return true
-	})
-	return out
-}
 
 func TestChatRequestWithoutLinkIsUntouched(t *testing.T) {
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
@@ -75,7 +58,7 @@ func TestChatRequestRestoresHeldCall(t *testing.T) {
 	if !bytes.HasPrefix(out, []byte(head)) || !bytes.HasSuffix(out, []byte(tail)) {
 		t.Errorf("bytes outside messages changed:\n%s", out)
 	}
-	if got, want := strings.Join(roles(t, out), " "), "system user assistant tool:call_del user"; got != want {
+	if got, want := strings.Join(chattest.Roles(t, out), " "), "system user assistant tool:call_del user"; got != want {
 		t.Errorf("roles = %s, want %s", got, want)
 	}
 	msgs := gjson.GetBytes(out, "messages").Array()
@@ -111,7 +94,7 @@ func TestChatRequestKeepsPassedCallResults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Join(roles(t, out), " "); got != tc.want {
+			if got := strings.Join(chattest.Roles(t, out), " "); got != tc.want {
 				t.Errorf("roles = %s\nwant  %s", got, tc.want)
 			}
 			if got := gjson.GetBytes(out, "messages.1").Raw; got != storedParallel {
@@ -134,7 +117,7 @@ func TestChatRequestKeepsAppOwnCalls(t *testing.T) {
 	if ids != `["call_del","call_app"]` {
 		t.Errorf("tool call ids = %s", ids)
 	}
-	if got := strings.Join(roles(t, out), " "); got != "assistant tool:call_app tool:call_del" {
+	if got := strings.Join(chattest.Roles(t, out), " "); got != "assistant tool:call_app tool:call_del" {
 		t.Errorf("roles = %s", got)
 	}
 }
@@ -213,7 +196,7 @@ func TestChatRequestRestoresEveryStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_get tool:call_del tool:call_wipe assistant tool:call_arch user" {
+	if got := strings.Join(chattest.Roles(t, out), " "); got != "user assistant tool:call_get tool:call_del tool:call_wipe assistant tool:call_arch user" {
 		t.Fatalf("roles = %s\n%s", got, out)
 	}
 	if m := gjson.GetBytes(out, "messages.1").Raw; m != first {
@@ -235,7 +218,7 @@ func TestChatRequestRestoresEachStepOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(roles(t, out), " "); got != "assistant tool:call_del user assistant" || len(r.Asked()) != 1 {
+	if got := strings.Join(chattest.Roles(t, out), " "); got != "assistant tool:call_del user assistant" || len(r.Asked()) != 1 {
 		t.Errorf("roles = %s, asked %v", got, r.Asked())
 	}
 }
@@ -330,7 +313,7 @@ func TestResumeNextRequestChatFollowUpCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(roles(t, out), " "); got != "user assistant tool:call_del assistant tool:call_list user" {
+	if got := strings.Join(chattest.Roles(t, out), " "); got != "user assistant tool:call_del assistant tool:call_list user" {
 		t.Fatalf("roles = %s\n%s", got, out)
 	}
 	follow := gjson.GetBytes(out, "messages.3")

@@ -3,14 +3,15 @@ package chat
 import (
 	"testing"
 
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
 func TestChatStreamReadsEveryLineEnd(t *testing.T) {
 	call := `{"index":0,"id":"call_1","type":"function","function":{"name":"delete_post","arguments":"{\"post\":7}"}}`
-	for name, hidden := range providertest.HideVariants(chunk(deltaChoice(0, toolDelta(call))) + chunk(finishChoice(0, "tool_calls"))) {
+	for name, hidden := range providertest.HideVariants(chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(call))) + chattest.Chunk(chattest.FinishChoice(0, "tool_calls"))) {
 		t.Run(name, func(t *testing.T) {
-			in := chunk(deltaChoice(0, `{"role":"assistant","content":""}`)) + hidden + "data: [DONE]\n\n"
+			in := chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":""}`)) + hidden + "data: [DONE]\n\n"
 			for _, size := range []int{len(in), 1, 7} {
 				h := providertest.NewHolder("delete_post")
 				out, _, err := rewriteStream([]byte(in), h, size)

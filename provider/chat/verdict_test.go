@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/toolgate/toolgate/provider/chat/chattest"
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
@@ -27,7 +28,7 @@ func TestVerdictPassJSON(t *testing.T) {
 	if gjson.GetBytes(out, "choices.0.message.tool_calls").Raw != "["+weather+"]" {
 		t.Errorf("tool_calls = %s, want the passed call byte for byte", gjson.GetBytes(out, "choices.0.message.tool_calls").Raw)
 	}
-	if ch := decodeCompletion(t, out).Choices[0]; ch.Message.Content != waitText || ch.FinishReason != "tool_calls" {
+	if ch := chattest.DecodeCompletion(t, out).Choices[0]; ch.Message.Content != waitText || ch.FinishReason != "tool_calls" {
 		t.Errorf("choice = %+v", ch)
 	}
 	if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 2 {
@@ -45,13 +46,13 @@ func TestVerdictPassStream(t *testing.T) {
 	// A call that passes unread (get_post), a held one (delete_post) and
 	// an inspected one that passes (update_post), interleaved.
 	in := strings.Join([]string{
-		chunk(deltaChoice(0, `{"role":"assistant","content":null}`)),
-		chunk(deltaChoice(0, toolDelta(toolHeader(0, "call_upd", "update_post")))),
-		chunk(deltaChoice(0, toolDelta(toolHeader(1, "call_del", "delete_post"), toolArgs(0, `{"post":`)))),
-		chunk(deltaChoice(0, toolDelta(toolHeader(2, "call_get", "get_post")))),
-		chunk(deltaChoice(0, toolDelta(toolArgs(2, `{"post": 8}`), toolArgs(1, `{"post": 7}`), toolArgs(0, ` 9, "title": "T"}`)))),
-		chunk(finishChoice(0, "tool_calls")),
-		usageChunk,
+		chattest.Chunk(chattest.DeltaChoice(0, `{"role":"assistant","content":null}`)),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(0, "call_upd", "update_post")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(1, "call_del", "delete_post"), chattest.ToolArgs(0, `{"post":`)))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolHeader(2, "call_get", "get_post")))),
+		chattest.Chunk(chattest.DeltaChoice(0, chattest.ToolDelta(chattest.ToolArgs(2, `{"post": 8}`), chattest.ToolArgs(1, `{"post": 7}`), chattest.ToolArgs(0, ` 9, "title": "T"}`)))),
+		chattest.Chunk(chattest.FinishChoice(0, "tool_calls")),
+		chattest.UsageChunk,
 		"data: [DONE]\n\n",
 	}, "")
 	h := providertest.NewHolder("delete_post").Passing("update_post")
@@ -62,7 +63,7 @@ func TestVerdictPassStream(t *testing.T) {
 	if bytes.Contains(out, []byte("call_del")) {
 		t.Error("the held call reached the app")
 	}
-	calls := outputCalls(t, out)
+	calls := chattest.OutputCalls(t, out)
 	if len(calls) != 2 || len(calls[1]) != 1 {
 		t.Fatalf("output calls = %v: want get_post at 0, update_post whole at 1", calls)
 	}
@@ -71,7 +72,7 @@ func TestVerdictPassStream(t *testing.T) {
 		whole.Get("function.arguments").Str != `{"post": 9, "title": "T"}` {
 		t.Errorf("passed call delta = %s", calls[1][0])
 	}
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	c := acc.Choices[0]
 	if len(c.Message.ToolCalls) != 2 || c.Message.ToolCalls[0].ID != "call_get" || c.Message.ToolCalls[1].ID != "call_upd" ||
 		c.Message.ToolCalls[1].Function.Arguments != `{"post": 9, "title": "T"}` || c.Message.ToolCalls[1].Type != "function" {
@@ -93,7 +94,7 @@ func TestVerdictPassStreamFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := accumulate(t, out)
+	acc := chattest.Accumulate(t, out)
 	c := acc.Choices[0]
 	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_c91SqDXlYFuETYv8mUHzz6pp" ||
 		c.Message.ToolCalls[0].Function.Arguments != `{"city":"Edinburgh","country":"UK","units":"c"}` ||
@@ -110,7 +111,7 @@ func TestVerdictPassStreamFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c = accumulate(t, out).Choices[0]
+	c = chattest.Accumulate(t, out).Choices[0]
 	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != weatherID || c.Message.ToolCalls[0].Function.Arguments != weatherArgs ||
 		c.Message.Content != waitText || c.FinishReason != "tool_calls" {
 		t.Errorf("choice = %+v", c)
@@ -126,14 +127,14 @@ func TestRefusalInPlaceWithoutTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := accumulate(t, out).Choices[0]; c.Message.Content != refusal || c.FinishReason != "stop" || len(c.Message.ToolCalls) != 0 {
+	if c := chattest.Accumulate(t, out).Choices[0]; c.Message.Content != refusal || c.FinishReason != "stop" || len(c.Message.ToolCalls) != 0 {
 		t.Errorf("choice = %+v", c)
 	}
 	js, err := Chat{}.RewriteJSON(context.Background(), fixture(t, "json-one-tool.json"), h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := decodeCompletion(t, js).Choices[0]; c.Message.Content != refusal || c.FinishReason != "stop" {
+	if c := chattest.DecodeCompletion(t, js).Choices[0]; c.Message.Content != refusal || c.FinishReason != "stop" {
 		t.Errorf("choice = %+v", c)
 	}
 }

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/provider/providertest"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 )
 
 func TestResponsesStreamReadsEveryLineEnd(t *testing.T) {
-	syn := newSyn().text("msg_1", "Deleting.")
-	head := syn.b.String()
-	syn.b.Reset()
-	rest := syn.fn("1", "delete_post", `{"post":7}`).completed()
+	syn := responsestest.NewSyn().Text("msg_1", "Deleting.")
+	head := syn.B.String()
+	syn.B.Reset()
+	rest := syn.Fn("1", "delete_post", `{"post":7}`).Completed()
 	for name, hidden := range providertest.HideVariants(rest) {
 		t.Run(name, func(t *testing.T) {
 			in := head + hidden

@@ -5,20 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/providertest"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 	"github.com/toolgate/toolgate/wire/sse"
 )
 
@@ -52,114 +49,6 @@ func respRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, err er
 		err = cerr
 	}
 	return buf.Bytes(), err
-}
-
-// respDecoded is a rewritten stream as openai-go reads it.
-type respDecoded struct {
-	events []responses.ResponseStreamEventUnion
-	final  *responses.Response // the terminal event's response
-	added  []string            // item ids in output_item.added order
-	done   map[int64]responses.ResponseOutputItemUnion
-}
-
-// respDecode decodes a stream with openai-go's SSE decoder and
-// ResponseStreamEventUnion, checking what a Responses client relies on:
-// every event type known, sequence_number strictly increasing,
-// output_item.added at index == the items so far (openai-node's
-// validateArrayAppend), every event of an item at an index already added,
-// output_item.done matching its added item, and the terminal output agreeing
-// with the items the events built.
-func respDecode(t *testing.T, stream []byte) respDecoded {
-	t.Helper()
-	res := &http.Response{
-		Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body:   io.NopCloser(bytes.NewReader(stream)),
-	}
-	s := ssestream.NewStream[responses.ResponseStreamEventUnion](ssestream.NewDecoder(res), nil)
-	d := respDecoded{done: make(map[int64]responses.ResponseOutputItemUnion)}
-	last := int64(-1)
-	for s.Next() {
-		ev := s.Current()
-		d.events = append(d.events, ev)
-		if ev.AsAny() == nil {
-			t.Errorf("unknown event type %q: %s", ev.Type, ev.RawJSON())
-		}
-		if ev.SequenceNumber <= last {
-			t.Errorf("sequence_number %d after %d (%s)", ev.SequenceNumber, last, ev.Type)
-		}
-		last = ev.SequenceNumber
-		if d.final != nil {
-			t.Errorf("event %s after the terminal event", ev.Type)
-		}
-		switch ev.Type {
-		case "response.output_item.added":
-			if ev.OutputIndex != int64(len(d.added)) {
-				t.Errorf("output_item.added at %d, want %d", ev.OutputIndex, len(d.added))
-			}
-			d.added = append(d.added, ev.Item.ID)
-		case "response.output_item.done":
-			if ev.OutputIndex >= int64(len(d.added)) || d.added[ev.OutputIndex] != ev.Item.ID {
-				t.Errorf("output_item.done at %d for %s, added %v", ev.OutputIndex, ev.Item.ID, d.added)
-			}
-			d.done[ev.OutputIndex] = ev.Item
-		case "response.completed", "response.incomplete", "response.failed":
-			r := ev.Response
-			d.final = &r
-		default:
-			if ev.JSON.OutputIndex.Valid() && ev.OutputIndex >= int64(len(d.added)) {
-				t.Errorf("%s at output_index %d before its item", ev.Type, ev.OutputIndex)
-			}
-			if ev.JSON.ItemID.Valid() && ev.OutputIndex < int64(len(d.added)) && d.added[ev.OutputIndex] != ev.ItemID {
-				t.Errorf("%s for %s at output_index %d, which is %s", ev.Type, ev.ItemID, ev.OutputIndex, d.added[ev.OutputIndex])
-			}
-		}
-	}
-	if err := s.Err(); err != nil {
-		t.Fatalf("openai-go stream: %v", err)
-	}
-	if d.final != nil && d.final.JSON.Output.Valid() {
-		if len(d.final.Output) != len(d.added) {
-			t.Errorf("terminal output has %d items, the events %d", len(d.final.Output), len(d.added))
-		}
-		for i, it := range d.final.Output {
-			if i < len(d.added) && it.ID != d.added[i] {
-				t.Errorf("terminal output[%d] = %s, events %s", i, it.ID, d.added[i])
-			}
-		}
-	}
-	return d
-}
-
-// outputSummary lists a response's output as type[:name]:id.
-func outputSummary(out []responses.ResponseOutputItemUnion) []string {
-	var s []string
-	for _, it := range out {
-		e := it.Type
-		if it.Name != "" {
-			e += ":" + it.Name
-		}
-		s = append(s, e)
-	}
-	return s
-}
-
-// messageText is the text of a message output item.
-func messageText(it responses.ResponseOutputItemUnion) string {
-	var b strings.Builder
-	for _, c := range it.Content {
-		b.WriteString(c.Text)
-	}
-	return b.String()
-}
-
-// checkAbsent fails when any of the held call's fragments is in out.
-func checkAbsent(t *testing.T, out []byte, leaks ...string) {
-	t.Helper()
-	for _, l := range leaks {
-		if l != "" && bytes.Contains(out, []byte(l)) {
-			t.Errorf("output holds %q", l)
-		}
-	}
 }
 
 // fragments returns the argument deltas of a call item in a stream, but
@@ -235,27 +124,27 @@ func TestResponsesStreamHoldsCall(t *testing.T) {
 				t.Fatal(err)
 			}
 			escaped := string(gjson.AppendJSONString(nil, tc.args))
-			checkAbsent(t, out, append(fragments(in, tc.itemID), tc.itemID, tc.callID, tc.args, escaped[1:len(escaped)-1], "function_call")...)
-			d := respDecode(t, out)
-			if d.final == nil {
+			responsestest.CheckAbsent(t, out, append(fragments(in, tc.itemID), tc.itemID, tc.callID, tc.args, escaped[1:len(escaped)-1], "function_call")...)
+			d := responsestest.Decode(t, out)
+			if d.Final == nil {
 				t.Fatal("no terminal event")
 			}
 			want := append(append([]string(nil), tc.before...), "message")
-			if got := outputSummary(d.final.Output); fmt.Sprint(got) != fmt.Sprint(want) {
+			if got := responsestest.OutputSummary(d.Final.Output); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("output = %v, want %v", got, want)
 			}
-			msg := d.final.Output[len(tc.before)]
-			if messageText(msg) != providertest.WaitText || msg.ID != SyntheticPrefix+providertest.Step || msg.Role != "assistant" {
+			msg := d.Final.Output[len(tc.before)]
+			if responsestest.MessageText(msg) != providertest.WaitText || msg.ID != SyntheticPrefix+providertest.Step || msg.Role != "assistant" {
 				t.Errorf("message = %s", msg.RawJSON())
 			}
-			if it, ok := d.done[int64(len(tc.before))]; !ok || messageText(it) != providertest.WaitText {
-				t.Errorf("no output_item.done with the text: %+v", d.done)
+			if it, ok := d.Done[int64(len(tc.before))]; !ok || responsestest.MessageText(it) != providertest.WaitText {
+				t.Errorf("no output_item.done with the text: %+v", d.Done)
 			}
-			if tc.total > 0 && d.final.Usage.TotalTokens != tc.total {
-				t.Errorf("usage total = %d, want %d", d.final.Usage.TotalTokens, tc.total)
+			if tc.total > 0 && d.Final.Usage.TotalTokens != tc.total {
+				t.Errorf("usage total = %d, want %d", d.Final.Usage.TotalTokens, tc.total)
 			}
-			if d.final.OutputText() != providertest.WaitText {
-				t.Errorf("OutputText = %q", d.final.OutputText())
+			if d.Final.OutputText() != providertest.WaitText {
+				t.Errorf("OutputText = %q", d.Final.OutputText())
 			}
 
 			if len(h.Holds()) != 1 || len(h.Holds()[0].Calls) != 1 {
@@ -274,7 +163,7 @@ func TestResponsesStreamHoldsCall(t *testing.T) {
 				t.Fatalf("message: %v", err)
 			}
 			want = append(append([]string(nil), tc.before...), "function_call:"+tc.name)
-			if got := outputSummary(items); fmt.Sprint(got) != fmt.Sprint(want) {
+			if got := responsestest.OutputSummary(items); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("message items = %v, want %v", got, want)
 			}
 			if items[len(items)-1].CallID != tc.callID {
@@ -318,102 +207,6 @@ func TestResponsesStreamIgnoresSplits(t *testing.T) {
 // refusal is the tool result the model reads for a refused send_email.
 const refusal = "Toolgate refused send_email: the field to (required, an email address) is missing. Nothing ran."
 
-const respEnvelope = `"id":"resp_syn","object":"response","created_at":1770803615,"model":"gpt-5.1","parallel_tool_calls":true,"store":true,"tools":[]`
-
-type respSyn struct {
-	b     strings.Builder
-	env   string // the response's envelope members
-	seq   int
-	items []string
-	lines bool // event: lines
-}
-
-func newSyn() *respSyn { return newSynID("resp_syn") }
-
-// newSynID starts a synthetic stream of the response with this id.
-func newSynID(id string) *respSyn {
-	s := &respSyn{lines: true, env: strings.Replace(respEnvelope, "resp_syn", id, 1)}
-	s.ev(`{"type":"response.created","sequence_number":SEQ,"response":{%s,"status":"in_progress","output":[],"usage":null}}`, s.env)
-	s.ev(`{"type":"response.in_progress","sequence_number":SEQ,"response":{%s,"status":"in_progress","output":[],"usage":null}}`, s.env)
-	return s
-}
-
-// ev writes one event; its JSON holds SEQ for the sequence number.
-func (s *respSyn) ev(format string, args ...any) {
-	data := strings.Replace(fmt.Sprintf(format, args...), "SEQ", strconv.Itoa(s.seq), 1)
-	s.seq++
-	if s.lines {
-		s.b.WriteString("event: " + gjson.Get(data, "type").Str + "\n")
-	}
-	s.b.WriteString("data: " + data + "\n\n")
-}
-
-func (s *respSyn) text(id, text string) *respSyn {
-	i := len(s.items)
-	q := string(gjson.AppendJSONString(nil, text))
-	s.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":%d,"item":{"id":%q,"type":"message","status":"in_progress","content":[],"role":"assistant"}}`, i, id)
-	s.ev(`{"type":"response.content_part.added","sequence_number":SEQ,"item_id":%q,"output_index":%d,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}}`, id, i)
-	for _, w := range strings.SplitAfter(text, " ") {
-		s.ev(`{"type":"response.output_text.delta","sequence_number":SEQ,"item_id":%q,"output_index":%d,"content_index":0,"delta":%s,"logprobs":[],"obfuscation":"x"}`, id, i, string(gjson.AppendJSONString(nil, w)))
-	}
-	s.ev(`{"type":"response.output_text.done","sequence_number":SEQ,"item_id":%q,"output_index":%d,"content_index":0,"text":%s,"logprobs":[]}`, id, i, q)
-	s.ev(`{"type":"response.content_part.done","sequence_number":SEQ,"item_id":%q,"output_index":%d,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":%s}}`, id, i, q)
-	item := fmt.Sprintf(`{"id":%q,"type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":%s}],"role":"assistant"}`, id, q)
-	s.ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":%d,"item":%s}`, i, item)
-	s.items = append(s.items, item)
-	return s
-}
-
-func (s *respSyn) reasoning(id string) *respSyn {
-	i := len(s.items)
-	item := fmt.Sprintf(`{"id":%q,"type":"reasoning","encrypted_content":"gAAAA%s","summary":[]}`, id, id)
-	s.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":%d,"item":%s}`, i, item)
-	s.ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":%d,"item":%s}`, i, item)
-	s.items = append(s.items, item)
-	return s
-}
-
-// call streams a function call (ns: its namespace, "" none); custom
-// streams a custom_tool_call instead.
-func (s *respSyn) call(id, callID, name, ns, args string, custom bool) *respSyn {
-	i := len(s.items)
-	typ, key, ev := "function_call", "arguments", "function_call_arguments"
-	if custom {
-		typ, key, ev = "custom_tool_call", "input", "custom_tool_call_input"
-	}
-	nsField := ""
-	if ns != "" {
-		nsField = fmt.Sprintf(`,"namespace":%q`, ns)
-	}
-	head := fmt.Sprintf(`"id":%q,"type":%q,"status":"%%s",%q:%%s,"call_id":%q,"name":%q%s`, id, typ, key, callID, name, nsField)
-	q := string(gjson.AppendJSONString(nil, args))
-	s.ev(`{"type":"response.output_item.added","sequence_number":SEQ,"output_index":%d,"item":{`+fmt.Sprintf(head, "in_progress", `""`)+`}}`, i)
-	for k := 0; k < len(args); k += 4 {
-		frag := args[k:min(k+4, len(args))]
-		s.ev(`{"type":"response.`+ev+`.delta","sequence_number":SEQ,"item_id":%q,"output_index":%d,"delta":%s,"obfuscation":"abc"}`, id, i, string(gjson.AppendJSONString(nil, frag)))
-	}
-	s.ev(`{"type":"response.`+ev+`.done","sequence_number":SEQ,"item_id":%q,"output_index":%d,%q:%s}`, id, i, key, q)
-	item := "{" + fmt.Sprintf(head, "completed", q) + "}"
-	s.ev(`{"type":"response.output_item.done","sequence_number":SEQ,"output_index":%d,"item":%s}`, i, item)
-	s.items = append(s.items, item)
-	return s
-}
-
-func (s *respSyn) fn(id, name, args string) *respSyn {
-	return s.call("fc_"+id, "call_"+id, name, "", args, false)
-}
-
-const respUsage = `{"input_tokens":45,"input_tokens_details":{"cached_tokens":0},"output_tokens":24,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":69}`
-
-// end writes the terminal event of the given type and returns the stream.
-func (s *respSyn) end(typ string) string {
-	status := strings.TrimPrefix(typ, "response.")
-	s.ev(`{"type":%q,"sequence_number":SEQ,"response":{%s,"status":%q,"output":[%s],"usage":%s}}`, typ, s.env, status, strings.Join(s.items, ","), respUsage)
-	return s.b.String()
-}
-
-func (s *respSyn) completed() string { return s.end("response.completed") }
-
 func TestResponsesStreamSynthetic(t *testing.T) {
 	const del, get = "delete_post", "get_post"
 	for _, tc := range []struct {
@@ -425,37 +218,37 @@ func TestResponsesStreamSynthetic(t *testing.T) {
 		absent []string
 	}{
 		{"text, held, passed, text",
-			newSyn().text("msg_1", "Sure, deleting it.").fn("held1", del, `{"post":7}`).fn("pass1", get, `{"post":8}`).text("msg_2", "Done soon.").completed(),
+			responsestest.NewSyn().Text("msg_1", "Sure, deleting it.").Fn("held1", del, `{"post":7}`).Fn("pass1", get, `{"post":8}`).Text("msg_2", "Done soon.").Completed(),
 			providertest.NewHolder(del).Passing(get), []string{"message", "message", "function_call:get_post", "message"}, 1,
 			[]string{"fc_held1", "call_held1", `"post\":7`, "delete_post"}},
 		{"passed first, then held",
-			newSyn().fn("pass1", get, `{"post":8}`).fn("held1", del, `{"post":7}`).completed(),
+			responsestest.NewSyn().Fn("pass1", get, `{"post":8}`).Fn("held1", del, `{"post":7}`).Completed(),
 			providertest.NewHolder(del).Passing(get), []string{"function_call:get_post", "message"}, 1,
 			[]string{"fc_held1", "call_held1", "delete_post"}},
 		{"unread call, then two held, then text",
-			newSyn().fn("free", "lookup", `{}`).fn("held1", del, `{"post":7}`).fn("held2", del, `{"post":9}`).text("msg_2", "Anything else?").completed(),
+			responsestest.NewSyn().Fn("free", "lookup", `{}`).Fn("held1", del, `{"post":7}`).Fn("held2", del, `{"post":9}`).Text("msg_2", "Anything else?").Completed(),
 			providertest.NewHolder(del), []string{"function_call:lookup", "message", "message"}, 1,
 			[]string{"fc_held1", "fc_held2", "call_held2", "delete_post"}},
 		{"reasoning before the held call",
-			newSyn().reasoning("rs_1").fn("held1", del, `{"post":7}`).completed(),
+			responsestest.NewSyn().Reasoning("rs_1").Fn("held1", del, `{"post":7}`).Completed(),
 			providertest.NewHolder(del), []string{"reasoning", "message"}, 1, []string{"fc_held1", "delete_post"}},
 		{"custom tool call",
-			newSyn().call("ctc_1", "call_c1", del, "", "post 7 please", true).completed(),
+			responsestest.NewSyn().Call("ctc_1", "call_c1", del, "", "post 7 please", true).Completed(),
 			providertest.NewHolder(del), []string{"message"}, 0, []string{"ctc_1", "call_c1", "post 7", "delete_post", "custom_tool_call"}},
 		{"namespaced call, qualified key",
-			newSyn().call("fc_ns", "call_ns", "delete_contact", "crm", `{"id":3}`, false).completed(),
+			responsestest.NewSyn().Call("fc_ns", "call_ns", "delete_contact", "crm", `{"id":3}`, false).Completed(),
 			providertest.NewHolder("crm/delete_contact"), []string{"message"}, 0, []string{"fc_ns", "call_ns"}},
 		{"namespaced call, bare key",
-			newSyn().call("fc_ns", "call_ns", "delete_contact", "crm", `{"id":3}`, false).completed(),
+			responsestest.NewSyn().Call("fc_ns", "call_ns", "delete_contact", "crm", `{"id":3}`, false).Completed(),
 			providertest.NewHolder("delete_contact"), []string{"message"}, 0, []string{"fc_ns", "call_ns"}},
 		{"incomplete response",
-			newSyn().fn("held1", del, `{"post":7}`).end("response.incomplete"),
+			responsestest.NewSyn().Fn("held1", del, `{"post":7}`).End("response.incomplete"),
 			providertest.NewHolder(del), []string{"message"}, 0, []string{"fc_held1", "delete_post"}},
 		{"refused in place, held",
-			newSyn().fn("ref1", "send_email", `{"subject":"x"}`).fn("held1", del, `{"post":7}`).completed(),
+			responsestest.NewSyn().Fn("ref1", "send_email", `{"subject":"x"}`).Fn("held1", del, `{"post":7}`).Completed(),
 			providertest.NewHolder(del).Refusing("send_email", refusal), []string{"message"}, 0, []string{"fc_ref1", "fc_held1", "delete_post", "function_call"}},
 		{"every call passed after inspection",
-			newSyn().fn("pass1", get, `{"post":8}`).fn("pass2", get, `{"post":9}`).completed(),
+			responsestest.NewSyn().Fn("pass1", get, `{"post":8}`).Fn("pass2", get, `{"post":9}`).Completed(),
 			providertest.NewHolder().Passing(get), []string{"function_call:get_post", "function_call:get_post"}, -1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -464,18 +257,18 @@ func TestResponsesStreamSynthetic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkAbsent(t, out, tc.absent...)
-			d := respDecode(t, out)
-			if d.final == nil {
+			responsestest.CheckAbsent(t, out, tc.absent...)
+			d := responsestest.Decode(t, out)
+			if d.Final == nil {
 				t.Fatal("no terminal event")
 			}
-			if got := outputSummary(d.final.Output); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			if got := responsestest.OutputSummary(d.Final.Output); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("output = %v, want %v", got, tc.want)
 			}
 			if tc.text >= 0 {
-				txt := messageText(d.final.Output[tc.text])
-				if !strings.HasPrefix(txt, providertest.WaitText) || !strings.HasPrefix(d.final.Output[tc.text].ID, SyntheticPrefix) {
-					t.Errorf("output[%d] = %s", tc.text, d.final.Output[tc.text].RawJSON())
+				txt := responsestest.MessageText(d.Final.Output[tc.text])
+				if !strings.HasPrefix(txt, providertest.WaitText) || !strings.HasPrefix(d.Final.Output[tc.text].ID, SyntheticPrefix) {
+					t.Errorf("output[%d] = %s", tc.text, d.Final.Output[tc.text].RawJSON())
 				}
 				if tc.name == "refused in place, held" && txt != providertest.WaitText+"\n\n"+refusal {
 					t.Errorf("text = %q", txt)
@@ -484,9 +277,9 @@ func TestResponsesStreamSynthetic(t *testing.T) {
 				t.Errorf("calls all passed, but the stream changed:\n%s", out)
 			}
 			// Passed calls reach the app whole, in events and output alike.
-			for i, it := range d.final.Output {
+			for i, it := range d.Final.Output {
 				if it.Type == "function_call" {
-					ev := d.done[int64(i)]
+					ev := d.Done[int64(i)]
 					if ev.Arguments.OfString == "" || ev.Arguments.OfString != it.Arguments.OfString || ev.CallID != it.CallID {
 						t.Errorf("passed call %d: events %s, output %s", i, ev.RawJSON(), it.RawJSON())
 					}
@@ -499,8 +292,8 @@ func TestResponsesStreamSynthetic(t *testing.T) {
 func TestResponsesStreamHoldMessage(t *testing.T) {
 	// Hold gets the items up to the last inspected call, and each call with
 	// its output_index, namespace key and arguments.
-	in := newSyn().text("msg_1", "Sure.").reasoning("rs_1").call("fc_1", "call_1", "delete_contact", "crm", `{"id":3}`, false).
-		fn("pass", "get_post", `{}`).call("ctc_2", "call_2", "delete_post", "", "post 7", true).text("msg_2", "After.").completed()
+	in := responsestest.NewSyn().Text("msg_1", "Sure.").Reasoning("rs_1").Call("fc_1", "call_1", "delete_contact", "crm", `{"id":3}`, false).
+		Fn("pass", "get_post", `{}`).Call("ctc_2", "call_2", "delete_post", "", "post 7", true).Text("msg_2", "After.").Completed()
 	h := providertest.NewHolder("crm/delete_contact", "delete_post").Passing("get_post")
 	if _, err := respRewrite([]byte(in), h); err != nil {
 		t.Fatal(err)
@@ -529,11 +322,11 @@ func TestResponsesStreamHoldMessage(t *testing.T) {
 }
 
 func TestResponsesStreamDataOnly(t *testing.T) {
-	s := newSyn()
-	s.lines = false
-	s.b.Reset()
-	s.seq = 0
-	in := s.fn("held1", "delete_post", `{}`).completed() + "data: [DONE]\n\n"
+	s := responsestest.NewSyn()
+	s.Lines = false
+	s.B.Reset()
+	s.Seq = 0
+	in := s.Fn("held1", "delete_post", `{}`).Completed() + "data: [DONE]\n\n"
 	out, err := respRewrite([]byte(in), providertest.NewHolder("delete_post"))
 	if err != nil {
 		t.Fatal(err)
@@ -541,9 +334,9 @@ func TestResponsesStreamDataOnly(t *testing.T) {
 	if bytes.Contains(out, []byte("event:")) {
 		t.Errorf("event lines added to a data-only stream:\n%s", out)
 	}
-	d := respDecode(t, out)
-	if d.final == nil || len(d.final.Output) != 1 || messageText(d.final.Output[0]) != providertest.WaitText {
-		t.Errorf("final = %+v", d.final)
+	d := responsestest.Decode(t, out)
+	if d.Final == nil || len(d.Final.Output) != 1 || responsestest.MessageText(d.Final.Output[0]) != providertest.WaitText {
+		t.Errorf("final = %+v", d.Final)
 	}
 	if !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) {
 		t.Error("[DONE] lost")
@@ -551,7 +344,7 @@ func TestResponsesStreamDataOnly(t *testing.T) {
 }
 
 func TestResponsesStreamEndsEarly(t *testing.T) {
-	full := newSyn().text("msg_1", "Sure.").fn("held1", "delete_post", `{"post":7}`).text("msg_2", "Later text.").completed()
+	full := responsestest.NewSyn().Text("msg_1", "Sure.").Fn("held1", "delete_post", `{"post":7}`).Text("msg_2", "Later text.").Completed()
 	// Cut before the terminal event: the call is never judged, never
 	// written; what came after it still reaches the app.
 	cut := full[:strings.Index(full, "event: response.completed")]
@@ -560,13 +353,13 @@ func TestResponsesStreamEndsEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAbsent(t, out, "fc_held1", "call_held1")
+	responsestest.CheckAbsent(t, out, "fc_held1", "call_held1")
 	if len(h.Holds()) != 0 {
 		t.Errorf("Hold called on an unfinished response")
 	}
-	d := respDecode(t, out)
-	if fmt.Sprint(d.added) != "[msg_1 msg_2]" {
-		t.Errorf("items = %v", d.added)
+	d := responsestest.Decode(t, out)
+	if fmt.Sprint(d.Added) != "[msg_1 msg_2]" {
+		t.Errorf("items = %v", d.Added)
 	}
 
 	// An error event ends it the same way.
@@ -576,7 +369,7 @@ func TestResponsesStreamEndsEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAbsent(t, out, "fc_held1")
+	responsestest.CheckAbsent(t, out, "fc_held1")
 	if !bytes.HasSuffix(out, []byte(errEv)) {
 		t.Errorf("error event lost:\n%s", out)
 	}
@@ -585,13 +378,13 @@ func TestResponsesStreamEndsEarly(t *testing.T) {
 func TestResponsesStreamTerminalOnlyCall(t *testing.T) {
 	// A gateway that sends a call only in the terminal output: it is judged
 	// all the same, since clients take calls from there.
-	s := newSyn().text("msg_1", "Sure.")
-	s.items = append(s.items, `{"id":"fc_x","type":"function_call","status":"completed","arguments":"{\"post\":7}","call_id":"call_x","name":"delete_post"}`)
-	out, err := respRewrite([]byte(s.completed()), providertest.NewHolder("delete_post"))
+	s := responsestest.NewSyn().Text("msg_1", "Sure.")
+	s.Items = append(s.Items, `{"id":"fc_x","type":"function_call","status":"completed","arguments":"{\"post\":7}","call_id":"call_x","name":"delete_post"}`)
+	out, err := respRewrite([]byte(s.Completed()), providertest.NewHolder("delete_post"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAbsent(t, out, "fc_x", "call_x")
+	responsestest.CheckAbsent(t, out, "fc_x", "call_x")
 	final := gjson.GetBytes(lastData(out), "response.output")
 	if n := len(final.Array()); n != 2 || final.Get("1.text").Exists() || final.Get("1.content.0.text").Str != providertest.WaitText {
 		t.Errorf("output = %s", final.Raw)
@@ -635,10 +428,10 @@ func TestResponsesStreamFailsClosed(t *testing.T) {
 
 	// A call that changes between its events: judged as one thing, read by
 	// some client as another.
-	renamed := newSyn().fn("p", "get_post", `{"post":8}`).completed()
+	renamed := responsestest.NewSyn().Fn("p", "get_post", `{"post":8}`).Completed()
 	renamed = strings.Replace(renamed, `"name":"get_post"}}`, `"name":"delete_post"}}`, 1) // its output_item.added only
-	unread := strings.ReplaceAll(newSyn().fn("p", "lookup", `{}`).completed(), `"name":"lookup"}]`, `"name":"delete_post"}]`)
-	args := newSyn().fn("p", "get_post", `{"post":8}`).completed()
+	unread := strings.ReplaceAll(responsestest.NewSyn().Fn("p", "lookup", `{}`).Completed(), `"name":"lookup"}]`, `"name":"delete_post"}]`)
+	args := responsestest.NewSyn().Fn("p", "get_post", `{"post":8}`).Completed()
 	args = strings.Replace(args, `"arguments":"{\"post\":8}","call_id"`, `"arguments":"{\"post\":9}","call_id"`, 1)
 	for name, in := range map[string]string{"renamed": renamed, "unread, renamed in the output": unread, "arguments differ": args} {
 		t.Run(name, func(t *testing.T) {
@@ -683,13 +476,13 @@ func TestResponsesJSONHoldsCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAbsent(t, out, "fc_0a2fa1b539ba14ba00698c519ebab0819494302fc0b5c31440", "call_YunNGbIwdVJ2i0y0Mybva4Pw", "San Francisco")
+	responsestest.CheckAbsent(t, out, "fc_0a2fa1b539ba14ba00698c519ebab0819494302fc0b5c31440", "call_YunNGbIwdVJ2i0y0Mybva4Pw", "San Francisco")
 	var r responses.Response
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("openai-go: %v", err)
 	}
-	if fmt.Sprint(outputSummary(r.Output)) != "[message]" || r.OutputText() != providertest.WaitText || r.Usage.TotalTokens != 69 {
-		t.Errorf("response = %v %q", outputSummary(r.Output), r.OutputText())
+	if fmt.Sprint(responsestest.OutputSummary(r.Output)) != "[message]" || r.OutputText() != providertest.WaitText || r.Usage.TotalTokens != 69 {
+		t.Errorf("response = %v %q", responsestest.OutputSummary(r.Output), r.OutputText())
 	}
 	// Every byte outside "output" stays.
 	o := gjson.GetBytes(body, "output")
@@ -723,7 +516,7 @@ func TestResponsesJSONSynthetic(t *testing.T) {
 		{"refused in place", item("a", "send_email"), providertest.NewHolder().Refusing("send_email", refusal), "[message]", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := []byte(`{"id":"resp_j","object":"response","status":"completed","output":[` + tc.output + `],"usage":` + respUsage + `}`)
+			body := []byte(`{"id":"resp_j","object":"response","status":"completed","output":[` + tc.output + `],"usage":` + responsestest.Usage + `}`)
 			out, err := Responses{}.RewriteJSON(context.Background(), body, tc.h)
 			if err != nil {
 				t.Fatal(err)
@@ -732,13 +525,13 @@ func TestResponsesJSONSynthetic(t *testing.T) {
 			if err := json.Unmarshal(out, &r); err != nil {
 				t.Fatalf("openai-go: %v\n%s", err, out)
 			}
-			if got := fmt.Sprint(outputSummary(r.Output)); got != tc.want {
+			if got := fmt.Sprint(responsestest.OutputSummary(r.Output)); got != tc.want {
 				t.Errorf("output = %s, want %s", got, tc.want)
 			}
 			if !bytes.Contains(out, []byte(`"Sure \u00e9."`)) && strings.Contains(tc.output, "msg_1") {
 				t.Error("the model's own text was re-encoded")
 			}
-			checkAbsent(t, out, "fc_a", "call_a")
+			responsestest.CheckAbsent(t, out, "fc_a", "call_a")
 			if len(tc.h.Holds()) != 1 || len(gjson.ParseBytes(tc.h.Holds()[0].Message).Array()) != tc.holdItems {
 				t.Errorf("holds = %+v", tc.h.Holds())
 			}

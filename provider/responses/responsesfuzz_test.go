@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/providertest"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 	"github.com/toolgate/toolgate/wire/links"
 )
 
@@ -88,9 +89,9 @@ func respSplits(splits []byte) []int {
 
 func respFuzzSeeds() []string {
 	return []string{
-		newSyn().text("msg_1", "Sure, deleting it.").fn("held1", "delete_post", `{"post":7}`).fn("pass1", "get_post", `{"post":8}`).text("msg_2", "Done soon.").completed(),
-		newSyn().reasoning("rs_1").fn("held1", "delete_post", `{"post":7}`).fn("ref1", "send_email", `{}`).completed() + "data: [DONE]\n\n",
-		newSyn().call("ctc_1", "call_c1", "delete_post", "crm", "post 7", true).fn("free", "lookup", `{}`).end("response.incomplete"),
+		responsestest.NewSyn().Text("msg_1", "Sure, deleting it.").Fn("held1", "delete_post", `{"post":7}`).Fn("pass1", "get_post", `{"post":8}`).Text("msg_2", "Done soon.").Completed(),
+		responsestest.NewSyn().Reasoning("rs_1").Fn("held1", "delete_post", `{"post":7}`).Fn("ref1", "send_email", `{}`).Completed() + "data: [DONE]\n\n",
+		responsestest.NewSyn().Call("ctc_1", "call_c1", "delete_post", "crm", "post 7", true).Fn("free", "lookup", `{}`).End("response.incomplete"),
 	}
 }
 
@@ -203,12 +204,12 @@ func FuzzResponsesRequest(f *testing.F) {
 
 // respTextStream is a text answer of n deltas, shaped as the recorded ones.
 func respTextStream(n int) []byte {
-	s := newSyn()
+	s := responsestest.NewSyn()
 	var words []string
 	for i := range n {
 		words = append(words, fmt.Sprintf("word%d", i))
 	}
-	return []byte(s.text("msg_01830d662ab3856501693c32183a488190a612c410a0a39823", strings.Join(words, " ")).completed())
+	return []byte(s.Text("msg_01830d662ab3856501693c32183a488190a612c410a0a39823", strings.Join(words, " ")).Completed())
 }
 
 func benchRespStream(b *testing.B, in []byte, h provider.Holder) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/providertest"
+	"github.com/toolgate/toolgate/provider/responses/responsestest"
 )
 
 // stateRestorer is a providertest.Restorer that also answers for stored responses.
@@ -153,7 +154,7 @@ func step1Hold(t *testing.T) (out []byte, stored []byte, final *responses.Respon
 	if err != nil || len(h.Holds()) != 1 {
 		t.Fatalf("err %v, holds %d", err, len(h.Holds()))
 	}
-	return out, h.Holds()[0].Message, respDecode(t, out).final
+	return out, h.Holds()[0].Message, responsestest.Decode(t, out).Final
 }
 
 // appItems is what an openai-go app appends to its input from a response:
@@ -274,16 +275,16 @@ func respFixtureOutput(t *testing.T, name string) []byte {
 
 func TestResponsesRequestKeepsOtherItems(t *testing.T) {
 	// Text, a held call and a passed one: the app ran the passed call.
-	in := newSyn().text("msg_1", "Sure.").fn("held", "delete_post", `{"post":7}`).fn("pass", "get_post", `{}`)
+	in := responsestest.NewSyn().Text("msg_1", "Sure.").Fn("held", "delete_post", `{"post":7}`).Fn("pass", "get_post", `{}`)
 	h := providertest.NewHolder("delete_post").Passing("get_post")
-	out, err := respRewrite([]byte(in.completed()), h)
+	out, err := respRewrite([]byte(in.Completed()), h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	final := respDecode(t, out).final
+	final := responsestest.Decode(t, out).Final
 	items := appItems(t, final)
 	api := &respAPI{}
-	api.learn("resp_syn", "["+strings.Join(in.items, ",")+"]")
+	api.learn("resp_syn", "["+strings.Join(in.Items, ",")+"]")
 	body := []byte(`{"input":[{"role":"user","content":"go"},` + strings.Join(items, ",") +
 		`,{"type":"function_call_output","call_id":"call_pass","output":"post 8"},{"role":"user","content":"and?"}]}`)
 	r := respRestorer(h.Holds()[0].Message, "call_held")

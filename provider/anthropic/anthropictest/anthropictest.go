@@ -2,6 +2,9 @@
 // strictly as Anthropic does (Check), so that a fake provider refuses,
 // with Anthropic's message, the histories the real API refuses. The tests'
 // fake provider (internal/testkit) answers a Violation with a 400.
+//
+// builders.go holds the stream builders and anthropic-sdk-go readers the
+// tests of provider/anthropic, provider and interceptor share.
 package anthropictest
 
 import (

@@ -5,6 +5,10 @@
 // holds a request continuing one of them (previous_response_id) to
 // answering every call. The tests' fake provider (internal/testkit)
 // answers a Violation with a 400.
+//
+// builders.go holds the synthetic stream builder (Syn) and the openai-go
+// reader (Decode) the tests of provider/responses, provider and
+// interceptor share.
 package responsestest
 
 import (
