@@ -2,6 +2,9 @@
 // as OpenAI does (Check), so that a fake provider refuses, with OpenAI's
 // message, the histories the real API refuses. The tests' fake provider
 // (internal/testkit) answers a Violation with a 400.
+//
+// builders.go holds the stream builders and openai-go readers the tests of
+// provider/chat, provider and interceptor share.
 package chattest
 
 import (
