@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
 	"github.com/toolgate/toolgate/provider/chat"
+	"github.com/toolgate/toolgate/provider/gemini"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 	"github.com/toolgate/toolgate/wire/shape"
@@ -113,8 +114,8 @@ var shapeBodies = map[string]string{
 // closed. A body naming none passes unread.
 func TestEveryShapeThroughEveryAdapter(t *testing.T) {
 	names := shape.NewNames([]string{"delete_post"})
-	own := map[string]string{"chat": "chat", "responses": "responses", "anthropic": "anthropic"}
-	for adapterName, a := range map[string]provider.Adapter{"chat": chat.Chat{}, "responses": responsesadapter.Responses{}, "anthropic": anthropicadapter.Anthropic{}} {
+	own := map[string]string{"chat": "chat", "responses": "responses", "anthropic": "anthropic", "gemini": "gemini"}
+	for adapterName, a := range map[string]provider.Adapter{"chat": chat.Chat{}, "responses": responsesadapter.Responses{}, "anthropic": anthropicadapter.Anthropic{}, "gemini": gemini.Provider{}} {
 		for shape, body := range shapeBodies {
 			err := checkShape(a, names, []byte(body))
 			if want := own[shape] == adapterName; (err == nil) != want {
@@ -190,6 +191,79 @@ func TestStreamRefusesForeignEvents(t *testing.T) {
 			if bytes.Contains(rec.Body.Bytes(), []byte("delete_post")) || !bytes.Contains(rec.Body.Bytes(), []byte("Sure.")) {
 				t.Errorf("%s stream, foreign event %d: Close %v, the client got %q", name, i, err, rec.Body.Bytes())
 			}
+		}
+	}
+}
+
+// A Gemini stream, in both framings (SSE with alt=sse, and the streamed
+// JSON array), refuses an event or element in another protocol's shape
+// naming a gated tool as the other adapters' streams do: the stream ends
+// in Gemini's error (StopChunk) before it, Close returns
+// stream.ErrNamesGated, and the text before it went out. Its own chunk
+// naming the tool is read (and held) as before, and a foreign one naming
+// nothing passes.
+func TestGeminiStreamRefusesForeignEvents(t *testing.T) {
+	names := shape.NewNames([]string{"delete_post"})
+	text := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Sure."}]},"index":0}]}`
+	foreign := map[string]string{
+		"chat":            `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"delete_post","arguments":"{}"}}]}}]}`,
+		"anthropic":       `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"delete_post","input":{}}}`,
+		"responses":       `{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c","name":"delete_post","arguments":""}}`,
+		"ollama":          `{"model":"m","message":{"role":"assistant","tool_calls":[{"function":{"name":"delete_post","arguments":{}}}]},"done":true}`,
+		"gemini+chat":     `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"index":0}],"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"delete_post"}}]}}]}`,
+		"gemini+Content":  `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"index":0}],"Content":[{"type":"tool_use","name":"delete_post"}]}`,
+		"not an object":   `"delete_post"`,
+		"no candidates":   `{"usageMetadata":{"promptTokenCount":1},"note":"delete_post"}`,
+		"candidates, obj": `{"candidates":{"content":{"parts":[{"functionCall":{"name":"delete_post"}}]}}}`,
+	}
+	for _, framing := range []string{"sse", "array"} {
+		frame := func(chunk string, first bool) string {
+			if framing == "sse" {
+				return "data: " + chunk + "\r\n\r\n"
+			}
+			if first {
+				return "[" + chunk
+			}
+			return ",\r\n" + chunk
+		}
+		start := func() (*guardRecorder, *ResponseWriter) {
+			rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+			rw := Wrap(rec, gemini.Provider{}, context.Background(), providertest.NewHolder("delete_post"), 0)
+			rw.GuardNames(names)
+			if framing == "sse" {
+				rw.Header().Set("Content-Type", "text/event-stream")
+			} else {
+				rw.SetStreamsJSON(true)
+				rw.Header().Set("Content-Type", "application/json")
+			}
+			rw.WriteHeader(200)
+			return rec, rw
+		}
+		for name, ev := range foreign {
+			rec, rw := start()
+			_, err1 := rw.Write([]byte(frame(text, true)))
+			_ = rw.FlushError()
+			_, err2 := rw.Write([]byte(frame(ev, false)))
+			err := rw.Close()
+			got := rec.Body.Bytes()
+			gated := errors.Is(err, stream.ErrNamesGated)
+			if framing == "array" && name == "not an object" {
+				gated = err != nil // the array's reader takes only objects: it fails first
+			}
+			if err1 != nil || err2 == nil || !gated || bytes.Contains(got, []byte("delete_post")) ||
+				!bytes.Contains(got, []byte("Sure.")) || !bytes.Contains(got, []byte(`"status":"UNAVAILABLE"`)) {
+				t.Errorf("%s, %s chunk: writes %v, %v, Close %v; the client got %q", framing, name, err1, err2, err, got)
+			}
+		}
+		// A foreign chunk naming no gated tool passes as it came.
+		rec, rw := start()
+		other := `{"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}`
+		_, _ = rw.Write([]byte(frame(text, true) + frame(other, false)))
+		if framing == "array" {
+			_, _ = rw.Write([]byte("]"))
+		}
+		if err := rw.Close(); err != nil || !bytes.Contains(rec.Body.Bytes(), []byte(other)) {
+			t.Errorf("%s, a foreign chunk naming nothing: Close %v; the client got %q", framing, err, rec.Body.Bytes())
 		}
 	}
 }

@@ -230,6 +230,7 @@ func (rw *ResponseWriter) WriteHeader(status int) {
 		}
 		rw.turn = rw.newTurn()
 		rw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)
+		guardStream(rw.stream, rw.adapter, rw.names)
 	default:
 		rw.mode, rw.kind = buffering, jsonBody
 		rw.status = status
@@ -271,6 +272,7 @@ func (rw *ResponseWriter) followUpHeader(status int) {
 	case kind == arrayBody:
 		rw.mode = streaming
 		rw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)
+		guardStream(rw.stream, rw.adapter, rw.names)
 	default:
 		rw.mode = buffering
 		rw.buf, rw.body, rw.tooLarge = stream.GetBuf(), false, false

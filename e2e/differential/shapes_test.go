@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/provider/gemini"
 	"github.com/toolgate/toolgate/wire/shape"
 )
 
@@ -42,6 +43,9 @@ var foreignShapes = []foreignShape{
 	{"ollama-ndjson", "application/x-ndjson", true, `{"model":"llama3.2","message":{"role":"assistant","content":"Sure."},"done":false}` + "\n" + `{"model":"llama3.2","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"delete_post","arguments":{"post":7}}}]},"done":false}` + "\n"},
 	{"converse", "application/json", false, `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"delete_post","input":{"post":7}}}]}},"stopReason":"tool_use"}`},
 	{"anthropic-sse", "text/event-stream", true, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"delete_post\",\"input\":{}}}\n\n"},
+	{"chat-sse", "text/event-stream", true, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Sure.\"}]}}]}\r\n\r\ndata: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"delete_post\",\"arguments\":\"{}\"}}]}}]}\r\n\r\n"},
+	{"chat-array", "application/json", true, `[{"candidates":[{"content":{"role":"model","parts":[{"text":"Sure."}]}}]}` + "\n,\r\n" + `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"delete_post","arguments":"{}"}}]}}]}]`},
+	{"gemini+chat-array", "application/json", true, `[{"candidates":[{"content":{"role":"model","parts":[{"text":"Sure."}]}}]}` + "\n,\r\n" + `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]}}],"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"delete_post","arguments":"{}"}}]}}]}]`},
 	{"polyglot", "application/json", false, `{"choices":[{"index":0,"message":{"role":"assistant","content":"Hi"}}],"candidates":[{"content":{"parts":[{"functionCall":{"name":"delete_post"}}]}}],"message":{"tool_calls":[{"function":{"name":"delete_post"}}]}}`},
 }
 
@@ -75,6 +79,11 @@ func foreignCalls(body []byte) []string {
 				}
 			}
 			ContentBlock *struct{ Type, Name string } `json:"content_block"`
+			Choices      []struct {
+				Delta, Message struct {
+					ToolCalls []struct{ Function struct{ Name string } } `json:"tool_calls"`
+				}
+			}
 		}
 		_ = json.Unmarshal(b, &v) // a field of another type is skipped, the rest read
 		for _, c := range v.Candidates {
@@ -104,8 +113,30 @@ func foreignCalls(body []byte) []string {
 		if v.ContentBlock != nil && v.ContentBlock.Type == "tool_use" {
 			names = append(names, v.ContentBlock.Name)
 		}
+		for _, c := range v.Choices {
+			for _, tc := range append(c.Delta.ToolCalls, c.Message.ToolCalls...) {
+				names = append(names, tc.Function.Name)
+			}
+		}
+	}
+	// A streamed JSON array is read element by element, as its clients
+	// do, up to the first that does not parse (a cut array's elements
+	// before it are read).
+	readArray := func(b []byte) {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return
+		}
+		for dec.More() {
+			var el json.RawMessage
+			if dec.Decode(&el) != nil {
+				return
+			}
+			read(el)
+		}
 	}
 	read(body)
+	readArray(body)
 	for _, line := range bytes.FieldsFunc(body, func(r rune) bool { return r == '\n' || r == '\r' }) {
 		read(line)
 		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
@@ -126,7 +157,10 @@ var gatedSearch = shape.NewNames(gatedTools)
 
 // routes are where a foreign answer can arrive: a path no adapter reads
 // ("guard"), or a path a route reads as one adapter's.
-var foreignRoutes = []string{"guard", chat, responses, anthropic}
+// The Gemini routes: generateContent or its stream with alt=sse
+// ("gemini-sse"), and its stream without it, a JSON array
+// ("gemini-array"), as the handler tells the writer.
+var foreignRoutes = []string{"guard", chat, responses, anthropic, "gemini-sse", "gemini-array"}
 
 // throughRoute runs an answer through the gate as the toolgate handler
 // would on the route, and returns what the app receives (a 502 when the
@@ -144,8 +178,16 @@ func throughRoute(route string, stream bool, header http.Header, pieces [][]byte
 	if route == "guard" {
 		rw = interceptor.Guard(w, gatedSearch)
 	} else {
-		iw := interceptor.Wrap(w, adapters[route], context.Background(), holdGated{}, 0)
+		a := adapters[route]
+		if strings.HasPrefix(route, "gemini") {
+			a = gemini.Provider{}
+		}
+		iw := interceptor.Wrap(w, a, context.Background(), holdGated{}, 0)
 		iw.GuardNames(gatedSearch)
+		if strings.HasPrefix(route, "gemini") {
+			iw.SetStreams(stream)
+			iw.SetStreamsJSON(stream && route == "gemini-array")
+		}
 		req := `{"model":"m","stream":false}`
 		if stream {
 			req = `{"model":"m","stream":true}`

@@ -337,6 +337,41 @@ var mutations = []mutation{
 		To:    "if true || f.names.Named(ev) == \"\" {",
 		Tests: []string{"./interceptor:TestStreamRefusesForeignEvents", "./e2e:TestNoShapeCarriesAGatedCall"},
 	},
+	{
+		Name:  "shapes: a Gemini stream chunk in another protocol's shape",
+		File:  "provider/gemini/rewriter.go",
+		From:  "if s.names == nil || s.names.Named(raw) == \"\" {",
+		To:    "if true || s.names.Named(raw) == \"\" {",
+		Tests: []string{"./provider/gemini:TestStreamGuardRefusesForeignChunks", "./interceptor:TestGeminiStreamRefusesForeignEvents", "./e2e/differential:TestForeignShapesNeverCarryAGatedCall"},
+	},
+	{
+		Name:  "shapes: a Gemini chunk carries no other event's marks",
+		File:  "provider/gemini/provider.go",
+		From:  "return shape.EventMarks(data) == shape.MarkOther && shape.Reads(\"candidates\", data)",
+		To:    "return shape.Reads(\"candidates\", data)",
+		Tests: []string{"./provider/gemini:TestOwnsEvent"},
+	},
+	{
+		Name:  "shapes: a Gemini chunk's only call key is candidates",
+		File:  "provider/gemini/provider.go",
+		From:  "return shape.EventMarks(data) == shape.MarkOther && shape.Reads(\"candidates\", data)",
+		To:    "return shape.EventMarks(data) == shape.MarkOther",
+		Tests: []string{"./provider/gemini:TestOwnsEvent", "./interceptor:TestGeminiStreamRefusesForeignEvents"},
+	},
+	{
+		Name:  "shapes: a Gemini response's Stream guarded",
+		File:  "provider/gemini/turn.go",
+		From:  "s.GuardWith(c.names, c.own)",
+		To:    "",
+		Tests: []string{"./interceptor:TestGeminiStreamRefusesForeignEvents"},
+	},
+	{
+		Name:  "shapes: a streamed JSON array guarded",
+		File:  "interceptor/writer.go",
+		From:  "rw.turn = rw.newTurn()\n\t\trw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)\n\t\tguardStream(rw.stream, rw.adapter, rw.names)",
+		To:    "rw.turn = rw.newTurn()\n\t\trw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)",
+		Tests: []string{"./interceptor:TestGeminiStreamRefusesForeignEvents"},
+	},
 
 	// The store: single use under racing answers.
 	// Not the contract's ClaimRace: its 100 claims of one hold race too

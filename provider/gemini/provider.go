@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/links"
+	"github.com/toolgate/toolgate/wire/shape"
 )
 
 // The Provider glue: what the Caddy glue asks of the Gemini wire, answered
@@ -229,6 +230,16 @@ func (Provider) RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte,
 // with another provider's call key beside it), as not Gemini's shape.
 func (Provider) AnswerKey() string { return "candidates" }
 
+// OwnsEvent reports whether a stream chunk's data (an SSE event's, or a
+// streamed array's element) is a Gemini chunk and no other protocol's
+// (asked only of a chunk naming a gated tool): an object whose only call
+// key is candidates, an array, in any case (shape.Reads), with no mark of
+// Chat's, Responses' or Anthropic's events (shape.EventMarks; candidates
+// is itself a call key, so its mark is MarkOther).
+func (Provider) OwnsEvent(data []byte) bool {
+	return shape.EventMarks(data) == shape.MarkOther && shape.Reads("candidates", data)
+}
+
 // RefusalBody is the gate's refusal of a request to a Gemini path
 // (generate, or around the gate) in Google's error shape,
 // {"error":{"code","message","status"}}: go-genai reads code as a number
@@ -290,4 +301,5 @@ var (
 	_ provider.OwnerRequirer = Provider{}
 	_ provider.Refuser       = Provider{}
 	_ provider.AnswerKeyer   = Provider{}
+	_ provider.EventOwner    = Provider{}
 )

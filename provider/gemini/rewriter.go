@@ -14,7 +14,9 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/shape"
 	"github.com/toolgate/toolgate/wire/sse"
+	"github.com/toolgate/toolgate/wire/stream"
 )
 
 // streamMaxHeld bounds the bytes a Stream holds back while a candidate's
@@ -78,6 +80,12 @@ const streamMaxLog = 256 << 10
 // instead of taking what came before for a whole answer; an array of
 // which nothing was written yet gets no element, since the writer still
 // holds its header and answers 502.
+//
+// With GuardWith, a chunk (an SSE event, or an array element) whose bytes
+// name a gated tool and that is not a Gemini chunk (own: Provider's
+// OwnsEvent) fails the stream with stream.ErrNamesGated before it goes
+// out, as a stream.Frame's event does: a client of that other shape could
+// read a call the gate never saw.
 type Stream struct {
 	// Continue lets refused calls go back to the model in a follow-up
 	// (see above). Set it before the first Write.
@@ -125,6 +133,29 @@ type Stream struct {
 	follow bool
 	carry  string // the usage of the responses before
 	sep    bool   // the answer showed text: the first text after a blank line
+
+	// names, when set (GuardWith), are the gated tools, and own tells a
+	// Gemini chunk from another protocol's (see Stream).
+	names *shape.Names
+	own   func(data []byte) bool
+}
+
+// GuardWith makes the stream refuse chunks in another protocol's shape
+// that name one of names (see Stream; stream.Frame.GuardWith).
+func (s *Stream) GuardWith(names *shape.Names, own func(data []byte) bool) {
+	s.names, s.own = names, own
+}
+
+// foreign reports a chunk (raw: its SSE event, or its array element's
+// Value) that names a gated tool and whose data is not Gemini's, as
+// stream.Frame's foreign does: a byte search first, so that the chunks of
+// a pass-through stream are not parsed twice; an SSE event naming one
+// with no data line is foreign too.
+func (s *Stream) foreign(raw, data []byte, ok bool) bool {
+	if s.names == nil || s.names.Named(raw) == "" {
+		return false
+	}
+	return !ok || !s.own(data)
 }
 
 // Settlement is what Hold decided for one candidate of the stream, for
@@ -194,6 +225,10 @@ func (s *Stream) Write(p []byte) (int, error) {
 		})
 	} else {
 		err = s.ar.Write(p, func(e Element) bool {
+			if s.foreign(e.Value, e.Value, true) {
+				s.fail(stream.ErrNamesGated)
+				return false
+			}
 			s.chunk(e.Lead, e.Value)
 			return s.err == nil
 		})
@@ -388,6 +423,10 @@ func (s *Stream) event(ev []byte) {
 	}
 	data, buf, ok := sse.Data(ev, s.scratch)
 	s.scratch = buf
+	if s.foreign(ev, data, ok) {
+		s.fail(stream.ErrNamesGated)
+		return
+	}
 	if !ok {
 		// A blank event (keep-alive) or a comment: nothing to read.
 		if len(s.held) > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/wire/shape"
 	"github.com/toolgate/toolgate/wire/turn"
 )
 
@@ -172,6 +173,7 @@ func (t *gemTurn) ArrayStream(dst io.Writer, flush func() error) provider.Stream
 func (t *gemTurn) start(f Framing) *Stream {
 	c := t.cur
 	s := NewStream(t.ctx, f, c.dst, c.flush, t.h)
+	s.GuardWith(c.names, c.own)
 	if t.follow != nil {
 		s.Follow(t.follow)
 		t.follow = nil
@@ -326,6 +328,17 @@ type sniffStream struct {
 	flush func() error
 	lead  []byte // blank bytes before the first other byte
 	s     *Stream
+	names *shape.Names           // GuardWith's, for s
+	own   func(data []byte) bool // GuardWith's, for s
+}
+
+// GuardWith makes the response's Stream refuse chunks in another
+// protocol's shape naming one of names (Stream.GuardWith).
+func (w *sniffStream) GuardWith(names *shape.Names, own func(data []byte) bool) {
+	w.names, w.own = names, own
+	if w.s != nil {
+		w.s.GuardWith(names, own)
+	}
 }
 
 func (w *sniffStream) Write(p []byte) (int, error) {
