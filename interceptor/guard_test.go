@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/provider"
@@ -264,6 +265,60 @@ func TestGeminiStreamRefusesForeignEvents(t *testing.T) {
 		}
 		if err := rw.Close(); err != nil || !bytes.Contains(rec.Body.Bytes(), []byte(other)) {
 			t.Errorf("%s, a foreign chunk naming nothing: Close %v; the client got %q", framing, err, rec.Body.Bytes())
+		}
+	}
+}
+
+// A follow-up is guarded as the first response is: after a refused call
+// went back to the model, a chunk of the follow-up in another protocol's
+// shape naming a gated tool ends the stream in Gemini's error, in both
+// framings, and the gated name never reaches the app.
+func TestGeminiFollowUpRefusesForeignEvents(t *testing.T) {
+	names := shape.NewNames([]string{"delete_post", "get_weather"})
+	call := `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Berlin"}}}]},"finishReason":"STOP","index":0}]}`
+	text := `{"candidates":[{"content":{"role":"model","parts":[{"text":"I cannot look that up."}]},"index":0}]}`
+	foreign := `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"delete_post","arguments":"{}"}}]}}]}`
+	for _, framing := range []string{"sse", "array"} {
+		body := func(chunks ...string) string {
+			if framing == "sse" {
+				var b strings.Builder
+				for _, c := range chunks {
+					b.WriteString("data: " + c + "\r\n\r\n")
+				}
+				return b.String()
+			}
+			return "[" + strings.Join(chunks, ",\r\n") + "]"
+		}
+		rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
+		h := providertest.NewHolder("delete_post").Refusing("get_weather", "Refused: get_weather needs a reason.")
+		rw := Wrap(rec, gemini.Provider{}, context.Background(), h, 0)
+		rw.GuardNames(names)
+		rw.SetRequest([]byte(`{"contents":[{"role":"user","parts":[{"text":"weather in Berlin?"}]}]}`))
+		respond := func(b string) error {
+			if framing == "sse" {
+				rw.Header().Set("Content-Type", "text/event-stream")
+			} else {
+				rw.SetStreamsJSON(true)
+				rw.Header().Set("Content-Type", "application/json")
+			}
+			rw.WriteHeader(200)
+			_, err := rw.Write([]byte(b))
+			return err
+		}
+		if err := respond(body(call)); err != nil {
+			t.Fatalf("%s: first response: %v", framing, err)
+		}
+		if _, ok := rw.Continuation(); !ok {
+			t.Fatalf("%s: no follow-up for the refused call; the app got %q", framing, rec.Body.Bytes())
+		}
+		rw.Continue()
+		errW := respond(body(text, foreign))
+		err := rw.Close()
+		got := rec.Body.Bytes()
+		if errW == nil && err == nil || !errors.Is(errors.Join(errW, err), stream.ErrNamesGated) ||
+			bytes.Contains(got, []byte("delete_post")) || !bytes.Contains(got, []byte("I cannot look that up.")) ||
+			!bytes.Contains(got, []byte(`"status":"UNAVAILABLE"`)) {
+			t.Errorf("%s: Write %v, Close %v; the client got %q", framing, errW, err, got)
 		}
 	}
 }

@@ -372,6 +372,13 @@ var mutations = []mutation{
 		To:    "rw.turn = rw.newTurn()\n\t\trw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)",
 		Tests: []string{"./interceptor:TestGeminiStreamRefusesForeignEvents"},
 	},
+	{
+		Name:  "shapes: a follow-up's streamed JSON array guarded",
+		File:  "interceptor/writer.go",
+		From:  "rw.mode = streaming\n\t\trw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)\n\t\tguardStream(rw.stream, rw.adapter, rw.names)",
+		To:    "rw.mode = streaming\n\t\trw.stream = arrayStream(rw.turn, rw.dst, rw.flushFn)",
+		Tests: []string{"./interceptor:TestGeminiFollowUpRefusesForeignEvents"},
+	},
 
 	// The store: single use under racing answers.
 	// Not the contract's ClaimRace: its 100 claims of one hold race too
