@@ -121,8 +121,8 @@ func TestResponsesTurnStreamContinues(t *testing.T) {
 	if gjson.GetBytes(req, "input.2.arguments").Str != respRefusedArgs || !strings.HasSuffix(reqs[0], `,"tools":[{"type":"function","name":"send_email","parameters":{"type":"object"}}]}`) {
 		t.Errorf("follow-up = %s", req)
 	}
-	api := &respAPI{}
-	if err := api.check(req); err != nil {
+	api := &responsestest.API{}
+	if err := api.Check(req); err != nil {
 		t.Errorf("the API would refuse the follow-up: %v", err)
 	}
 }
@@ -167,10 +167,10 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 			"[user custom_tool_call custom_tool_call_output]", "", "[message]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			api := &respAPI{}
-			api.learn("resp_0", `[]`)
-			api.learn("resp_syn", "["+strings.Join(tc.first.Items, ",")+"]")
-			api.learn("conv_1", "["+strings.Join(tc.first.Items, ",")+"]")
+			api := &responsestest.API{}
+			api.Learn("resp_0", `[]`)
+			api.Learn("resp_syn", "["+strings.Join(tc.first.Items, ",")+"]")
+			api.Learn("conv_1", "["+strings.Join(tc.first.Items, ",")+"]")
 			responses := []upstream{sseUp(tc.first.Completed())}
 			if tc.cont {
 				responses = append(responses, sseUp(responsestest.NewSynID("resp_U").Text("msg_2", "Who should receive it?").Completed()))
@@ -213,7 +213,7 @@ func TestResponsesTurnStreamFollowUpShapes(t *testing.T) {
 			if p := gjson.GetBytes(req, "previous_response_id").Str; p != tc.prev {
 				t.Errorf("previous_response_id = %q", p)
 			}
-			if err := api.check(req); err != nil {
+			if err := api.Check(req); err != nil {
 				t.Errorf("the API would refuse the follow-up: %v\n%s", err, req)
 			}
 			wantID := "resp_syn"
@@ -270,7 +270,7 @@ func TestResponsesTurnRefusedUpToTheLimit(t *testing.T) {
 	if n := len(gjson.GetBytes(last, "input").Array()); n != 1+2+2*(provider.MaxContinuations-1)+1 {
 		t.Errorf("last follow-up has %d input items: %s", n, last)
 	}
-	if err := (&respAPI{}).check(last); err != nil {
+	if err := (&responsestest.API{}).Check(last); err != nil {
 		t.Errorf("the API would refuse: %v", err)
 	}
 }

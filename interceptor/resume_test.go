@@ -379,10 +379,10 @@ func TestResumeResponsesStream(t *testing.T) {
 			if fmt.Sprint(kinds) != tc.want {
 				t.Errorf("follow-up input = %v\n%s", kinds, r.follow)
 			}
-			api := &respAPI{}
-			api.learn("resp_0", "[]")
-			api.learn("resp_syn", "["+strings.Join(first.Items, ",")+"]")
-			if err := api.check([]byte(r.follow)); err != nil {
+			api := &responsestest.API{}
+			api.Learn("resp_0", "[]")
+			api.Learn("resp_syn", "["+strings.Join(first.Items, ",")+"]")
+			if err := api.Check([]byte(r.follow)); err != nil {
 				t.Errorf("the API would refuse the follow-up: %v\n%s", err, r.follow)
 			}
 			wantID := "resp_syn"
@@ -510,8 +510,8 @@ func TestResumeNextRequestResponses(t *testing.T) {
 			if got := strings.Join(kinds, " "); got != tc.want {
 				t.Errorf("input %s\nwant  %s\n%s", got, tc.want, out)
 			}
-			api := &respAPI{}
-			if err := api.check(out); err != nil {
+			api := &responsestest.API{}
+			if err := api.Check(out); err != nil {
 				t.Errorf("the API would refuse it: %v\n%s", err, out)
 			}
 			if !strings.Contains(gjson.GetBytes(out, "input.4").Raw, resumeText) || bytes.Contains(out, []byte(testStep)) {

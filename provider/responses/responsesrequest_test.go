@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,107 +27,6 @@ func (r *stateRestorer) RestoreState(_ context.Context, responseID, conversation
 	r.asked = append(r.asked, fmt.Sprintf("%s|%s|%v", responseID, conversationID, userFollows))
 	if res, ok := r.byResponse[responseID+conversationID]; ok {
 		return []provider.Restored{res}
-	}
-	return nil
-}
-
-// respAPI is a fake Responses API that checks a request's input the way the
-// real one does, as far as its documented errors go (wire-formats.md §2.4).
-type respAPI struct {
-	stored map[string]string // response id → its output (a JSON array)
-	next   map[string]string // reasoning item id → the id of the item that followed it
-}
-
-// learn records a response's output (a JSON array) under its id, and which
-// item followed each reasoning item.
-func (a *respAPI) learn(id, output string) {
-	if a.stored == nil {
-		a.stored, a.next = make(map[string]string), make(map[string]string)
-	}
-	a.stored[id] = output
-	items := gjson.Parse(output).Array()
-	for i, it := range items {
-		if it.Get("type").Str == "reasoning" && i+1 < len(items) {
-			a.next[it.Get("id").Str] = items[i+1].Get("id").Str
-		}
-	}
-}
-
-// check returns the error the API would answer with, or nil.
-func (a *respAPI) check(body []byte) error {
-	if !gjson.ValidBytes(body) {
-		return errors.New("invalid JSON")
-	}
-	root := gjson.ParseBytes(body)
-	calls := make(map[string]bool) // call ids made, answered or not
-	open := make(map[string]bool)  // calls without a result yet
-	known := make(map[string]bool) // item ids the API can resolve
-	for id, out := range a.stored {
-		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
-			known[it.Get("id").Str] = true
-			return true
-		})
-		_ = id
-	}
-	prev := root.Get("previous_response_id").Str
-	if prev == "" {
-		prev = root.Get("conversation.id").Str // a conversation holds the items of its responses
-		if c := root.Get("conversation"); c.Type == gjson.String {
-			prev = c.Str
-		}
-	}
-	if prev != "" {
-		out, ok := a.stored[prev]
-		if !ok {
-			return fmt.Errorf("Previous response with id '%s' not found.", prev)
-		}
-		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
-			if isClientCall(it.Get("type").Str) {
-				calls[it.Get("call_id").Str] = true
-				open[it.Get("call_id").Str] = true
-			}
-			return true
-		})
-	}
-	items := root.Get("input").Array()
-	seen := make(map[string]bool)
-	for i, it := range items {
-		id := it.Get("id").Str
-		typ := it.Get("type").Str
-		if id != "" {
-			if seen[id] {
-				return fmt.Errorf("Duplicate item found with id %s.", id)
-			}
-			seen[id] = true
-		}
-		if strings.HasPrefix(id, SyntheticPrefix) {
-			return fmt.Errorf("Item with id '%s' not found.", id)
-		}
-		switch {
-		case typ == "item_reference":
-			if !known[id] || root.Get("store").Type == gjson.False {
-				return fmt.Errorf("Item with id '%s' not found.", id)
-			}
-			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
-				return fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
-			}
-		case typ == "reasoning":
-			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
-				return fmt.Errorf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
-			}
-		case isClientCall(typ):
-			calls[it.Get("call_id").Str] = true
-			open[it.Get("call_id").Str] = true
-		case strings.HasSuffix(typ, "_call_output"):
-			cid := it.Get("call_id").Str
-			if !calls[cid] {
-				return fmt.Errorf("No tool call found for function call output with call_id %s.", cid)
-			}
-			delete(open, cid)
-		}
-	}
-	for cid := range open {
-		return fmt.Errorf("No tool output found for function call %s.", cid)
 	}
 	return nil
 }
@@ -210,8 +108,8 @@ func inputKinds(body []byte) []string {
 
 func TestResponsesRequestRestoresReasoningAndCall(t *testing.T) {
 	_, stored, final := step1Hold(t)
-	api := &respAPI{}
-	api.learn("resp_01830d662ab3856501693c321345c88190b0de00f3b9975691", string(respFixtureOutput(t, "reasoning-encrypted-step1.sse")))
+	api := &responsestest.API{}
+	api.Learn("resp_01830d662ab3856501693c321345c88190b0de00f3b9975691", string(respFixtureOutput(t, "reasoning-encrypted-step1.sse")))
 	const rs, fc = "rs_01830d662ab3856501693c321405c88190be3ab04d5782d5f9", "fc_01830d662ab3856501693c32151234819091cfca267e98cc5f"
 	const callID = "call_AB6AaRZ1FYZB2RwS6A5vbdqn"
 	items := appItems(t, final)
@@ -236,7 +134,7 @@ func TestResponsesRequestRestoresReasoningAndCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(`{"model":"gpt-5.1-codex-max",` + tc.store + `"input":[` + strings.Join(tc.input, ",") + `],"tools":[]}`)
-			if err := api.check(body); err == nil && !strings.Contains(tc.name, "no ids") {
+			if err := api.Check(body); err == nil && !strings.Contains(tc.name, "no ids") {
 				t.Error("the API accepts the history before the rewrite")
 			}
 			r := respRestorer(stored, callID)
@@ -247,7 +145,7 @@ func TestResponsesRequestRestoresReasoningAndCall(t *testing.T) {
 			if got := fmt.Sprint(inputKinds(out)); got != tc.want {
 				t.Errorf("input = %s\nwant    %s", got, tc.want)
 			}
-			if err := api.check(out); err != nil {
+			if err := api.Check(out); err != nil {
 				t.Errorf("the API would refuse: %v\n%s", err, out)
 			}
 			if len(r.Asked()) != 1 || r.Asked()[0] != (providertest.RestoreCall{Step: providertest.Step, UserFollows: true}) {
@@ -283,8 +181,8 @@ func TestResponsesRequestKeepsOtherItems(t *testing.T) {
 	}
 	final := responsestest.Decode(t, out).Final
 	items := appItems(t, final)
-	api := &respAPI{}
-	api.learn("resp_syn", "["+strings.Join(in.Items, ",")+"]")
+	api := &responsestest.API{}
+	api.Learn("resp_syn", "["+strings.Join(in.Items, ",")+"]")
 	body := []byte(`{"input":[{"role":"user","content":"go"},` + strings.Join(items, ",") +
 		`,{"type":"function_call_output","call_id":"call_pass","output":"post 8"},{"role":"user","content":"and?"}]}`)
 	r := respRestorer(h.Holds()[0].Message, "call_held")
@@ -296,7 +194,7 @@ func TestResponsesRequestKeepsOtherItems(t *testing.T) {
 	if k := fmt.Sprint(inputKinds(got)); k != want {
 		t.Errorf("input = %s\nwant    %s", k, want)
 	}
-	if err := api.check(got); err != nil {
+	if err := api.Check(got); err != nil {
 		t.Errorf("the API would refuse: %v", err)
 	}
 
@@ -317,13 +215,13 @@ func TestResponsesRequestStoredState(t *testing.T) {
 	_, stored, _ := step1Hold(t)
 	const callID = "call_AB6AaRZ1FYZB2RwS6A5vbdqn"
 	const respID = "resp_01830d662ab3856501693c321345c88190b0de00f3b9975691"
-	api := &respAPI{}
-	api.learn(respID, string(respFixtureOutput(t, "reasoning-encrypted-step1.sse")))
+	api := &responsestest.API{}
+	api.Learn(respID, string(respFixtureOutput(t, "reasoning-encrypted-step1.sse")))
 	res := provider.Restored{Message: stored, Results: []provider.Result{{CallID: callID, Content: respConfirmed}}}
 
 	t.Run("previous_response_id, the gate knows the response", func(t *testing.T) {
 		body := []byte(`{"previous_response_id":"` + respID + `","input":"Done?"}`)
-		if err := api.check(body); err == nil {
+		if err := api.Check(body); err == nil {
 			t.Error("the API accepts the request before the rewrite")
 		}
 		r := &stateRestorer{Restorer: &providertest.Restorer{}, byResponse: map[string]provider.Restored{respID: res}}
@@ -334,7 +232,7 @@ func TestResponsesRequestStoredState(t *testing.T) {
 		if k := fmt.Sprint(inputKinds(out)); k != "[function_call_output:"+callID+" user]" {
 			t.Errorf("input = %s", k)
 		}
-		if err := api.check(out); err != nil {
+		if err := api.Check(out); err != nil {
 			t.Errorf("the API would refuse: %v", err)
 		}
 		if fmt.Sprint(r.asked) != "["+respID+"||true]" {
@@ -357,7 +255,7 @@ func TestResponsesRequestStoredState(t *testing.T) {
 		if k := fmt.Sprint(inputKinds(out)); k != "[function_call_output:"+callID+" user]" {
 			t.Errorf("input = %s", k)
 		}
-		if err := api.check(out); err != nil {
+		if err := api.Check(out); err != nil {
 			t.Errorf("the API would refuse: %v", err)
 		}
 	})
@@ -491,5 +389,14 @@ func TestResponsesRewriteTools(t *testing.T) {
 	}
 	if _, err := (Responses{}).RewriteTools(body, func(string, []byte) ([]byte, string, bool) { return []byte("{"), "", true }); err == nil {
 		t.Error("no error for an invalid schema")
+	}
+}
+
+// The fake API in responsestest refuses the items the gate makes up by
+// their prefix; it cannot import this package, so the two are held equal
+// here.
+func TestFakeAPIKnowsTheGatesItems(t *testing.T) {
+	if responsestest.GateItemPrefix != SyntheticPrefix {
+		t.Errorf("responsestest.GateItemPrefix %q, SyntheticPrefix %q", responsestest.GateItemPrefix, SyntheticPrefix)
 	}
 }
