@@ -9,15 +9,12 @@ package interceptor
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/providertest"
 	wirestream "github.com/toolgate/toolgate/wire/stream"
 )
@@ -29,74 +26,6 @@ func anthFixture(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// anthHistoryError rejects a request history the way the Messages API does
-// (wire-formats.md §3.4): every tool_use of an assistant message must be
-// answered by a tool_result in the next message, a user message, where the
-// tool_result blocks come first; a tool_result must answer a tool_use of
-// the message right before it. Text blocks must not be empty.
-func anthHistoryError(body []byte) error {
-	if !gjson.ValidBytes(body) {
-		return fmt.Errorf("invalid JSON")
-	}
-	msgs := gjson.GetBytes(body, "messages").Array()
-	for i, m := range msgs {
-		var results []string
-		leading := true
-		var uses map[string]bool
-		if i > 0 && msgs[i-1].Get("role").Str == "assistant" {
-			uses = anthropictest.UseIDs(msgs[i-1])
-		}
-		var bad error
-		m.Get("content").ForEach(func(_, b gjson.Result) bool {
-			switch b.Get("type").Str {
-			case "tool_result":
-				id := b.Get("tool_use_id").Str
-				if m.Get("role").Str != "user" || !leading {
-					bad = fmt.Errorf("messages.%d: tool_result %s is not at the start of a user message", i, id)
-				} else if !uses[id] {
-					bad = fmt.Errorf("messages.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, id)
-				}
-				results = append(results, id)
-			case "text":
-				leading = false
-				if strings.TrimSpace(b.Get("text").Str) == "" {
-					bad = fmt.Errorf("messages.%d: text content blocks must contain non-whitespace text", i)
-				}
-			default:
-				leading = false
-			}
-			return bad == nil
-		})
-		if bad != nil {
-			return bad
-		}
-		if m.Get("role").Str != "assistant" {
-			continue
-		}
-		var missing []string
-		answered := make(map[string]bool)
-		if i+1 < len(msgs) && msgs[i+1].Get("role").Str == "user" {
-			msgs[i+1].Get("content").ForEach(func(_, b gjson.Result) bool {
-				if b.Get("type").Str != "tool_result" {
-					return false
-				}
-				answered[b.Get("tool_use_id").Str] = true
-				return true
-			})
-		}
-		m.Get("content").ForEach(func(_, b gjson.Result) bool {
-			if b.Get("type").Str == "tool_use" && !answered[b.Get("id").Str] {
-				missing = append(missing, b.Get("id").Str)
-			}
-			return true
-		})
-		if len(missing) > 0 {
-			return fmt.Errorf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
-		}
-	}
-	return nil
 }
 
 func jsonEqual(t *testing.T, got, want string) bool {

@@ -123,7 +123,7 @@ func TestAnthropicTurnStreamContinues(t *testing.T) {
 		r.Get("content.0.content").Str != anthRefusal || !r.Get("content.0.is_error").Bool() {
 		t.Errorf("user message = %s", r.Raw)
 	}
-	if err := anthHistoryError([]byte(follow)); err != nil {
+	if err := anthropictest.HistoryError([]byte(follow)); err != nil {
 		t.Error(err)
 	}
 }
@@ -185,7 +185,7 @@ func TestAnthropicTurnStreamPassedBesideRefused(t *testing.T) {
 	if asst != want {
 		t.Errorf("assistant content =\n%s\nwant\n%s", asst, want)
 	}
-	if err := anthHistoryError([]byte(reqs[0])); err != nil {
+	if err := anthropictest.HistoryError([]byte(reqs[0])); err != nil {
 		t.Error(err)
 	}
 }
@@ -234,7 +234,7 @@ func TestAnthropicTurnStreamRefusedUpToTheLimit(t *testing.T) {
 	if n := gjson.Get(reqs[2], "messages.#").Int(); n != 7 {
 		t.Errorf("third follow-up has %d messages", n)
 	}
-	if err := anthHistoryError([]byte(reqs[2])); err != nil {
+	if err := anthropictest.HistoryError([]byte(reqs[2])); err != nil {
 		t.Error(err)
 	}
 }
@@ -346,7 +346,7 @@ func TestAnthropicTurnJSONContinues(t *testing.T) {
 	if want := anthRefusingContent[:strings.Index(anthRefusingContent, `,{"type":"tool_use","id":"toolu_get"`)] + "]"; asst != want {
 		t.Errorf("assistant content = %s\nwant %s", asst, want)
 	}
-	if err := anthHistoryError([]byte(reqs[0])); err != nil {
+	if err := anthropictest.HistoryError([]byte(reqs[0])); err != nil {
 		t.Error(err)
 	}
 }

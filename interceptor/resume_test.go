@@ -330,7 +330,7 @@ func TestResumeAnthropicStream(t *testing.T) {
 		msgs[2].Get("content.0.content").Str != resumeResult {
 		t.Errorf("follow-up = %s", r.follow)
 	}
-	if err := anthHistoryError([]byte(r.follow)); err != nil {
+	if err := anthropictest.HistoryError([]byte(r.follow)); err != nil {
 		t.Errorf("the API would refuse the follow-up: %v", err)
 	}
 }
@@ -447,7 +447,7 @@ func TestResumeNextRequestAnthropic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := anthHistoryError(out); err != nil {
+		if err := anthropictest.HistoryError(out); err != nil {
 			t.Errorf("the API would refuse it: %v\n%s", err, out)
 		}
 		var shape []string

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -16,77 +15,9 @@ import (
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
-// anthHistoryError rejects a request history the way the Messages API does
-// (wire-formats.md §3.4): every tool_use of an assistant message must be
-// answered by a tool_result in the next message, a user message, where the
-// tool_result blocks come first; a tool_result must answer a tool_use of
-// the message right before it. Text blocks must not be empty.
-func anthHistoryError(body []byte) error {
-	if !gjson.ValidBytes(body) {
-		return fmt.Errorf("invalid JSON")
-	}
-	msgs := gjson.GetBytes(body, "messages").Array()
-	for i, m := range msgs {
-		var results []string
-		leading := true
-		var uses map[string]bool
-		if i > 0 && msgs[i-1].Get("role").Str == "assistant" {
-			uses = anthropictest.UseIDs(msgs[i-1])
-		}
-		var bad error
-		m.Get("content").ForEach(func(_, b gjson.Result) bool {
-			switch b.Get("type").Str {
-			case "tool_result":
-				id := b.Get("tool_use_id").Str
-				if m.Get("role").Str != "user" || !leading {
-					bad = fmt.Errorf("messages.%d: tool_result %s is not at the start of a user message", i, id)
-				} else if !uses[id] {
-					bad = fmt.Errorf("messages.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, id)
-				}
-				results = append(results, id)
-			case "text":
-				leading = false
-				if strings.TrimSpace(b.Get("text").Str) == "" {
-					bad = fmt.Errorf("messages.%d: text content blocks must contain non-whitespace text", i)
-				}
-			default:
-				leading = false
-			}
-			return bad == nil
-		})
-		if bad != nil {
-			return bad
-		}
-		if m.Get("role").Str != "assistant" {
-			continue
-		}
-		var missing []string
-		answered := make(map[string]bool)
-		if i+1 < len(msgs) && msgs[i+1].Get("role").Str == "user" {
-			msgs[i+1].Get("content").ForEach(func(_, b gjson.Result) bool {
-				if b.Get("type").Str != "tool_result" {
-					return false
-				}
-				answered[b.Get("tool_use_id").Str] = true
-				return true
-			})
-		}
-		m.Get("content").ForEach(func(_, b gjson.Result) bool {
-			if b.Get("type").Str == "tool_use" && !answered[b.Get("id").Str] {
-				missing = append(missing, b.Get("id").Str)
-			}
-			return true
-		})
-		if len(missing) > 0 {
-			return fmt.Errorf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
-		}
-	}
-	return nil
-}
-
 func TestAnthropicHistoryChecker(t *testing.T) {
 	ok := anthFixture(t, "request-2.json")
-	if err := anthHistoryError(ok); err != nil {
+	if err := anthropictest.HistoryError(ok); err != nil {
 		t.Errorf("the recorded request is refused: %v", err)
 	}
 	for name, body := range map[string]string{
@@ -96,7 +27,7 @@ func TestAnthropicHistoryChecker(t *testing.T) {
 		"orphan result": `{"messages":[{"role":"assistant","content":"hi"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"r"}]}]}`,
 		"empty text":    `{"messages":[{"role":"user","content":[{"type":"text","text":""}]}]}`,
 	} {
-		if anthHistoryError([]byte(body)) == nil {
+		if anthropictest.HistoryError([]byte(body)) == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -135,7 +66,7 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := anthropictest.AppRequest(t, "Weather in SF in fahrenheit?", m, tc.more...)
-			if err := anthHistoryError(body); err != nil {
+			if err := anthropictest.HistoryError(body); err != nil {
 				t.Fatalf("the app's own request: %v", err)
 			}
 			r := anthRestorer(held.Message, provider.Result{CallID: id, Content: "The person confirmed. 68 degrees."})
@@ -143,7 +74,7 @@ func TestAnthropicRequestRestoresHeldCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := anthHistoryError(out); err != nil {
+			if err := anthropictest.HistoryError(out); err != nil {
 				t.Errorf("%v\n%s", err, out)
 			}
 			if len(r.Asked()) != 1 || r.Asked()[0] != (providertest.RestoreCall{Step: testStep, UserFollows: tc.userFollows}) {
@@ -182,7 +113,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 	m, held := anthHeldTurn(t, in, providertest.NewHolder("delete_post"))
 	// The app ran get_post and answers it; the person wrote nothing yet.
 	body := anthropictest.AppRequest(t, "Delete 7, read 8", m, anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_get", "Post 8: hello", false)))
-	if err := anthHistoryError(body); err != nil {
+	if err := anthropictest.HistoryError(body); err != nil {
 		t.Fatalf("the app's own request: %v", err)
 	}
 	r := anthRestorer(held.Message, provider.Result{CallID: "toolu_del", Content: "Still waiting for the person's answer; nothing has run yet."})
@@ -190,7 +121,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := anthHistoryError(out); err != nil {
+	if err := anthropictest.HistoryError(out); err != nil {
 		t.Errorf("%v\n%s", err, out)
 	}
 	if r.Asked()[0].UserFollows {
@@ -212,7 +143,7 @@ func TestAnthropicRequestKeepsPassedCallResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := anthHistoryError(out); err != nil {
+	if err := anthropictest.HistoryError(out); err != nil {
 		t.Errorf("%v\n%s", err, out)
 	}
 	if got := gjson.GetBytes(out, "messages.2.content.#.type").Raw; got != `["tool_result","tool_result","text"]` || !r.Asked()[0].UserFollows {
@@ -231,7 +162,7 @@ func TestAnthropicRequestRestoresThinkingVerbatim(t *testing.T) {
 	if got := gjson.GetBytes(out, "messages.1.content").Raw; got != anthThinkingContent {
 		t.Errorf("assistant content =\n%s\nwant\n%s", got, anthThinkingContent)
 	}
-	if err := anthHistoryError(out); err != nil {
+	if err := anthropictest.HistoryError(out); err != nil {
 		t.Error(err)
 	}
 }
@@ -269,7 +200,7 @@ func TestAnthropicRequestShapes(t *testing.T) {
 			if string(out) != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", out, tc.want)
 			}
-			if err := anthHistoryError(out); err != nil {
+			if err := anthropictest.HistoryError(out); err != nil {
 				t.Error(err)
 			}
 		})
@@ -301,7 +232,7 @@ func TestAnthropicRequestRestoresEachStepOnce(t *testing.T) {
 	body := `{"messages":[{"role":"assistant","content":"` + waitText + `"},{"role":"user","content":"a"},{"role":"assistant","content":"again: ` + waitText + `"},{"role":"user","content":"b"}]}`
 	r := anthRestorer([]byte(stored), provider.Result{CallID: "toolu_del", Content: "x"})
 	out, err := Anthropic{}.RewriteRequest(context.Background(), []byte(body), testLink, r)
-	if err != nil || len(r.Asked()) != 1 || anthHistoryError(out) != nil {
+	if err != nil || len(r.Asked()) != 1 || anthropictest.HistoryError(out) != nil {
 		t.Errorf("err %v, asked %v, %s", err, r.Asked(), out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolgate/toolgate/provider"
+	"github.com/toolgate/toolgate/provider/anthropic/anthropictest"
 	"github.com/toolgate/toolgate/provider/providertest"
 )
 
@@ -38,7 +39,7 @@ func TestAnthropicRequestRestoresEveryStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := anthHistoryError(out); err != nil {
+	if err := anthropictest.HistoryError(out); err != nil {
 		t.Fatalf("the provider refuses the history: %v\n%s", err, out)
 	}
 	var got []string

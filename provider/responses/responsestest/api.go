@@ -1,7 +1,6 @@
 package responsestest
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -38,7 +37,7 @@ func (a *API) Learn(id, output string) {
 // Check returns the error the API would answer with, or nil.
 func (a *API) Check(body []byte) error {
 	if !gjson.ValidBytes(body) {
-		return refusal("invalid JSON")
+		return violation("invalid JSON")
 	}
 	root := gjson.ParseBytes(body)
 	calls := make(map[string]bool) // call ids made, answered or not
@@ -61,7 +60,7 @@ func (a *API) Check(body []byte) error {
 	if prev != "" {
 		out, ok := a.stored[prev]
 		if !ok {
-			return refusal("Previous response with id '%s' not found.", prev)
+			return violation("Previous response with id '%s' not found.", prev)
 		}
 		gjson.Parse(out).ForEach(func(_, it gjson.Result) bool {
 			if clientCall(it.Get("type").Str) {
@@ -78,24 +77,24 @@ func (a *API) Check(body []byte) error {
 		typ := it.Get("type").Str
 		if id != "" {
 			if seen[id] {
-				return refusal("Duplicate item found with id %s.", id)
+				return violation("Duplicate item found with id %s.", id)
 			}
 			seen[id] = true
 		}
 		if strings.HasPrefix(id, GateItemPrefix) {
-			return refusal("Item with id '%s' not found.", id)
+			return violation("Item with id '%s' not found.", id)
 		}
 		switch {
 		case typ == "item_reference":
 			if !known[id] || root.Get("store").Type == gjson.False {
-				return refusal("Item with id '%s' not found.", id)
+				return violation("Item with id '%s' not found.", id)
 			}
 			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
-				return refusal("Item '%s' of type 'reasoning' was provided without its required following item.", id)
+				return violation("Item '%s' of type 'reasoning' was provided without its required following item.", id)
 			}
 		case typ == "reasoning":
 			if n, ok := a.next[id]; ok && (i+1 >= len(items) || items[i+1].Get("id").Str != n) {
-				return refusal("Item '%s' of type 'reasoning' was provided without its required following item.", id)
+				return violation("Item '%s' of type 'reasoning' was provided without its required following item.", id)
 			}
 		case clientCall(typ):
 			calls[it.Get("call_id").Str] = true
@@ -103,13 +102,13 @@ func (a *API) Check(body []byte) error {
 		case strings.HasSuffix(typ, "_call_output"):
 			cid := it.Get("call_id").Str
 			if !calls[cid] {
-				return refusal("No tool call found for function call output with call_id %s.", cid)
+				return violation("No tool call found for function call output with call_id %s.", cid)
 			}
 			delete(open, cid)
 		}
 	}
 	for cid := range open {
-		return refusal("No tool output found for function call %s.", cid)
+		return violation("No tool output found for function call %s.", cid)
 	}
 	return nil
 }
@@ -123,11 +122,3 @@ func clientCall(typ string) bool {
 	}
 	return false
 }
-
-// APIError is the message the real API answers a refused request with,
-// word for word (hence capitalized and ending in a full stop).
-type APIError string
-
-func (e APIError) Error() string { return string(e) }
-
-func refusal(format string, args ...any) error { return APIError(fmt.Sprintf(format, args...)) }
