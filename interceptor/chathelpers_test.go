@@ -8,8 +8,8 @@ package interceptor
 // provider/chat/chattest's; the fakes are provider/providertest's.
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,22 +35,9 @@ func fixture(t testing.TB, name string) []byte {
 }
 
 func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
-	var buf bytes.Buffer
-	s := chat.Chat{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), flushes, err
+	return providertest.Rewrite(func(dst io.Writer, flush func() error) provider.Stream {
+		return chat.Chat{}.NewStream(context.Background(), dst, flush, h)
+	}, in, sizes...)
 }
 
 func fuzzHolder() *providertest.Holder {

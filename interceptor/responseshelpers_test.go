@@ -7,8 +7,8 @@ package interceptor
 // streams (Syn) and readers are provider/responses/responsestest's.
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,22 +25,10 @@ import (
 // respRewrite runs in through a Responses stream, written in pieces of the
 // given sizes (cycled; all at once if none), and returns what came out.
 func respRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, err error) {
-	var buf bytes.Buffer
-	s := responsesadapter.Responses{}.NewStream(context.Background(), &buf, func() error { return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), err
+	out, _, err = providertest.Rewrite(func(dst io.Writer, flush func() error) provider.Stream {
+		return responsesadapter.Responses{}.NewStream(context.Background(), dst, flush, h)
+	}, in, sizes...)
+	return out, err
 }
 
 func respFixture(t testing.TB, name string) []byte {

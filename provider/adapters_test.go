@@ -7,8 +7,8 @@ package provider_test
 // its test package's: chattest, anthropictest, responsestest.
 
 import (
-	"bytes"
 	"context"
+	"io"
 
 	"github.com/toolgate/toolgate/provider"
 	anthropicadapter "github.com/toolgate/toolgate/provider/anthropic"
@@ -20,62 +20,24 @@ import (
 const waitText = providertest.WaitText
 
 func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
-	var buf bytes.Buffer
-	s := chat.Chat{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), flushes, err
+	return providertest.Rewrite(func(dst io.Writer, flush func() error) provider.Stream {
+		return chat.Chat{}.NewStream(context.Background(), dst, flush, h)
+	}, in, sizes...)
 }
 
 // anthRewrite runs in through an Anthropic stream, written in pieces of
 // the given sizes (cycled; all at once if none), and returns what came out.
 func anthRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
-	var buf bytes.Buffer
-	s := anthropicadapter.Anthropic{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), flushes, err
+	return providertest.Rewrite(func(dst io.Writer, flush func() error) provider.Stream {
+		return anthropicadapter.Anthropic{}.NewStream(context.Background(), dst, flush, h)
+	}, in, sizes...)
 }
 
 // respRewrite runs in through a Responses stream, written in pieces of the
 // given sizes (cycled; all at once if none), and returns what came out.
 func respRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, err error) {
-	var buf bytes.Buffer
-	s := responsesadapter.Responses{}.NewStream(context.Background(), &buf, func() error { return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), err
+	out, _, err = providertest.Rewrite(func(dst io.Writer, flush func() error) provider.Stream {
+		return responsesadapter.Responses{}.NewStream(context.Background(), dst, flush, h)
+	}, in, sizes...)
+	return out, err
 }

@@ -40,22 +40,9 @@ var sseFixtures = []string{"stream-text.sse", "stream-one-tool-1.sse", "stream-o
 // rewriteStream runs in through a Chat stream, written in pieces of the
 // given sizes (cycled; all at once if none), and returns what came out.
 func rewriteStream(in []byte, h provider.Holder, sizes ...int) (out []byte, flushes int, err error) {
-	var buf bytes.Buffer
-	s := Chat{}.NewStream(context.Background(), &buf, func() error { flushes++; return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), flushes, err
+	return providertest.Rewrite(func(dst io.Writer, flush func() error) provider.Stream {
+		return Chat{}.NewStream(context.Background(), dst, flush, h)
+	}, in, sizes...)
 }
 
 func TestChatStreamPassesStreamsWithoutGatedCalls(t *testing.T) {

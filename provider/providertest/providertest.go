@@ -10,6 +10,7 @@ package providertest
 import (
 	"bytes"
 	"context"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -285,4 +286,27 @@ func NodeSees(out []byte, s string) bool {
 		}
 	}
 	return false
+}
+
+// Rewrite runs in through the stream newStream makes on dst and flush,
+// written in pieces of the given sizes (cycled; all at once if none), and
+// returns what came out, how often it flushed, and the first error of its
+// Writes and Close.
+func Rewrite(newStream func(dst io.Writer, flush func() error) provider.Stream, in []byte, sizes ...int) (out []byte, flushes int, err error) {
+	var buf bytes.Buffer
+	s := newStream(&buf, func() error { flushes++; return nil })
+	for i := 0; len(in) > 0; i++ {
+		n := len(in)
+		if len(sizes) > 0 {
+			n = min(sizes[i%len(sizes)], len(in))
+		}
+		if _, err = s.Write(in[:n]); err != nil {
+			break
+		}
+		in = in[n:]
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return buf.Bytes(), flushes, err
 }

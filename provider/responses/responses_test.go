@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,22 +34,10 @@ var respSSEFixtures = []string{"azure-tool-call.sse", "reasoning-encrypted-step1
 // respRewrite runs in through a Responses stream, written in pieces of the
 // given sizes (cycled; all at once if none), and returns what came out.
 func respRewrite(in []byte, h provider.Holder, sizes ...int) (out []byte, err error) {
-	var buf bytes.Buffer
-	s := Responses{}.NewStream(context.Background(), &buf, func() error { return nil }, h)
-	for i := 0; len(in) > 0; i++ {
-		n := len(in)
-		if len(sizes) > 0 {
-			n = min(sizes[i%len(sizes)], len(in))
-		}
-		if _, err = s.Write(in[:n]); err != nil {
-			break
-		}
-		in = in[n:]
-	}
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return buf.Bytes(), err
+	out, _, err = providertest.Rewrite(func(dst io.Writer, flush func() error) provider.Stream {
+		return Responses{}.NewStream(context.Background(), dst, flush, h)
+	}, in, sizes...)
+	return out, err
 }
 
 // fragments returns the argument deltas of a call item in a stream, but
