@@ -13,13 +13,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/provider/providertest"
 	responsesadapter "github.com/toolgate/toolgate/provider/responses"
 	"github.com/toolgate/toolgate/provider/responses/responsestest"
-	"github.com/toolgate/toolgate/wire/sse"
 )
 
 // respRewrite runs in through a Responses stream, written in pieces of the
@@ -60,75 +57,4 @@ func respSplits(splits []byte) []int {
 		sizes[i] = int(b) + 1
 	}
 	return sizes
-}
-
-// respLeaks reports whether a rewritten stream (or body) shows the app a
-// call h blocks: as an item of an event or of a response's output, or as
-// an event of a blocked item (by an item id no other item of in uses).
-func respLeaks(h *providertest.Holder, in, out []byte) bool {
-	blocked, other := make(map[string]bool), make(map[string]bool)
-	visit := func(b []byte, fn func(item gjson.Result)) {
-		for _, ev := range providertest.Events(b) {
-			data, _, ok := sse.Data(ev, nil)
-			if !ok {
-				data = ev // a JSON body
-			}
-			if !gjson.ValidBytes(data) {
-				continue
-			}
-			root := gjson.ParseBytes(data)
-			for _, p := range [...]string{"item", "response.output", "output"} {
-				v := root.Get(p)
-				if v.IsArray() {
-					v.ForEach(func(_, it gjson.Result) bool { fn(it); return true })
-				} else if v.IsObject() {
-					fn(v)
-				}
-			}
-		}
-	}
-	visit(in, func(it gjson.Result) {
-		if id := it.Get("id").Str; id != "" {
-			if respBlocks(h, it) {
-				blocked[id] = true
-			} else {
-				other[id] = true
-			}
-		}
-	})
-	leak := false
-	visit(out, func(it gjson.Result) { leak = leak || respBlocks(h, it) })
-	for _, ev := range providertest.Events(out) {
-		if data, _, ok := sse.Data(ev, nil); ok && gjson.ValidBytes(data) {
-			if id := gjson.GetBytes(data, "item_id").Str; blocked[id] && !other[id] {
-				leak = true
-			}
-		}
-	}
-	return leak
-}
-
-// respBlocks reports whether h keeps a call item from the app.
-func respBlocks(h *providertest.Holder, item gjson.Result) bool {
-	if !respIsCallType(item.Get("type").Str) {
-		return false
-	}
-	key, ok := respGatedKey(h, item.Get("namespace").Str, item.Get("name").Str)
-	return ok && h.Blocks(key)
-}
-
-// respIsCallType and respGatedKey are provider/responses' isCallType and
-// gatedKey: the item types it inspects, and the policy key a call matches.
-func respIsCallType(typ string) bool { return typ == "function_call" || typ == "custom_tool_call" }
-
-func respGatedKey(h provider.Holder, namespace, name string) (string, bool) {
-	if namespace != "" {
-		if q := namespace + "/" + name; h.Gated(q) {
-			return q, true
-		}
-	}
-	if h.Gated(name) {
-		return name, true
-	}
-	return "", false
 }

@@ -413,7 +413,7 @@ func FuzzResponsesContinuation(f *testing.F) {
 		if !bytes.Equal(whole, split) || (werr == nil) != (serr == nil) {
 			t.Fatalf("splits changed the output:\n%q (%v)\n%q (%v)", whole, werr, split, serr)
 		}
-		if respLeaks(h, append(append([]byte(nil), first...), follow...), whole) || bytes.Contains(whole, []byte("call_ref")) {
+		if responsestest.Leaks(h, append(append([]byte(nil), first...), follow...), whole) || bytes.Contains(whole, []byte("call_ref")) {
 			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 		terminals := 0

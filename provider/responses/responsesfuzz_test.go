@@ -22,63 +22,6 @@ func respFuzzHolder() *providertest.Holder {
 	return providertest.NewHolder("delete_post", "weather", "calculator").Passing("get_post").Refusing("send_email", refusal)
 }
 
-// respBlocks reports whether h keeps a call item from the app.
-func respBlocks(h *providertest.Holder, item gjson.Result) bool {
-	if !isCallType(item.Get("type").Str) {
-		return false
-	}
-	key, ok := gatedKey(h, item.Get("namespace").Str, item.Get("name").Str)
-	return ok && h.Blocks(key)
-}
-
-// respLeaks reports whether a rewritten stream (or body) shows the app a
-// call h blocks: as an item of an event or of a response's output, or as
-// an event of a blocked item (by an item id no other item of in uses).
-func respLeaks(h *providertest.Holder, in, out []byte) bool {
-	blocked, other := make(map[string]bool), make(map[string]bool)
-	visit := func(b []byte, fn func(item gjson.Result)) {
-		for _, ev := range providertest.Events(b) {
-			var s respStream
-			data, ok := s.Data(ev)
-			if !ok {
-				data = ev // a JSON body
-			}
-			if !gjson.ValidBytes(data) {
-				continue
-			}
-			root := gjson.ParseBytes(data)
-			for _, p := range [...]string{"item", "response.output", "output"} {
-				v := root.Get(p)
-				if v.IsArray() {
-					v.ForEach(func(_, it gjson.Result) bool { fn(it); return true })
-				} else if v.IsObject() {
-					fn(v)
-				}
-			}
-		}
-	}
-	visit(in, func(it gjson.Result) {
-		if id := it.Get("id").Str; id != "" {
-			if respBlocks(h, it) {
-				blocked[id] = true
-			} else {
-				other[id] = true
-			}
-		}
-	})
-	leak := false
-	visit(out, func(it gjson.Result) { leak = leak || respBlocks(h, it) })
-	for _, ev := range providertest.Events(out) {
-		var s respStream
-		if data, ok := s.Data(ev); ok && gjson.ValidBytes(data) {
-			if id := gjson.GetBytes(data, "item_id").Str; blocked[id] && !other[id] {
-				leak = true
-			}
-		}
-	}
-	return leak
-}
-
 func respSplits(splits []byte) []int {
 	sizes := make([]int, len(splits))
 	for i, b := range splits {
@@ -116,7 +59,7 @@ func FuzzResponsesStream(f *testing.F) {
 		if !hasCallBytes(in) && !providertest.PassedAsRead(in, whole) {
 			t.Fatalf("a stream without calls changed:\n%q\n%q", in, whole)
 		}
-		if respLeaks(h, in, whole) {
+		if responsestest.Leaks(h, in, whole) {
 			t.Fatalf("a held or refused call got through:\n%q", whole)
 		}
 	})
@@ -137,7 +80,7 @@ func FuzzResponsesJSON(f *testing.F) {
 			t.Fatal("a body without calls changed")
 		}
 		if bytes.Equal(out, body) {
-			if respLeaks(h, body, out) && len(h.Holds()) > 0 {
+			if responsestest.Leaks(h, body, out) && len(h.Holds()) > 0 {
 				t.Fatalf("a held or refused call stayed: %s", out)
 			}
 			return
@@ -146,7 +89,7 @@ func FuzzResponsesJSON(f *testing.F) {
 			t.Fatalf("invalid output %q", out)
 		}
 		gjson.GetBytes(out, "output").ForEach(func(_, it gjson.Result) bool {
-			if respBlocks(h, it) {
+			if responsestest.Blocks(h, it) {
 				t.Fatalf("a held or refused call got through: %s", out)
 			}
 			return true
