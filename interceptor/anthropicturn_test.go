@@ -439,31 +439,8 @@ func FuzzAnthropicContinuation(f *testing.F) {
 	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *providertest.Holder, error) {
 		h := anthFuzzHolder()
 		h.Refusing("get_weather", anthRefusal)
-		rec := newRecorder()
-		rw := Wrap(rec, anthropicadapter.Anthropic{}, context.Background(), h, 0)
-		rw.SetRequest(anthFixture(t, "request-1.json"))
-		rw.Header().Set("Content-Type", "text/event-stream")
-		if _, err := rw.Write(first); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rw.Continuation(); !ok {
-			t.Fatal("no continuation")
-		}
-		rw.Continue()
-		rw.Header().Set("Content-Type", "text/event-stream")
-		rw.WriteHeader(http.StatusOK)
-		for i := 0; len(follow) > 0; i++ {
-			n := len(follow)
-			if len(sizes) > 0 {
-				n = min(sizes[i%len(sizes)], n)
-			}
-			if _, err := rw.Write(follow[:n]); err != nil {
-				break
-			}
-			follow = follow[n:]
-		}
-		err := rw.Close()
-		return rec.Body.Bytes(), h, err
+		out, err := followUpRun(t, anthropicadapter.Anthropic{}, h, anthFixture(t, "request-1.json"), first, follow, sizes)
+		return out, h, err
 	}
 	f.Fuzz(func(t *testing.T, follow []byte, splits []byte) {
 		sizes := make([]int, len(splits))

@@ -3,7 +3,6 @@ package interceptor
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"slices"
 	"strconv"
 	"testing"
@@ -32,31 +31,8 @@ func FuzzChatContinuation(f *testing.F) {
 	first := []byte(refusingStream())
 	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *providertest.Holder, error) {
 		h := fuzzHolder().Refusing("send_email", refusal)
-		rec := newRecorder()
-		rw := Wrap(rec, chat.Chat{}, context.Background(), h, 0)
-		rw.SetRequest([]byte(testRequest))
-		rw.Header().Set("Content-Type", "text/event-stream")
-		if _, err := rw.Write(first); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rw.Continuation(); !ok {
-			t.Fatal("no continuation")
-		}
-		rw.Continue()
-		rw.Header().Set("Content-Type", "text/event-stream")
-		rw.WriteHeader(http.StatusOK)
-		for i := 0; len(follow) > 0; i++ {
-			n := len(follow)
-			if len(sizes) > 0 {
-				n = min(sizes[i%len(sizes)], n)
-			}
-			if _, err := rw.Write(follow[:n]); err != nil {
-				break
-			}
-			follow = follow[n:]
-		}
-		err := rw.Close()
-		return rec.Body.Bytes(), h, err
+		out, err := followUpRun(t, chat.Chat{}, h, []byte(testRequest), first, follow, sizes)
+		return out, h, err
 	}
 	f.Fuzz(func(t *testing.T, follow []byte, splits []byte) {
 		sizes := make([]int, len(splits))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -381,31 +380,8 @@ func FuzzResponsesContinuation(f *testing.F) {
 	first := []byte(refusingResp().Completed())
 	run := func(t *testing.T, follow []byte, sizes []int) ([]byte, *providertest.Holder, error) {
 		h := respFuzzHolder()
-		rec := newRecorder()
-		rw := Wrap(rec, responsesadapter.Responses{}, context.Background(), h, 0)
-		rw.SetRequest([]byte(respRequest))
-		rw.Header().Set("Content-Type", "text/event-stream")
-		if _, err := rw.Write(first); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rw.Continuation(); !ok {
-			t.Fatal("no continuation")
-		}
-		rw.Continue()
-		rw.Header().Set("Content-Type", "text/event-stream")
-		rw.WriteHeader(http.StatusOK)
-		for i := 0; len(follow) > 0; i++ {
-			n := len(follow)
-			if len(sizes) > 0 {
-				n = min(sizes[i%len(sizes)], n)
-			}
-			if _, err := rw.Write(follow[:n]); err != nil {
-				break
-			}
-			follow = follow[n:]
-		}
-		err := rw.Close()
-		return rec.Body.Bytes(), h, err
+		out, err := followUpRun(t, responsesadapter.Responses{}, h, []byte(respRequest), first, follow, sizes)
+		return out, h, err
 	}
 	f.Fuzz(func(t *testing.T, follow []byte, splits []byte) {
 		whole, h, werr := run(t, follow, nil)
