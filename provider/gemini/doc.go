@@ -12,8 +12,8 @@
 //     AppendEvent, EOL and KeepAlive for SSE (see stream.go for what
 //     go-genai tolerates).
 //   - responses: MayHoldCall (the byte search before any JSON work), Calls
-//     (the functionCall parts of a response or of one chunk), Fates (a
-//     Verdict read per call), Rewrite (held and refused calls out, the
+//     (the functionCall parts of a response or of one chunk), Fate (what
+//     becomes of a call: provider.Fate, read by provider.Verdict.Fates), Rewrite (held and refused calls out, the
 //     waiting text in place), Content/Parts/ContentOf (the model content
 //     Hold gets and the store keeps).
 //   - streams: Stream (NewStream) rewrites one streamed response as it

@@ -255,16 +255,6 @@ const (
 	Refused = provider.Refused
 )
 
-// Fates reads a Verdict for the gated calls of one candidate, as the
-// other providers do (provider.Verdict.Fates): a call named by a Refusal
-// (by Call.ID, synthetic ids included) is Refused, else one Pass marks
-// true is Passed, else Held (fail closed). contents holds each refused
-// call's refusal content.
-func Fates(v provider.Verdict, calls []provider.Call) (fates []Fate, contents []string) {
-	fates, contents, _, _ = v.Fates(calls)
-	return fates, contents
-}
-
 // Rewrite takes the held and refused calls out of a response body (unary,
 // or one stream chunk). calls are what Calls returned for body, fates one
 // per call (Passed for the calls the gate does not inspect), texts the

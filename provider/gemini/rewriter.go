@@ -716,7 +716,7 @@ func (s *Stream) settle(i int, sc *streamCand) {
 		return
 	}
 	v := s.h.Hold(s.ctx, gated, content, provider.Kept{})
-	gf, gc := Fates(v, gated)
+	gf, gc, _, _ := v.Fates(gated)
 	anyRefused := slices.Contains(gf, Refused)
 	cont := s.Continue && anyRefused && len(s.cands) == 1
 	text := v.Text

@@ -18,7 +18,8 @@ import (
 // request (see provider.Turn), assembled from the package's functions on
 // turn.Core, as the other adapters' turns are.
 //
-// JSON. Calls, Hold per candidate with gated calls (its Content), Fates,
+// JSON. Calls, Hold per candidate with gated calls (its Content), the
+// verdict's Fates,
 // Rewrite. When a single candidate has refused calls, all of them can go
 // back (request known with a contents array, a follow-up left), they are
 // taken out without text and Continuation gives the follow-up
@@ -123,7 +124,7 @@ func (t *gemTurn) rewriteJSON(body []byte) ([]byte, *gemStep, error) {
 			return nil, nil, err
 		}
 		v := t.h.Hold(t.ctx, gated, content, provider.Kept{})
-		gf, gc := Fates(v, gated)
+		gf, gc, _, _ := v.Fates(gated)
 		cont := slices.Contains(gf, Refused) && len(cands) == 1 && t.allowed()
 		text := v.Text
 		if !cont {
