@@ -310,6 +310,13 @@ var mutations = []mutation{
 		Tests: []string{"./wire/shape:TestNamesFindWholeNames"},
 	},
 	{
+		Name:  "shapes: the one-pass name search's filter",
+		File:  "wire/shape/shape.go",
+		From:  "n.first[t[0]] |= 1 << len(t)",
+		To:    "_ = t[0]",
+		Tests: []string{"./wire/shape:TestNamesFindWholeNames", "./wire/shape:TestNamedFirstGiven"},
+	},
+	{
 		Name:  "shapes: a JSON answer in the adapter's own shape",
 		File:  "interceptor/writer.go",
 		From:  "if err := checkShape(rw.adapter, rw.names, rw.buf.Bytes()); err != nil {",
