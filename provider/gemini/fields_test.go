@@ -24,12 +24,19 @@ func TestContainsFoldBytes(t *testing.T) {
 	}
 }
 
+// FuzzContainsFoldBytes holds the search to a plain one, for each needle
+// the package searches (pivots at the start, middle and end among them).
 func FuzzContainsFoldBytes(f *testing.F) {
-	f.Add([]byte("xxFunctionCallyy"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		want := asciiContainsFold(b, "functioncall")
-		if got := containsFoldBytes(b, []byte("functioncall")); got != want {
-			t.Fatalf("%q: %v", b, got)
+	f.Add([]byte("xxFunctionCallyy"), uint8(0))
+	f.Add([]byte("sssstreamFunctionCallArgumentS"), uint8(1))
+	f.Add([]byte("TOOLs tool"), uint8(3))
+	f.Add([]byte("function_RESPONSE"), uint8(5))
+	needles := []string{"functioncall", "streamfunctioncallarguments", "stream_function_call_arguments", "tools", "function_call", "function_response", "zebra", "az"}
+	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
+		lower := needles[int(which)%len(needles)]
+		want := asciiContainsFold(b, lower)
+		if got := containsFoldBytes(b, []byte(lower)); got != want {
+			t.Fatalf("%q in %q: %v", lower, b, got)
 		}
 	})
 }
@@ -69,4 +76,18 @@ func FuzzArrayMember(f *testing.F) {
 			t.Fatalf("%s: arrayMember %v, member %v", b, !want, want)
 		}
 	})
+}
+
+// BenchmarkStreamsArguments asks a 2 KB text request (no tools) whether
+// it streams a call's arguments, as every request on a Gemini route is
+// asked (Provider.AroundParam).
+func BenchmarkStreamsArguments(b *testing.B) {
+	text := strings.Repeat("Please summarise the status of these posts, the schedule and its settings. ", 26)
+	body := []byte(`{"contents":[{"role":"user","parts":[{"text":"` + text + `"}]}],"generationConfig":{"maxOutputTokens":64}}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if StreamsArguments(body) {
+			b.Fatal("streams")
+		}
+	}
 }
