@@ -617,3 +617,55 @@ func TestStreamWaitsForTheStep(t *testing.T) {
 		}
 	}
 }
+
+// countingWriter counts the Writes it gets.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestStreamWritesPassedEventsTogether: the events of one Write that pass
+// on the fast path (no call key in them) go to the app in one Write of the
+// response (each Write costs a pass through Caddy's response writers),
+// unchanged; a held call among them splits them, in order.
+func TestStreamWritesPassedEventsTogether(t *testing.T) {
+	rec := read(t, "stream-parallel-function-calls.sse")
+	text := []byte("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"before\"}],\"role\":\"model\"}}]}\r\n\r\n")
+	body := append(bytes.Repeat(text, 3), ": a comment\r\n\r\n"...)
+	var dst countingWriter
+	flushes := 0
+	s := NewStream(context.Background(), SSE, &dst, func() error { flushes++; return nil }, holder(map[string]bool{}))
+	if _, err := s.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if dst.writes != 1 || flushes != 1 || !bytes.Equal(dst.Bytes(), body) {
+		t.Fatalf("%d writes, %d flushes:\n%q", dst.writes, flushes, dst.Bytes())
+	}
+
+	body = append(append(slices.Clone(text), rec...), text...)
+	whole, _, _, err := runStream(streamCase{body: body, framing: SSE, fates: []Fate{Held, Passed}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apart []int // every event in a Write of its own: no run
+	for at := 0; ; {
+		i := bytes.Index(body[at:], []byte("\r\n\r\n"))
+		if i < 0 {
+			break
+		}
+		at += i + 4
+		apart = append(apart, at)
+	}
+	one, _, _, err := runStream(streamCase{body: body, framing: SSE, fates: []Fate{Held, Passed}}, apart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(whole, one) || !bytes.HasPrefix(whole, text) || !bytes.HasSuffix(whole, text) || bytes.Equal(whole, body) {
+		t.Fatalf("one Write:\n%q\nan event per Write:\n%q", whole, one)
+	}
+}
