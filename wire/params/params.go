@@ -23,23 +23,78 @@ func StreamsByBody(body []byte) bool {
 // words as a key: its bytes hold one, in any case, between quotes, or a
 // \u escape, which could spell one. It reads the bytes without
 // allocating, so that the common request is not parsed for a key it cannot
-// hold.
+// hold. Each word is found by its letter rarest in English text, with
+// IndexByte in both cases (quoted): stopping at every quote of a 2 KB
+// request instead cost ~4 µs, 5% of what Caddy spends on the request.
 func MayName(body []byte, words ...string) bool {
 	if bytes.Contains(body, []byte(`\u`)) {
 		return true
 	}
-	for i := 0; ; {
-		j := bytes.IndexByte(body[i:], '"')
-		if j < 0 {
-			return false
+	for _, w := range words {
+		if quoted(body, w) {
+			return true
 		}
-		i += j + 1
-		for _, w := range words {
+	}
+	return false
+}
+
+// quoted reports whether body holds w between two quotes, in any case
+// (foldEq).
+func quoted(body []byte, w string) bool {
+	k := pivot(w)
+	if k < 0 {
+		// No letter to look for: at every quote.
+		for i := 0; ; {
+			j := bytes.IndexByte(body[i:], '"')
+			if j < 0 {
+				return false
+			}
+			i += j + 1
 			if len(body)-i > len(w) && foldEq(body[i:i+len(w)], w) && body[i+len(w)] == '"' {
 				return true
 			}
 		}
 	}
+	lo, up := w[k], w[k]-('a'-'A')
+	nl, nu := -2, -2 // next position of each case of the pivot; -2: not searched yet
+	for at := k + 1; at+len(w)-k < len(body); {
+		if nl != -1 && nl < at {
+			if nl = bytes.IndexByte(body[at:], lo); nl >= 0 {
+				nl += at
+			}
+		}
+		if nu != -1 && nu < at {
+			if nu = bytes.IndexByte(body[at:], up); nu >= 0 {
+				nu += at
+			}
+		}
+		j := nl
+		if j < 0 || nu >= 0 && nu < j {
+			j = nu
+		}
+		i := j - k // where w would begin
+		if j < 0 || i+len(w) >= len(body) {
+			return false
+		}
+		if body[i-1] == '"' && body[i+len(w)] == '"' && foldEq(body[i:i+len(w)], w) {
+			return true
+		}
+		at = j + 1
+	}
+	return false
+}
+
+// pivot returns the place in w of its letter least common in English text,
+// or -1 when w has no ASCII lower-case letter.
+func pivot(w string) int {
+	const byFrequency = "etaoinshrdlcumwfgypbvkjxqz"
+	k, rank := -1, -1
+	for i := 0; i < len(w); i++ {
+		if r := strings.IndexByte(byFrequency, w[i]); r > rank {
+			k, rank = i, r
+		}
+	}
+	return k
 }
 
 // foldEq reports whether b equals the lower-case ASCII word w in any case.
