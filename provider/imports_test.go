@@ -41,7 +41,7 @@ var allowedImports = map[string][]string{
 	"provider/responses":         {"provider", "wire/..."},
 	"wire/sse":                   nil,
 	"wire/jsonedit":              nil,
-	"wire/links":                 nil,
+	"wire/links":                 {"wire/keyscan"},
 	"wire/keyscan":               nil,
 	"wire/turn":                  {"provider", "wire/jsonedit"},
 	"wire/stream":                {"wire/shape", "wire/sse"},

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/keyscan"
 	"github.com/toolgate/toolgate/wire/links"
 )
 
@@ -436,7 +436,7 @@ var anthMetadataKey = []byte(`"metadata"`)
 // uses it as the conversation's owner when its owner placeholder gives
 // nothing, as it uses safety_identifier and user for Chat.
 func AnthropicOwner(body []byte) string {
-	if !bytes.Contains(body, anthMetadataKey) || !gjson.ValidBytes(body) {
+	if !keyscan.Contains(body, anthMetadataKey) || !gjson.ValidBytes(body) {
 		return ""
 	}
 	if v := gjson.GetBytes(body, "metadata.user_id"); v.Type == gjson.String {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/keyscan"
 	"github.com/toolgate/toolgate/wire/links"
 	"github.com/toolgate/toolgate/wire/tooledit"
 )
@@ -72,9 +73,9 @@ var (
 // of the body stays. The result is a new slice when anything changed, else
 // body.
 func (Responses) RewriteRequest(ctx context.Context, body []byte, linkPrefix string, r provider.Restorer) ([]byte, error) {
-	linked := links.Has(body, linkPrefix) || bytes.Contains(body, synthPrefix)
+	linked := links.Has(body, linkPrefix) || keyscan.Contains(body, synthPrefix)
 	sr, stateful := r.(provider.StateRestorer)
-	stateful = stateful && (bytes.Contains(body, prevKey) || bytes.Contains(body, convKey))
+	stateful = stateful && (keyscan.Contains(body, prevKey) || keyscan.Contains(body, convKey))
 	if !linked && !stateful {
 		return body, nil
 	}

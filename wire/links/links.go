@@ -13,6 +13,8 @@ import (
 	"unicode"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/wire/keyscan"
 )
 
 // IDLen is the length of a step id in a link: 26 characters of
@@ -103,13 +105,13 @@ func Has(body []byte, prefix string) bool {
 	if prefix == "" {
 		return false
 	}
-	if bytes.Contains(body, []byte(prefix)) {
+	if keyscan.Contains(body, []byte(prefix)) {
 		return true
 	}
 	if !strings.Contains(prefix, "/") || !bytes.Contains(body, []byte(`\/`)) {
 		return false
 	}
-	return bytes.Contains(body, []byte(strings.ReplaceAll(prefix, "/", `\/`)))
+	return keyscan.Contains(body, []byte(strings.ReplaceAll(prefix, "/", `\/`)))
 }
 
 // Steps returns the step ids of the links in a message's content, in

@@ -1,0 +1,62 @@
+package keyscan
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestContains(t *testing.T) {
+	for _, c := range []struct {
+		b, needle string
+		want      bool
+	}{
+		{`{"previous_response_id":"resp_1"}`, `"previous_response_id"`, true},
+		{`{"previous_response_ix":"resp_1"}`, `"previous_response_id"`, false},
+		{`vvvv"conversation`, `"conversation"`, false},
+		{`"conversation"`, `"conversation"`, true},
+		{`ab`, `abc`, false},
+		{`x`, ``, true},
+		{`"::"`, `::`, true},
+		{`"::"`, `:;`, false},
+	} {
+		if got := Contains([]byte(c.b), []byte(c.needle)); got != c.want {
+			t.Errorf("%q in %q: %v", c.needle, c.b, got)
+		}
+	}
+}
+
+// FuzzContains holds Contains to bytes.Contains.
+func FuzzContains(f *testing.F) {
+	f.Add([]byte(`{"conversation":"c"}`), []byte(`"conversation"`))
+	f.Add([]byte(`vvv`), []byte(`vv`))
+	f.Add([]byte(`zz`), []byte(`z`))
+	f.Fuzz(func(t *testing.T, b, needle []byte) {
+		if got, want := Contains(b, needle), bytes.Contains(b, needle); got != want {
+			t.Fatalf("%q in %q: %v, bytes.Contains %v", needle, b, got, want)
+		}
+	})
+}
+
+// BenchmarkContains looks for a key a 2 KB Responses request does not
+// hold, as every Responses request is searched; -bytes with
+// bytes.Contains.
+func BenchmarkContains(b *testing.B) {
+	tool := `{"type":"function","name":"get_weather","description":"Get the weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["c","f"]}},"required":["city"]}},`
+	body := []byte(`{"model":"gpt-4o","input":[{"role":"user","content":"` + strings.Repeat("Please review the posts of this week and their status. ", 12) + `"}],"tools":[` + strings.Repeat(tool, 4) + `{"type":"function","name":"x"}]}`)
+	needle := []byte(`"previous_response_id"`)
+	b.Run("rarest", func(b *testing.B) {
+		for b.Loop() {
+			if Contains(body, needle) {
+				b.Fatal("found")
+			}
+		}
+	})
+	b.Run("bytes", func(b *testing.B) {
+		for b.Loop() {
+			if bytes.Contains(body, needle) {
+				b.Fatal("found")
+			}
+		}
+	})
+}
