@@ -47,7 +47,7 @@ var allowedImports = map[string][]string{
 	"wire/stream":                {"wire/shape", "wire/sse"},
 	"wire/shape":                 {"wire/keyscan"},
 	"wire/tooledit":              {"provider", "wire/jsonedit"},
-	"wire/params":                nil,
+	"wire/params":                {"wire/keyscan"},
 	"interceptor":                {"provider", "wire/..."},
 
 	// Each protocol's test package: its history checker reads JSON on its

@@ -319,8 +319,8 @@ var mutations = []mutation{
 	{
 		Name:  "shapes: a parameter that carries calls around the gate, found by its rarest letter",
 		File:  "wire/params/params.go",
-		From:  "if body[i-1] == '\"' && body[i+len(w)] == '\"' && foldEq(body[i:i+len(w)], w) {",
-		To:    "if false && body[i-1] == '\"' && body[i+len(w)] == '\"' && foldEq(body[i:i+len(w)], w) {",
+		From:  "return i > 0 && i+len(w) < len(body) && body[i-1] == '\"'",
+		To:    "return false && i > 0 && i+len(w) < len(body) && body[i-1] == '\"'",
 		Tests: []string{"./wire/params:TestMayName"},
 	},
 	{

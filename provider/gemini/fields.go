@@ -174,52 +174,11 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // containsFoldBytes reports whether b holds lower (ASCII lower case, with
-// a letter in it) in any case. The letter of lower rarest in English text
-// (pivot) is found with IndexByte in both cases, each position kept until
-// passed, so the search stays linear, runs at memchr speed and stops to
-// compare rarely: a request's text is mostly English, and the first
+// a letter in it) in any case, found by its letter rarest in English text
+// (keyscan.ScanFold): a request's text is mostly English, and the first
 // letter of "streamfunctioncallarguments" is its seventh most common.
 func containsFoldBytes(b, lower []byte) bool {
-	k := pivot(lower)
-	lo, up := lower[k], lower[k]-('a'-'A')
-	nl, nu := -2, -2 // next position of each case of the pivot; -2: not searched yet
-	for at := k; at+len(lower)-k <= len(b); {
-		if nl != -1 && nl < at {
-			if nl = bytes.IndexByte(b[at:], lo); nl >= 0 {
-				nl += at
-			}
-		}
-		if nu != -1 && nu < at {
-			if nu = bytes.IndexByte(b[at:], up); nu >= 0 {
-				nu += at
-			}
-		}
-		j := nl
-		if j < 0 || nu >= 0 && nu < j {
-			j = nu
-		}
-		if j < 0 || j-k+len(lower) > len(b) {
-			return false
-		}
-		if bytes.EqualFold(b[j-k:j-k+len(lower)], lower) {
-			return true
-		}
-		at = j + 1
-	}
-	return false
-}
-
-// pivot returns the place in lower of its letter least common in English
-// text.
-func pivot(lower []byte) int {
-	const byFrequency = "etaoinshrdlcumwfgypbvkjxqz"
-	k, rank := -1, -1
-	for i, c := range lower {
-		if r := strings.IndexByte(byFrequency, c); r > rank {
-			k, rank = i, r
-		}
-	}
-	return k
+	return keyscan.ScanFold(b, lower, func(i int) bool { return bytes.EqualFold(b[i:i+len(lower)], lower) })
 }
 
 // arrayMember reports whether the JSON object b (valid JSON: the caller

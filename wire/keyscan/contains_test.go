@@ -2,6 +2,7 @@ package keyscan
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -59,4 +60,20 @@ func BenchmarkContains(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestScanFold: each place the word may begin, in order, in any case,
+// found by its rarest letter; none too near either end.
+func TestScanFold(t *testing.T) {
+	if k := Rarest([]byte("streamfunctioncallarguments")); k != 20 {
+		t.Errorf("rarest of streamfunctioncallarguments at %d, want 20 (g)", k)
+	}
+	if k := Rarest([]byte(`"_:`)); k != -1 {
+		t.Errorf("no letter: %d", k)
+	}
+	var at []int
+	ScanFold([]byte("g tag TAG tAg ta"), []byte("tag"), func(i int) bool { at = append(at, i); return false })
+	if want := []int{2, 6, 10}; !slices.Equal(at, want) {
+		t.Errorf("places %v, want %v", at, want)
+	}
 }

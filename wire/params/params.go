@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/toolgate/toolgate/wire/keyscan"
 )
 
 // StreamsByBody reports a body whose "stream" is true, as OpenAI's and
@@ -41,8 +43,8 @@ func MayName(body []byte, words ...string) bool {
 // quoted reports whether body holds w between two quotes, in any case
 // (foldEq).
 func quoted(body []byte, w string) bool {
-	k := pivot(w)
-	if k < 0 {
+	lower := []byte(w)
+	if keyscan.Rarest(lower) < 0 {
 		// No letter to look for: at every quote.
 		for i := 0; ; {
 			j := bytes.IndexByte(body[i:], '"')
@@ -55,46 +57,9 @@ func quoted(body []byte, w string) bool {
 			}
 		}
 	}
-	lo, up := w[k], w[k]-('a'-'A')
-	nl, nu := -2, -2 // next position of each case of the pivot; -2: not searched yet
-	for at := k + 1; at+len(w)-k < len(body); {
-		if nl != -1 && nl < at {
-			if nl = bytes.IndexByte(body[at:], lo); nl >= 0 {
-				nl += at
-			}
-		}
-		if nu != -1 && nu < at {
-			if nu = bytes.IndexByte(body[at:], up); nu >= 0 {
-				nu += at
-			}
-		}
-		j := nl
-		if j < 0 || nu >= 0 && nu < j {
-			j = nu
-		}
-		i := j - k // where w would begin
-		if j < 0 || i+len(w) >= len(body) {
-			return false
-		}
-		if body[i-1] == '"' && body[i+len(w)] == '"' && foldEq(body[i:i+len(w)], w) {
-			return true
-		}
-		at = j + 1
-	}
-	return false
-}
-
-// pivot returns the place in w of its letter least common in English text,
-// or -1 when w has no ASCII lower-case letter.
-func pivot(w string) int {
-	const byFrequency = "etaoinshrdlcumwfgypbvkjxqz"
-	k, rank := -1, -1
-	for i := 0; i < len(w); i++ {
-		if r := strings.IndexByte(byFrequency, w[i]); r > rank {
-			k, rank = i, r
-		}
-	}
-	return k
+	return keyscan.ScanFold(body, lower, func(i int) bool {
+		return i > 0 && i+len(w) < len(body) && body[i-1] == '"' && body[i+len(w)] == '"' && foldEq(body[i:i+len(w)], w)
+	})
 }
 
 // foldEq reports whether b equals the lower-case ASCII word w in any case.
