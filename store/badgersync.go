@@ -26,7 +26,10 @@ import (
 // then waits for a sync group. One goroutine (syncLoop) takes the group
 // whose waiters are present, syncs once, and releases them all; waiters
 // that arrive meanwhile form the next group. So a burst of N answers costs
-// about two syncs instead of N.
+// about two syncs instead of N. A writer that finds no sync running syncs
+// its group itself (it leads it), so a write alone, such as a held call's,
+// is not handed to that goroutine and back (two wake-ups of a parked
+// goroutine); a group that forms while it syncs goes to the goroutine.
 //
 // Why one sync covers every commit of its group: a commit returns after
 // Badger's write goroutine has appended the transaction to the log files
@@ -64,10 +67,12 @@ type syncGroup struct {
 type groupSync struct {
 	sync func() error // db.Sync and the rotated files (or a test's hook)
 
-	mu     sync.Mutex
-	next   *syncGroup // the group the next sync covers; nil: none waiting
-	failed error      // the first sync error: writes are refused
-	closed bool       // Close has begun: no new waiters
+	mu      sync.Mutex
+	next    *syncGroup // the group the next sync covers; nil: none waiting
+	running bool       // a sync is running (a leading writer's or the loop's)
+	idle    *sync.Cond // on mu: broadcast when running falls to false
+	failed  error      // the first sync error: writes are refused
+	closed  bool       // Close has begun: no new waiters
 
 	wake chan struct{} // a first waiter wakes the loop (buffered, one)
 	stop chan struct{} // closed by close: the loop drains and returns
@@ -76,13 +81,14 @@ type groupSync struct {
 	syncs uint64 // syncs run, for tests and benchmarks (under mu)
 }
 
-func newGroupSync(sync func() error) *groupSync {
+func newGroupSync(syncFn func() error) *groupSync {
 	g := &groupSync{
-		sync: sync,
+		sync: syncFn,
 		wake: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
+	g.idle = sync.NewCond(&g.mu)
 	go g.loop()
 	return g
 }
@@ -106,14 +112,46 @@ func (g *groupSync) wait() error {
 	if grp == nil {
 		grp = &syncGroup{done: make(chan struct{})}
 		g.next = grp
-		select {
-		case g.wake <- struct{}{}:
-		default:
-		}
 	}
+	if !g.running {
+		// No sync runs: lead this group. Every waiter in it called wait
+		// before this sync begins, as the loop's would.
+		g.next, g.running = nil, true
+		g.mu.Unlock()
+		g.syncGroup(grp)
+		g.finished()
+		return grp.err
+	}
+	// A sync runs: this group goes next, run by the loop once that one
+	// has finished (finished wakes it).
 	g.mu.Unlock()
 	<-grp.done
 	return grp.err
+}
+
+// finished ends a sync (running falls to false) and hands the group that
+// formed meanwhile, if any, to the loop; after close, when the loop may
+// have returned, it syncs that group itself.
+func (g *groupSync) finished() {
+	for {
+		g.mu.Lock()
+		grp := g.next
+		if grp == nil || !g.closed {
+			g.running = false
+			g.idle.Broadcast()
+			g.mu.Unlock()
+			if grp != nil {
+				select {
+				case g.wake <- struct{}{}:
+				default:
+				}
+			}
+			return
+		}
+		g.next = nil
+		g.mu.Unlock()
+		g.syncGroup(grp)
+	}
 }
 
 // healthy returns the error that refuses writes after a failed sync.
@@ -138,16 +176,27 @@ func (g *groupSync) loop() {
 	}
 }
 
-// round takes the waiting group, syncs, and releases it.
+// round takes the waiting group, syncs, and releases it, unless a sync
+// runs (a leading writer's, which hands on what waits when it finishes).
 func (g *groupSync) round() {
 	g.mu.Lock()
 	grp := g.next
-	g.next = nil
-	failed := g.failed
-	g.mu.Unlock()
-	if grp == nil {
+	if grp == nil || g.running {
+		g.mu.Unlock()
 		return
 	}
+	g.next, g.running = nil, true
+	g.mu.Unlock()
+	g.syncGroup(grp)
+	g.finished()
+}
+
+// syncGroup syncs once for grp and releases it. The caller has set
+// running.
+func (g *groupSync) syncGroup(grp *syncGroup) {
+	g.mu.Lock()
+	failed := g.failed
+	g.mu.Unlock()
 	err := failed
 	if err == nil {
 		if err = g.sync(); err != nil {
@@ -175,6 +224,13 @@ func (g *groupSync) close() {
 		close(g.stop)
 	}
 	<-g.done
+	// A leading writer may still be syncing (and, the loop gone, syncs
+	// what waits after it): the store closes once it has finished.
+	g.mu.Lock()
+	for g.running {
+		g.idle.Wait()
+	}
+	g.mu.Unlock()
 }
 
 // count is the number of syncs run.
@@ -190,7 +246,8 @@ type rotated struct {
 	dir    string
 	synced map[string]bool // file name → synced since it was rotated
 
-	// d is dir, kept open between syncs (used by the sync loop alone):
+	// d is dir, kept open between syncs (used by one sync at a time:
+	// groupSync.running):
 	// the listing rewinds it instead of opening the directory again,
 	// which was most of the listing's cost, about 8% of the gate's CPU
 	// per held call when measured from outside.
