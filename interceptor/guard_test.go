@@ -231,13 +231,7 @@ func TestGeminiStreamRefusesForeignEvents(t *testing.T) {
 			rec := &guardRecorder{ResponseRecorder: httptest.NewRecorder()}
 			rw := Wrap(rec, gemini.Provider{}, context.Background(), providertest.NewHolder("delete_post"), 0)
 			rw.GuardNames(names)
-			if framing == "sse" {
-				rw.Header().Set("Content-Type", "text/event-stream")
-			} else {
-				rw.SetStreamsJSON(true)
-				rw.Header().Set("Content-Type", "application/json")
-			}
-			rw.WriteHeader(200)
+			startGemini(rw, framing)
 			return rec, rw
 		}
 		for name, ev := range foreign {
@@ -295,13 +289,7 @@ func TestGeminiFollowUpRefusesForeignEvents(t *testing.T) {
 		rw.GuardNames(names)
 		rw.SetRequest([]byte(`{"contents":[{"role":"user","parts":[{"text":"weather in Berlin?"}]}]}`))
 		respond := func(b string) error {
-			if framing == "sse" {
-				rw.Header().Set("Content-Type", "text/event-stream")
-			} else {
-				rw.SetStreamsJSON(true)
-				rw.Header().Set("Content-Type", "application/json")
-			}
-			rw.WriteHeader(200)
+			startGemini(rw, framing)
 			_, err := rw.Write([]byte(b))
 			return err
 		}
@@ -321,4 +309,16 @@ func TestGeminiFollowUpRefusesForeignEvents(t *testing.T) {
 			t.Errorf("%s: Write %v, Close %v; the client got %q", framing, errW, err, got)
 		}
 	}
+}
+
+// startGemini writes the header of a Gemini stream answer in framing
+// ("sse", or a streamed JSON array), as the provider sends it.
+func startGemini(rw *ResponseWriter, framing string) {
+	if framing == "sse" {
+		rw.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		rw.SetStreamsJSON(true)
+		rw.Header().Set("Content-Type", "application/json")
+	}
+	rw.WriteHeader(200)
 }
