@@ -2,6 +2,8 @@ package shape
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -109,5 +111,88 @@ func BenchmarkNamed(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestNameLanes holds nameLanes to nameByte for every byte in every lane,
+// next to bytes of both kinds.
+func TestNameLanes(t *testing.T) {
+	for c := range 256 {
+		for lane := range 8 {
+			for _, fill := range []byte{'a', '.', 0xff, 0} {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[lane] = byte(c)
+				m := nameLanes(binary.LittleEndian.Uint64(w[:]))
+				for i := range 8 {
+					if got, want := m>>(8*i+7)&1 == 1, nameByte[w[i]]; got != want {
+						t.Fatalf("byte %#x in lane %d among %#x: lane %d named %v, nameByte %v", c, lane, fill, i, got, want)
+					}
+					if m>>(8*i)&0x7f != 0 {
+						t.Fatalf("mask %#x has bits below a lane's high bit", m)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNameMask holds nameMask to nameByte on bodies of every length up to
+// 130 bytes, of random bytes and of name bytes with few others.
+func TestNameMask(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		for size := range 131 {
+			b := make([]byte, size)
+			for i := range b {
+				if r.IntN(2) == 0 {
+					b[i] = byte(r.IntN(256))
+				} else {
+					b[i] = "ab_Z9-"[r.IntN(6)]
+				}
+			}
+			for base := 0; base < len(b); base += 64 {
+				m := nameMask(b[base:])
+				for i := range 64 {
+					want := base+i < len(b) && nameByte[b[base+i]]
+					if got := m>>i&1 == 1; got != want {
+						t.Fatalf("%q, byte %d: masked %v, nameByte %v", b, base+i, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNamedAtEveryOffset puts each test name at every offset of bodies
+// around the 64-byte blocks firstWord reads, alone and inside a longer
+// word, so a run that crosses a block's edge or ends b is read whole.
+func TestNamedAtEveryOffset(t *testing.T) {
+	n := NewNames(benchNames)
+	for _, name := range benchNames {
+		for size := len(name); size <= 200; size += 7 {
+			for at := 0; at+len(name) <= size; at++ {
+				b := bytes.Repeat([]byte{'.'}, size)
+				copy(b[at:], name)
+				if got := n.Named(b); got != name {
+					t.Fatalf("%q at %d of %d bytes: named %q", name, at, size, got)
+				}
+				if at > 0 {
+					b[at-1] = 'x' // now inside a longer word
+					if got := n.Named(b); got != "" {
+						t.Fatalf("x%s at %d of %d bytes: named %q", name, at-1, size, got)
+					}
+					b[at-1] = '.'
+				}
+				if at+len(name) < size {
+					b[at+len(name)] = '9'
+					if got := n.Named(b); got != "" {
+						t.Fatalf("%s9 at %d of %d bytes: named %q", name, at, size, got)
+					}
+				}
+			}
+		}
 	}
 }

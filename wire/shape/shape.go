@@ -10,6 +10,8 @@ package shape
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -33,6 +35,10 @@ type Names struct {
 	// first[c] is set when some word is l bytes long (l < 64) and begins
 	// with c; last the same for its last byte.
 	first, last [256]uint64
+	// lengths has bit l set when some word is l bytes long; shortest is
+	// the shortest word's length.
+	lengths  uint64
+	shortest int
 	// others are the places of the names with another byte in them ('.',
 	// say), each searched on its own as before.
 	others []int
@@ -58,6 +64,10 @@ func NewNames(tools []string) *Names {
 		default:
 			if _, dup := n.words[t]; !dup {
 				n.words[t] = k
+				n.lengths |= 1 << len(t)
+				if n.shortest == 0 || len(t) < n.shortest {
+					n.shortest = len(t)
+				}
 				n.first[t[0]] |= 1 << len(t)
 				n.last[t[len(t)-1]] |= 1 << len(t)
 			}
@@ -109,32 +119,111 @@ func (n *Names) Named(b []byte) string {
 }
 
 // firstWord returns the place of the first name (in NewNames' order) that
-// is a maximal run of name bytes in b, or -1.
+// is a maximal run of name bytes in b, or -1. It reads b 64 bytes at a
+// time as a mask of their name bytes (nameMask) and turns only at the
+// ends of runs at least as long as the shortest name: most of a JSON
+// body's words are shorter. A byte-by-byte loop, with its branch at each
+// word's edges, spent ~1.6 ns a byte, the most of what the gate added to
+// a stream that passes (an event's bytes are all searched).
 func (n *Names) firstWord(b []byte) int {
 	best := -1
 	if len(n.words) == 0 {
 		return best
 	}
-	for i := 0; i < len(b); {
-		for i < len(b) && !nameByte[b[i]] {
-			i++
+	// look looks up the run of l bytes that ends before end.
+	look := func(end, l int) bool {
+		if l >= 64 || n.lengths&(1<<l) == 0 {
+			return false
 		}
-		start := i
-		for i < len(b) && nameByte[b[i]] {
-			i++
+		start := end - l
+		if n.first[b[start]]&n.last[b[end-1]]&(1<<l) == 0 {
+			return false
 		}
-		l := i - start
-		if l == 0 || l >= 64 || n.first[b[start]]&n.last[b[i-1]]&(1<<l) == 0 {
-			continue
+		if k, ok := n.words[string(b[start:end])]; ok && (best < 0 || k < best) {
+			best = k
+			return k == 0
 		}
-		if k, ok := n.words[string(b[start:i])]; ok && (best < 0 || k < best) {
-			if k == 0 {
+		return false
+	}
+	var prev, prevLong uint64 // the previous block's mask and long mask
+	carry := 0                // the name bytes that end the blocks before
+	for base := 0; base < len(b); base += 64 {
+		m := nameMask(b[base:])
+		// long: bit i is set when bytes i-shortest+1 to i are all name bytes.
+		long := m
+		for s := 1; s < n.shortest; s++ {
+			long &= m<<s | prev>>(64-s)
+		}
+		// ends: a byte that is no name byte after one that is, that one
+		// ending a run at least the shortest name long.
+		ends := ^m & (long<<1 | prevLong>>63)
+		for ends != 0 {
+			e := bits.TrailingZeros64(ends)
+			ends &= ends - 1
+			l := carry
+			if e > 0 {
+				if l = bits.LeadingZeros64(^(m << (64 - e))); l == e {
+					l += carry // the run began in a block before
+				}
+			}
+			if look(base+e, l) {
 				return 0
 			}
-			best = k
 		}
+		switch {
+		case m == ^uint64(0):
+			carry += 64
+		default:
+			carry = bits.LeadingZeros64(^m)
+		}
+		prev, prevLong = m, long
+	}
+	if len(b)%64 == 0 && carry >= n.shortest && look(len(b), carry) {
+		return 0 // a run to the end of b; a shorter last block ends it in its padding
 	}
 	return best
+}
+
+// nameMask returns the mask of b's first 64 bytes (bit i for b[i]) that
+// are name bytes; bytes past b's end are none.
+func nameMask(b []byte) uint64 {
+	var m uint64
+	if len(b) >= 64 {
+		for j := range 8 {
+			m |= gather(nameLanes(binary.LittleEndian.Uint64(b[8*j:]))) << (8 * j)
+		}
+		return m
+	}
+	var block [64]byte
+	copy(block[:], b)
+	return nameMask(block[:])
+}
+
+// gather moves the high bit of each of x's eight lanes to bits 0-7, lane
+// 0's to bit 0.
+func gather(x uint64) uint64 {
+	return ((x >> 7) * 0x0102040810204080) >> 56
+}
+
+const (
+	lanesOne  = 0x0101010101010101
+	lanesLow  = 0x7f7f7f7f7f7f7f7f
+	lanesHigh = 0x8080808080808080
+)
+
+// nameLanes returns, for the eight bytes of w, the high bit of each lane
+// whose byte is a name byte (nameByte): a letter, a digit, '_' or '-'.
+// Each range test adds to the lane's low seven bits (no carry leaves a
+// lane): v+0x80-lo has the high bit when v >= lo, v+0x7f-hi when v > hi.
+// Bytes of 0x80 and up are none.
+func nameLanes(w uint64) uint64 {
+	x := w & lanesLow
+	f := x | 0x20*lanesOne // 'A'-'Z' onto 'a'-'z'; nothing else lands there
+	letter := (f + (0x80-'a')*lanesOne) &^ (f + (0x7f-'z')*lanesOne)
+	digit := (x + (0x80-'0')*lanesOne) &^ (x + (0x7f-'9')*lanesOne)
+	under := (x + (0x80-'_')*lanesOne) &^ (x + (0x7f-'_')*lanesOne)
+	dash := (x + (0x80-'-')*lanesOne) &^ (x + (0x7f-'-')*lanesOne)
+	return (letter | digit | under | dash) & lanesHigh &^ w
 }
 
 // wholeWord reports whether name is in b with no name byte right before
