@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -115,4 +116,37 @@ func streamFramingReference(rawQuery string) (Framing, bool) {
 		return JSONArray, true
 	}
 	return 0, false
+}
+
+// aroundPaths are paths of each kind Classify reads around the gate, in
+// cases and places the shortcut (mayBeAround) has to let through, and
+// ones it answers itself.
+var aroundPaths = []string{"/v1/chat/completions", "/v1beta/cachedContents", "/v1beta/batches/b1", "/v1beta/models/gemini-2.5-flash:batchGenerateContent",
+	"/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent", "/v1beta/Interactions", "/v1/projects/p/locations/l/batchPredictionJobs",
+	"/v1/projects/p/locations/l/publishers/google/models/m:rawPredict", "/v1beta/caches/CACHEDCONTENTS:x", "/v1beta/models/m:generateContent"}
+
+// TestAroundAsClassify holds Around, with its shortcut (mayBeAround), to
+// Classify on the joined path for aroundPaths.
+func TestAroundAsClassify(t *testing.T) {
+	for _, p := range aroundPaths {
+		checkAround(t, p)
+	}
+}
+
+// FuzzAroundAsClassify is TestAroundAsClassify on any path: the shortcut
+// never hides a path Classify reads as around the gate.
+func FuzzAroundAsClassify(f *testing.F) {
+	for _, p := range aroundPaths {
+		f.Add(p)
+	}
+	f.Fuzz(checkAround)
+}
+
+func checkAround(t *testing.T, path string) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	got := Provider{}.Around(http.MethodPost, segs, len(segs)-1)
+	e := Classify(http.MethodPost, "/"+strings.Join(segs, "/"), "")
+	if want := e.Kind == AroundGate; (got != nil) != want {
+		t.Fatalf("%q: Around %v, Classify %+v", path, got, e)
+	}
 }

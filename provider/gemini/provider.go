@@ -60,9 +60,11 @@ var aroundStreamedArguments = &provider.Around{Status: http.StatusBadRequest,
 
 // Around names what Classify reads as around the gate, judged once, at
 // the path's last segment: batches, cachedContents, the Live API,
-// interactions, Vertex raw predict.
+// interactions, Vertex raw predict. Every request on every route asks
+// it, so a path none of whose segments could be one of those
+// (mayBeAround) is answered without joining the path and classifying it.
 func (Provider) Around(method string, segs []string, i int) *provider.Around {
-	if i != len(segs)-1 {
+	if i != len(segs)-1 || !mayBeAround(segs) {
 		return nil
 	}
 	e := Classify(method, "/"+strings.Join(segs, "/"), "")
@@ -74,6 +76,35 @@ func (Provider) Around(method string, segs []string, i int) *provider.Around {
 	}
 	return provider.AroundBatches
 }
+
+// mayBeAround reports whether Classify could read a path of segs as
+// around the gate: only when a segment holds a ':' (a method), is as long
+// as "bidiGenerateContent" (the Live API's name is in one), is outside
+// ASCII (strings.ToLower, which Classify uses then, maps some such runes
+// onto letters), or is one of Classify's resource names in some case.
+// FuzzAroundAsClassify holds it to Classify.
+func mayBeAround(segs []string) bool {
+	for _, s := range segs {
+		if len(s) >= len("bidigeneratecontent") || strings.IndexByte(s, ':') >= 0 {
+			return true
+		}
+		for j := 0; j < len(s); j++ {
+			if s[j] >= 0x80 {
+				return true
+			}
+		}
+		for _, r := range aroundResources {
+			if strings.EqualFold(s, r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// aroundResources are the path segments Classify reads as around the
+// gate (before a ':', in any case).
+var aroundResources = []string{"cachedcontents", "batches", "batchpredictionjobs", "interactions"}
 
 // AroundParam refuses a request asking for streamed function-call
 // arguments (StreamsArguments), which no allow name lets through.
