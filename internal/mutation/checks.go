@@ -338,6 +338,27 @@ var mutations = []mutation{
 		Tests: []string{"./wire/shape:TestNameLanes", "./wire/shape:TestNamedAtEveryOffset"},
 	},
 	{
+		Name:  "shapes: a stream event searched around a backslash run that begins before its window",
+		File:  "wire/shape/seq.go",
+		From:  "for a > 0 && (nameByte[ev[a-1]] || ev[a-1] == '\\\\') {",
+		To:    "for a > 0 && nameByte[ev[a-1]] {",
+		Tests: []string{"./wire/shape:TestSeqNamedAsNamed"},
+	},
+	{
+		Name:  "shapes: a stream event searched past a backslash run that ends after its window",
+		File:  "wire/shape/seq.go",
+		From:  "for z < len(ev) && (nameByte[ev[z]] || ev[z] == '\\\\') {",
+		To:    "for z < len(ev) && nameByte[ev[z]] {",
+		Tests: []string{"./wire/shape:TestSeqNamedAsNamed"},
+	},
+	{
+		Name:  "shapes: a stream event's window reaches a name's length past what differs",
+		File:  "wire/shape/seq.go",
+		From:  "func (s *Seq) margin() int { return max(s.names.max, 6) + 2 }",
+		To:    "func (s *Seq) margin() int { return 1 }",
+		Tests: []string{"./wire/shape:TestSeqNamedAsNamed"},
+	},
+	{
 		Name:  "gemini: the shortcut past Classify for a path with a method",
 		File:  "provider/gemini/provider.go",
 		From:  "if len(s) >= len(\"bidigeneratecontent\") || strings.IndexByte(s, ':') >= 0 {",
@@ -375,15 +396,15 @@ var mutations = []mutation{
 	{
 		Name:  "shapes: a stream event in another protocol's shape",
 		File:  "wire/stream/frame.go",
-		From:  "if f.names == nil || f.names.Named(ev) == \"\" {",
-		To:    "if true || f.names.Named(ev) == \"\" {",
+		From:  "if f.names == nil || f.seq.Named(ev) == \"\" {",
+		To:    "if true || f.seq.Named(ev) == \"\" {",
 		Tests: []string{"./interceptor:TestStreamRefusesForeignEvents", "./e2e:TestNoShapeCarriesAGatedCall"},
 	},
 	{
 		Name:  "shapes: a Gemini stream chunk in another protocol's shape",
 		File:  "provider/gemini/rewriter.go",
-		From:  "if s.names == nil || s.names.Named(raw) == \"\" {",
-		To:    "if true || s.names.Named(raw) == \"\" {",
+		From:  "if s.names == nil || s.seq.Named(raw) == \"\" {",
+		To:    "if true || s.seq.Named(raw) == \"\" {",
 		Tests: []string{"./provider/gemini:TestStreamGuardRefusesForeignChunks", "./interceptor:TestGeminiStreamRefusesForeignEvents", "./e2e/differential:TestForeignShapesNeverCarryAGatedCall"},
 	},
 	{

@@ -145,6 +145,7 @@ type Stream struct {
 	// names, when set (GuardWith), are the gated tools, and own tells a
 	// Gemini chunk from another protocol's (see Stream).
 	names *shape.Names
+	seq   *shape.Seq // names' search over this stream's chunks
 	own   func(data []byte) bool
 }
 
@@ -152,6 +153,7 @@ type Stream struct {
 // that name one of names (see Stream; stream.Frame.GuardWith).
 func (s *Stream) GuardWith(names *shape.Names, own func(data []byte) bool) {
 	s.names, s.own = names, own
+	s.seq = names.NewSeq()
 }
 
 // foreign reports a chunk (raw: its SSE event, or its array element's
@@ -160,7 +162,7 @@ func (s *Stream) GuardWith(names *shape.Names, own func(data []byte) bool) {
 // a pass-through stream are not parsed twice; an SSE event naming one
 // with no data line is foreign too.
 func (s *Stream) foreign(raw, data []byte, ok bool) bool {
-	if s.names == nil || s.names.Named(raw) == "" {
+	if s.names == nil || s.seq.Named(raw) == "" {
 		return false
 	}
 	return !ok || !s.own(data)

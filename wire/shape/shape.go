@@ -188,15 +188,18 @@ func (n *Names) firstWord(b []byte) int {
 // are name bytes; bytes past b's end are none.
 func nameMask(b []byte) uint64 {
 	var m uint64
-	if len(b) >= 64 {
-		for j := range 8 {
-			m |= gather(nameLanes(binary.LittleEndian.Uint64(b[8*j:]))) << (8 * j)
+	for j := 0; j < 8 && 8*j < len(b); j++ {
+		var w uint64
+		if len(b)-8*j >= 8 {
+			w = binary.LittleEndian.Uint64(b[8*j:])
+		} else {
+			var tail [8]byte // zeros: no name bytes
+			copy(tail[:], b[8*j:])
+			w = binary.LittleEndian.Uint64(tail[:])
 		}
-		return m
+		m |= gather(nameLanes(w)) << (8 * j)
 	}
-	var block [64]byte
-	copy(block[:], b)
-	return nameMask(block[:])
+	return m
 }
 
 // gather moves the high bit of each of x's eight lanes to bits 0-7, lane

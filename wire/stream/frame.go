@@ -70,6 +70,7 @@ type Frame struct {
 	// protocol (own) fails the stream with ErrNamesGated before it goes
 	// out: its client could read a call the adapter never saw.
 	names *shape.Names
+	seq   *shape.Seq // names' search over this stream's events
 	own   func(data []byte) bool
 }
 
@@ -92,6 +93,7 @@ type Stopper interface {
 // that name one of names (see Frame.names).
 func (f *Frame) GuardWith(names *shape.Names, own func(data []byte) bool) {
 	f.names, f.own = names, own
+	f.seq = names.NewSeq()
 }
 
 // foreign reports an event that names a gated tool and whose data is not
@@ -102,7 +104,7 @@ func (f *Frame) GuardWith(names *shape.Names, own func(data []byte) bool) {
 // text/event-stream) could read a call there, e.g. a JSON answer whose
 // first key's colon makes it look like a field.
 func (f *Frame) foreign(ev []byte) bool {
-	if f.names == nil || f.names.Named(ev) == "" {
+	if f.names == nil || f.seq.Named(ev) == "" {
 		return false
 	}
 	data, ok := f.Data(ev)
