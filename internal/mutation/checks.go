@@ -396,15 +396,15 @@ var mutations = []mutation{
 	{
 		Name:  "shapes: a stream event in another protocol's shape",
 		File:  "wire/stream/frame.go",
-		From:  "if f.names == nil || f.seq.Named(ev) == \"\" {",
-		To:    "if true || f.seq.Named(ev) == \"\" {",
+		From:  "if f.names.Named(ev) == \"\" {",
+		To:    "if true || f.names.Named(ev) == \"\" {",
 		Tests: []string{"./interceptor:TestStreamRefusesForeignEvents", "./e2e:TestNoShapeCarriesAGatedCall"},
 	},
 	{
 		Name:  "shapes: a Gemini stream chunk in another protocol's shape",
 		File:  "provider/gemini/rewriter.go",
-		From:  "if s.names == nil || s.seq.Named(raw) == \"\" {",
-		To:    "if true || s.seq.Named(raw) == \"\" {",
+		From:  "if s.names.Named(raw) == \"\" {",
+		To:    "if true || s.names.Named(raw) == \"\" {",
 		Tests: []string{"./provider/gemini:TestStreamGuardRefusesForeignChunks", "./interceptor:TestGeminiStreamRefusesForeignEvents", "./e2e/differential:TestForeignShapesNeverCarryAGatedCall"},
 	},
 	{

@@ -142,18 +142,17 @@ type Stream struct {
 	carry  string // the usage of the responses before
 	sep    bool   // the answer showed text: the first text after a blank line
 
-	// names, when set (GuardWith), are the gated tools, and own tells a
-	// Gemini chunk from another protocol's (see Stream).
-	names *shape.Names
-	seq   *shape.Seq // names' search over this stream's chunks
+	// names, when set (GuardWith), is the search for the gated tools over
+	// this stream's chunks, and own tells a Gemini chunk from another
+	// protocol's (see Stream).
+	names *shape.Seq
 	own   func(data []byte) bool
 }
 
 // GuardWith makes the stream refuse chunks in another protocol's shape
 // that name one of names (see Stream; stream.Frame.GuardWith).
 func (s *Stream) GuardWith(names *shape.Names, own func(data []byte) bool) {
-	s.names, s.own = names, own
-	s.seq = names.NewSeq()
+	s.names, s.own = names.NewSeq(), own
 }
 
 // foreign reports a chunk (raw: its SSE event, or its array element's
@@ -162,7 +161,7 @@ func (s *Stream) GuardWith(names *shape.Names, own func(data []byte) bool) {
 // a pass-through stream are not parsed twice; an SSE event naming one
 // with no data line is foreign too.
 func (s *Stream) foreign(raw, data []byte, ok bool) bool {
-	if s.names == nil || s.seq.Named(raw) == "" {
+	if s.names.Named(raw) == "" {
 		return false
 	}
 	return !ok || !s.own(data)

@@ -48,11 +48,11 @@ const maxKept = 16 << 10
 func (s *Seq) margin() int { return max(s.names.max, 6) + 2 }
 
 // window returns where ev's window begins: margin before its first byte
-// that differs from s.last (prefix, commonPrefix's), moved back over name bytes and backslashes,
-// so that the window begins after a byte that ends a word (or at ev's
-// start) and at the start of any run of backslashes (whose pairs decide
-// which \ begins an escape; keyscan.HasEscape reads them from the run's
-// start).
+// that differs from s.last (prefix, commonPrefix's), moved back over name
+// bytes and backslashes, so that the window begins after a byte that ends
+// a word (or at ev's start) and at the start of any run of backslashes
+// (whose pairs decide which \ begins an escape; keyscan.HasEscape reads
+// them from the run's start).
 func (s *Seq) window(ev []byte, prefix int) int {
 	a := max(prefix-s.margin(), 0)
 	for a > 0 && (nameByte[ev[a-1]] || ev[a-1] == '\\') {

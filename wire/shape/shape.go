@@ -170,10 +170,9 @@ func (n *Names) firstWord(b []byte) int {
 				return 0
 			}
 		}
-		switch {
-		case m == ^uint64(0):
+		if m == ^uint64(0) {
 			carry += 64
-		default:
+		} else {
 			carry = bits.LeadingZeros64(^m)
 		}
 		prev, prevLong = m, long

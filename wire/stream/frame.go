@@ -65,12 +65,12 @@ type Frame struct {
 	// instead of taking what came before for a whole answer.
 	stop Stopper
 
-	// names, when set (GuardWith), are the gated tools: an event whose
-	// bytes name one and whose data is not an event of the stream's own
-	// protocol (own) fails the stream with ErrNamesGated before it goes
-	// out: its client could read a call the adapter never saw.
-	names *shape.Names
-	seq   *shape.Seq // names' search over this stream's events
+	// names, the search for the gated tools over this stream's events
+	// (set by GuardWith; nil, or over no names, finds none): an event
+	// whose bytes name one and whose data is not an event of the stream's
+	// own protocol (own) fails the stream with ErrNamesGated before it
+	// goes out: its client could read a call the adapter never saw.
+	names *shape.Seq
 	own   func(data []byte) bool
 }
 
@@ -92,8 +92,7 @@ type Stopper interface {
 // GuardWith makes the stream refuse events in another protocol's shape
 // that name one of names (see Frame.names).
 func (f *Frame) GuardWith(names *shape.Names, own func(data []byte) bool) {
-	f.names, f.own = names, own
-	f.seq = names.NewSeq()
+	f.names, f.own = names.NewSeq(), own
 }
 
 // foreign reports an event that names a gated tool and whose data is not
@@ -104,7 +103,7 @@ func (f *Frame) GuardWith(names *shape.Names, own func(data []byte) bool) {
 // text/event-stream) could read a call there, e.g. a JSON answer whose
 // first key's colon makes it look like a field.
 func (f *Frame) foreign(ev []byte) bool {
-	if f.names == nil || f.seq.Named(ev) == "" {
+	if f.names.Named(ev) == "" {
 		return false
 	}
 	data, ok := f.Data(ev)
