@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/gate"
 	"github.com/toolgate/toolgate/interceptor"
+	"github.com/toolgate/toolgate/internal/memo"
 	"github.com/toolgate/toolgate/internal/reqbody"
 	"github.com/toolgate/toolgate/policies"
 	"github.com/toolgate/toolgate/provider"
@@ -203,7 +204,8 @@ type Handler struct {
 	file       *policyFile // the policy file, as it reads now (policyfiles.go)
 	allowPaths []string    // AllowPaths, canonical
 	logger     *zap.Logger
-	waiting    *streamShares // streams of this route waiting for the person (ResumeWait)
+	waiting    *streamShares           // streams of this route waiting for the person (ResumeWait)
+	paths      *memo.Table[*pathFacts] // what the last few paths said (pathmemo.go); nil: computed each time
 }
 
 // streamShares counts the streams of a route that wait for the person,
@@ -300,6 +302,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.ResumeMaxStreamsPerPerson = min(h.ResumeMaxStreamsPerPerson, h.ResumeMaxStreams)
 	h.waiting = &streamShares{byPerson: map[personKey]int{}}
+	h.paths = new(memo.Table[*pathFacts])
 	return nil
 }
 
@@ -350,13 +353,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // is a function of its own so that its frame is not on the stack of a
 // stream that waits for the person (see answer).
 func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, pol *loadedPolicy) (provider.Provider, *gate.Front, []byte, *bytes.Buffer, error) {
-	path := canonicalPath(r.URL.Path)
-	method := upperMethod(r.Method) // Caddy forwards "post" as it came; upstreams route it as POST
-	around := endpointFor(method, path)
+	facts := h.pathFacts(r.Method, r.URL.Path)
+	method := facts.upper // Caddy forwards "post" as it came; upstreams route it as POST
+	around := facts.around
 	if around != nil && h.allows(around.Allow) {
 		return nil, nil, nil, nil, next.ServeHTTP(w, r)
 	}
-	protocol := h.providerFor(path)
+	protocol := facts.protocol
 	if protocol != "" && (r.Header.Get("Upgrade") != "" || interceptor.IsWebSocketUpgrade(r)) {
 		// The Responses API's WebSocket mode (and any other upgrade) would
 		// carry tool calls around the gate.
@@ -365,7 +368,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if around != nil {
 		return nil, nil, nil, nil, h.refuse(w, r, aroundRefusal(around, r.Method, r.URL.Path))
 	}
-	if ref := h.unknownPost(method, path, r.URL.Path, protocol); ref != nil {
+	if ref := facts.unknown; ref != nil {
 		return nil, nil, nil, nil, h.refuse(w, r, ref)
 	}
 	if protocol == "" || method != http.MethodPost {

@@ -35,7 +35,7 @@ var allowedImports = map[string][]string{
 	"provider":                   nil,
 	"provider/anthropic":         {"provider", "wire/..."},
 	"provider/chat":              {"provider", "wire/..."},
-	"provider/gemini":            {"provider", "provider/internal/...", "wire/..."},
+	"provider/gemini":            {"internal/memo", "provider", "provider/internal/...", "wire/..."},
 	"provider/gemini/geminitest": nil,
 	"provider/providertest":      {"provider", "wire/sse"},
 	"provider/responses":         {"provider", "wire/..."},
@@ -64,11 +64,12 @@ var allowedImports = map[string][]string{
 
 	"gate":        {"actions", "cards", "forms", "interceptor", "plaintext", "policies", "provider", "store", "wire/jsonedit"},
 	"pages":       {"cards", "forms", "gate", "plaintext", "store"},
-	"caddymodule": {"actions", "gate", "interceptor", "internal/reqbody", "pages", "policies", "provider", "provider/anthropic", "provider/chat", "provider/gemini", "provider/responses", "store", "wire/..."},
+	"caddymodule": {"actions", "gate", "interceptor", "internal/memo", "internal/reqbody", "pages", "policies", "provider", "provider/anthropic", "provider/chat", "provider/gemini", "provider/responses", "store", "wire/..."},
 
 	"cmd/toolgate":             {"caddymodule", "policies"},
 	"examples/demo":            {"actions", "caddymodule"},
 	"internal/freeport":        nil,
+	"internal/memo":            nil,
 	"internal/mutation":        nil,
 	"internal/pgtest":          {"internal/freeport"},
 	"internal/reqbody":         nil,
