@@ -128,3 +128,20 @@ func TestStreamsArguments(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStreamedArgumentsAsTwoSearches: the one search for "arguments" with
+// either head before it finds what the two whole-key searches it replaced
+// find.
+func FuzzStreamedArgumentsAsTwoSearches(f *testing.F) {
+	f.Add([]byte(`{"toolConfig":{"functionCallingConfig":{"streamFunctionCallArguments":true}}}`))
+	f.Add([]byte(`{"tool_config":{"function_calling_config":{"STREAM_function_CALL_arguments":true}}}`))
+	f.Add([]byte(`{"x":"arguments streamfunctioncall arguments stream_function_callarguments"}`))
+	f.Add([]byte(`streamFunctionCallArgumentS`))
+	f.Add([]byte(`stream_function_call_ARGUMENTSstreamfunctioncallargument`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := containsFoldBytes(b, []byte("streamfunctioncallarguments")) || containsFoldBytes(b, []byte("stream_function_call_arguments"))
+		if got := namesStreamedArguments(b); got != want {
+			t.Fatalf("%q: %v, the two searches say %v", b, got, want)
+		}
+	})
+}

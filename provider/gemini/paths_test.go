@@ -1,7 +1,9 @@
 package gemini
 
 import (
+	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -104,3 +106,29 @@ func FuzzClassify(f *testing.F) {
 
 // containsFold reports whether s holds sub (lower case) in any case.
 func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), sub) }
+
+// classifyURL answers each request as Classify does, in a random order over
+// URLs that differ only in the query, the method or the case of the path
+// (more than the memo's slots), so that another URL's answer sits in the
+// slot each looks in.
+func TestClassifyURLAsClassify(t *testing.T) {
+	var urls []*url.URL
+	for _, p := range []string{
+		"/v1beta/models/gemini-2.5-flash:generateContent", "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+		"/v1beta/models/gemini-2.5-flash:streamgeneratecontent", "/v1beta/models/gemini-2.5-flash:countTokens",
+		"/v1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent", "/v1beta/cachedContents",
+		"/v1beta/models/gemini-2.5-flash:batchGenerateContent",
+	} {
+		for _, q := range []string{"", "alt=sse", "alt=json", "alt=sse&alt=json", "alt=proto", "$alt=sse", "key=k&alt=sse"} {
+			urls = append(urls, &url.URL{Path: p, RawQuery: q})
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 20000 {
+		u := urls[rng.IntN(len(urls))]
+		method := []string{"POST", "GET", "post"}[rng.IntN(3)]
+		if got, want := classifyURL(method, u), Classify(method, u.Path, u.RawQuery); got != want {
+			t.Fatalf("%s %s: %+v, Classify says %+v", method, u, got, want)
+		}
+	}
+}

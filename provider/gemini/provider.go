@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/toolgate/toolgate/internal/memo"
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/links"
 	"github.com/toolgate/toolgate/wire/shape"
@@ -123,11 +124,24 @@ func (Provider) AroundURL(method string, u *url.URL) *provider.Around {
 	if u == nil {
 		return nil
 	}
-	if e := Classify(method, u.Path, u.RawQuery); e.Kind == AroundGate && e.Why == "ambiguous alt" {
+	if e := classifyURL(method, u); e.Kind == AroundGate && e.Why == "ambiguous alt" {
 		return aroundAmbiguousAlt
 	}
 	return nil
 }
+
+// classified remembers Classify's answers for the last few requests'
+// URLs: the glue asks AroundURL, Streams and StreamsJSON of each request,
+// and Classify lowers the path and reads the query each time. Classify is
+// a function of its three arguments alone, which are the key in full.
+var classified memo.Table[Endpoint]
+
+// classifyURL is Classify of a request's method and URL (see classified).
+func classifyURL(method string, u *url.URL) Endpoint {
+	return classified.Get(memo.Key{A: method, B: u.Path, C: u.RawQuery}, classifyKey)
+}
+
+func classifyKey(k memo.Key) Endpoint { return Classify(k.A, k.B, k.C) }
 
 // KnownPaths: token counting, embeddings, the model list.
 func (Provider) KnownPaths() []string {
@@ -140,7 +154,7 @@ func (Provider) Streams(method string, u *url.URL, _ []byte) bool {
 	if u == nil {
 		return false
 	}
-	return Classify(method, u.Path, u.RawQuery).Streams()
+	return classifyURL(method, u).Streams()
 }
 
 // StreamsJSON reports a :streamGenerateContent request without alt=sse,
@@ -149,7 +163,7 @@ func (Provider) StreamsJSON(method string, u *url.URL, _ []byte) bool {
 	if u == nil {
 		return false
 	}
-	e := Classify(method, u.Path, u.RawQuery)
+	e := classifyURL(method, u)
 	return e.Kind == Generate && e.Framing == JSONArray
 }
 
