@@ -201,9 +201,13 @@ func readsShape(a provider.Adapter, body []byte) bool {
 }
 
 // checkShape refuses a body an adapter would pass as not its answer while
-// it names a gated tool (stream.ErrNamesGated); see readsShape.
+// it names a gated tool (stream.ErrNamesGated); see readsShape. The shape
+// is asked first: a provider's usual answer is read by its top-level keys
+// alone (a search per string, shape.Reads), where the name search goes
+// over every byte of it, and a body in the adapter's shape passes whatever
+// it names.
 func checkShape(a provider.Adapter, names *shape.Names, body []byte) error {
-	if names.Named(body) == "" || readsShape(a, body) {
+	if names == nil || readsShape(a, body) || names.Named(body) == "" {
 		return nil
 	}
 	return stream.ErrNamesGated

@@ -280,10 +280,19 @@ func IsCallKey(name string) bool {
 // other provider's call key at its top, in any case (Go's encoding/json
 // folds keys, U+017F and U+212A too, as strings.EqualFold does). A body in
 // another provider's shape, or one that is two at once, is not: a client
-// of that other shape would read calls the adapter never saw. It is asked
-// only of a body that names a gated tool (Names), so it is off the fast
-// path.
+// of that other shape would read calls the adapter never saw. The gate asks
+// it of every JSON answer on a gated route, before the name search:
+// readsTop reads a provider's usual answer without gjson.
 func Reads(answerKey string, body []byte) bool {
+	if r, sure := readsTop(answerKey, body); sure {
+		return r
+	}
+	return readsParsed(answerKey, body)
+}
+
+// readsParsed is Reads by gjson's reading of body, for a body readsTop is
+// not sure of.
+func readsParsed(answerKey string, body []byte) bool {
 	v := gjson.ParseBytes(body)
 	if !v.IsObject() {
 		return false

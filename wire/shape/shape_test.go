@@ -41,6 +41,12 @@ func TestReadsOneShape(t *testing.T) {
 		`{"output":[]}`:                               false,
 		`[{"choices":[]}]`:                            false,
 		`{"id":"x","choices":[],"usage":{"total":1}}`: true,
+		// Keys with escapes, which readsTop leaves to gjson's reading.
+		`{"choices":[],"tool\u005fcalls":[]}`:     false,
+		`{"\u0063hoices":[],"candidates":[]}`:     false,
+		`{"\u0063hoices":[],"id":"x"}`:            true,
+		`{"choices":[],"\u0063andidates":{}}`:     false,
+		`{"choices":[],"ſ":1,"\u0074ool_use":[]}`: false,
 	} {
 		if got := Reads("choices", []byte(body)); got != want {
 			t.Errorf("%s: Reads = %v, want %v", body, got, want)
