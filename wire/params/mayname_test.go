@@ -28,13 +28,14 @@ func mayNameBefore(body []byte, words ...string) bool {
 
 // FuzzMayNameAsBefore holds MayName to the search it replaced, for the
 // words the providers ask of it and a few shapes of word (a pivot first,
-// last, none).
+// last, none; a shared head searched once, one word the head of another).
 func FuzzMayNameAsBefore(f *testing.F) {
 	f.Add([]byte(`{"FUNCTIONS":[],"function?call":1}`), uint8(0))
 	f.Add([]byte(`{"background":true}`), uint8(1))
 	f.Add([]byte(`"_"`), uint8(3))
 	f.Add([]byte(`"fz" "zf" "Z"`), uint8(2))
-	sets := [][]string{{"functions", "function_call"}, {"background"}, {"fz", "zf", "z"}, {"_", "__"}}
+	f.Add([]byte(`"Ab" "abC_d" "ab_"`), uint8(4))
+	sets := [][]string{{"functions", "function_call"}, {"background"}, {"fz", "zf", "z"}, {"_", "__"}, {"ab", "abc_d"}, {"function", "functions"}, {"q_1", "q_2", "q_"}}
 	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
 		words := sets[int(which)%len(sets)]
 		if got, want := MayName(body, words...), mayNameBefore(body, words...); got != want {

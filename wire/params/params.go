@@ -32,12 +32,46 @@ func MayName(body []byte, words ...string) bool {
 	if bytes.Contains(body, []byte(`\u`)) {
 		return true
 	}
+	if stem := commonPrefix(words); len(words) > 1 && keyscan.Rarest([]byte(stem)) >= 0 {
+		// One search for the words' shared head ("function" of
+		// "functions" and "function_call"), each word tried where it is.
+		return keyscan.ScanFold(body, []byte(stem), func(i int) bool {
+			for _, w := range words {
+				if quotedAt(body, i, w) {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	for _, w := range words {
 		if quoted(body, w) {
 			return true
 		}
 	}
 	return false
+}
+
+// commonPrefix is the longest head all words share.
+func commonPrefix(words []string) string {
+	if len(words) == 0 {
+		return ""
+	}
+	p := words[0]
+	for _, w := range words[1:] {
+		n := 0
+		for n < len(p) && n < len(w) && p[n] == w[n] {
+			n++
+		}
+		p = p[:n]
+	}
+	return p
+}
+
+// quotedAt reports whether body holds w at i between two quotes, in any
+// case.
+func quotedAt(body []byte, i int, w string) bool {
+	return i > 0 && i+len(w) < len(body) && body[i-1] == '"' && body[i+len(w)] == '"' && foldEq(body[i:i+len(w)], w)
 }
 
 // quoted reports whether body holds w between two quotes, in any case
@@ -57,9 +91,7 @@ func quoted(body []byte, w string) bool {
 			}
 		}
 	}
-	return keyscan.ScanFold(body, lower, func(i int) bool {
-		return i > 0 && i+len(w) < len(body) && body[i-1] == '"' && body[i+len(w)] == '"' && foldEq(body[i:i+len(w)], w)
-	})
+	return keyscan.ScanFold(body, lower, func(i int) bool { return quotedAt(body, i, w) })
 }
 
 // foldEq reports whether b equals the lower-case ASCII word w in any case.
