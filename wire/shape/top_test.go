@@ -75,6 +75,11 @@ func TestReadsTop(t *testing.T) {
 		`{"choices"[]}`: true, `{"choices":[]"x":1}`: true, `{"choices":[],"t":tru}`: true, `{"choices":[{"a":[}]}`: true,
 		`{"choi\"ces":[]}`: true,
 	}
+	// An answer key outside ASCII (no adapter's is) may fold onto an
+	// ASCII key ("ſ" onto "S"): left to gjson.
+	if _, sure := readsTop("ſ", []byte(`{"S":[]}`)); sure {
+		t.Error(`readsTop("ſ", {"S":[]}) is sure`)
+	}
 	for _, s := range topSeeds {
 		r, sure := readsTop("choices", []byte(s))
 		if sure == unsure[s] {
