@@ -415,12 +415,12 @@ var mutations = []mutation{
 		Tests: []string{"./internal/memo:TestGetAsComputed", "./caddymodule:TestPathMemoAsComputed"},
 	},
 	{
-		Name: "shapes: NDJSON and event-stream answers guarded",
-		File: "interceptor/writer.go",
-		From: "case foreignStreams[ct]:",
-		To:   "case false && foreignStreams[ct]:",
 		// Not the differential test: without the case an NDJSON answer
 		// falls to the other-body guard, which refuses the same shapes.
+		Name:  "shapes: NDJSON and event-stream answers guarded",
+		File:  "interceptor/writer.go",
+		From:  "case foreignStreams[ct]:",
+		To:    "case false && foreignStreams[ct]:",
 		Tests: []string{"./interceptor:TestWriterRefusesForeignShapes"},
 	},
 	{
