@@ -415,6 +415,13 @@ var mutations = []mutation{
 		Tests: []string{"./internal/memo:TestGetAsComputed", "./caddymodule:TestPathMemoAsComputed"},
 	},
 	{
+		Name:  "memo: a Gemini query that may carry the API key is not kept",
+		File:  "provider/gemini/provider.go",
+		From:  "case \"\", \"alt=sse\", \"alt=json\":",
+		To:    "case \"\", \"alt=sse\", \"alt=json\", u.RawQuery:",
+		Tests: []string{"./provider/gemini:TestClassifyURLAsClassify"},
+	},
+	{
 		// Not the differential test: without the case an NDJSON answer
 		// falls to the other-body guard, which refuses the same shapes.
 		Name:  "shapes: NDJSON and event-stream answers guarded",

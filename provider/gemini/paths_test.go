@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/memo"
 )
 
 func TestClassify(t *testing.T) {
@@ -130,5 +132,14 @@ func TestClassifyURLAsClassify(t *testing.T) {
 		if got, want := classifyURL(method, u), Classify(method, u.Path, u.RawQuery); got != want {
 			t.Fatalf("%s %s: %+v, Classify says %+v", method, u, got, want)
 		}
+	}
+	// A query that may carry the API key is never kept.
+	u := &url.URL{Path: "/v1beta/models/gemini-2.5-flash:streamGenerateContent", RawQuery: "alt=sse&key=AIzaSECRET"}
+	classifyURL("POST", u)
+	if classified.Cached(memo.Key{A: "POST", B: u.Path, C: u.RawQuery}) {
+		t.Fatal("the memo keeps a query with the API key")
+	}
+	if u.RawQuery = "alt=sse"; classifyURL("POST", u) != Classify("POST", u.Path, u.RawQuery) || !classified.Cached(memo.Key{A: "POST", B: u.Path, C: u.RawQuery}) {
+		t.Fatal("alt=sse alone is not kept")
 	}
 }

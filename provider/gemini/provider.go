@@ -137,8 +137,15 @@ func (Provider) AroundURL(method string, u *url.URL) *provider.Around {
 var classified memo.Table[Endpoint]
 
 // classifyURL is Classify of a request's method and URL (see classified).
+// Only the queries the SDKs send (none, or alt alone) are kept: any other
+// may carry the API key (?key=), which is not to outlive its request in
+// the memo; those are classified each time, as before the memo.
 func classifyURL(method string, u *url.URL) Endpoint {
-	return classified.Get(memo.Key{A: method, B: u.Path, C: u.RawQuery}, classifyKey)
+	switch u.RawQuery {
+	case "", "alt=sse", "alt=json":
+		return classified.Get(memo.Key{A: method, B: u.Path, C: u.RawQuery}, classifyKey)
+	}
+	return Classify(method, u.Path, u.RawQuery)
 }
 
 func classifyKey(k memo.Key) Endpoint { return Classify(k.A, k.B, k.C) }
