@@ -395,7 +395,7 @@ var mutations = []mutation{
 	},
 	{
 		Name:  "shapes: a quote after an odd run of backslashes does not end a string",
-		File:  "wire/shape/top.go",
+		File:  "wire/keyscan/skip.go",
 		From:  "if n%2 == 0 {",
 		To:    "if true {",
 		Tests: []string{"./wire/shape:TestReadsTop"},

@@ -185,19 +185,20 @@ func containsFoldBytes(b, lower []byte) bool {
 // checked) has one member whose key folds to key (member finds it) and its
 // value is an array, reading b in place: gjson.ParseBytes copies the whole
 // of b (a turn's request, read for each response). Its top-level members
-// are walked byte by byte, each value skipped by its brackets; a key with
-// an escape or a byte outside ASCII is left to member.
+// are walked key by key, each value skipped as keyscan.SkipValue skips it;
+// a key with an escape or a byte outside ASCII, or a value SkipValue does
+// not read, is left to member.
 func arrayMember(b []byte, key string) bool {
 	slow := func() bool {
 		v, _, err := member(gjson.ParseBytes(b), key)
 		return err == nil && v.IsArray()
 	}
-	i := skipSpace(b, 0)
+	i := keyscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
 	n, array := 0, false
-	for i = skipSpace(b, i+1); i < len(b) && b[i] == '"'; {
+	for i = keyscan.SkipSpace(b, i+1); i < len(b) && b[i] == '"'; {
 		j := i + 1
 		for j < len(b) && b[j] != '"' {
 			if b[j] == '\\' || b[j] >= 0x80 {
@@ -206,18 +207,22 @@ func arrayMember(b []byte, key string) bool {
 			j++
 		}
 		k := b[i+1 : min(j, len(b))]
-		if i = skipSpace(b, j+1); i >= len(b) || b[i] != ':' {
+		if i = keyscan.SkipSpace(b, j+1); i >= len(b) || b[i] != ':' {
 			return slow() // not valid JSON: the caller checks
 		}
-		if i = skipSpace(b, i+1); i >= len(b) {
+		if i = keyscan.SkipSpace(b, i+1); i >= len(b) {
 			return slow()
 		}
 		if foldsTo(k, key) {
 			n++
 			array = b[i] == '['
 		}
-		if i = skipSpace(b, skipValue(b, i)); i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+		end, ok := keyscan.SkipValue(b, i)
+		if !ok {
+			return slow()
+		}
+		if i = keyscan.SkipSpace(b, end); i < len(b) && b[i] == ',' {
+			i = keyscan.SkipSpace(b, i+1)
 		}
 	}
 	return n == 1 && array
@@ -239,46 +244,4 @@ func foldsTo(k []byte, key string) bool {
 		at++
 	}
 	return at == len(key)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index after the JSON value at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		for i++; i < len(b) && b[i] != '"'; i++ {
-			if b[i] == '\\' {
-				i++
-			}
-		}
-		return i + 1
-	case '{', '[':
-		depth, str := 0, false
-		for ; i < len(b); i++ {
-			switch c := b[i]; {
-			case str && c == '\\':
-				i++
-			case c == '"':
-				str = !str
-			case str:
-			case c == '{' || c == '[':
-				depth++
-			case c == '}' || c == ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	}
-	for i < len(b) && !isSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
-		i++
-	}
-	return i
 }

@@ -1,6 +1,10 @@
 package shape
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/toolgate/toolgate/wire/keyscan"
+)
 
 // readsTop answers Reads for the bodies it can read without decoding
 // anything, given an ASCII answerKey (every adapter's is): a JSON object
@@ -20,14 +24,14 @@ func readsTop(answerKey string, b []byte) (reads, sure bool) {
 			return false, false // ſ and K fold onto ASCII letters: gjson's reading compares it
 		}
 	}
-	i := skipSpace(b, 0)
+	i := keyscan.SkipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {
 		return false, false
 	}
-	i = skipSpace(b, i+1)
+	i = keyscan.SkipSpace(b, i+1)
 	own, foreign := false, false
 	if i < len(b) && b[i] == '}' {
-		return false, skipSpace(b, i+1) == len(b)
+		return false, keyscan.SkipSpace(b, i+1) == len(b)
 	}
 	for {
 		if i == len(b) || b[i] != '"' {
@@ -43,17 +47,17 @@ func readsTop(answerKey string, b []byte) (reads, sure bool) {
 				return false, false
 			}
 		}
-		i = skipSpace(b, i+2+j)
+		i = keyscan.SkipSpace(b, i+2+j)
 		if i == len(b) || b[i] != ':' {
 			return false, false
 		}
-		i = skipSpace(b, i+1)
+		i = keyscan.SkipSpace(b, i+1)
 		if i == len(b) {
 			return false, false
 		}
 		first := b[i]
 		var ok bool
-		if i, ok = skipValue(b, i); !ok {
+		if i, ok = keyscan.SkipValue(b, i); !ok {
 			return false, false
 		}
 		switch {
@@ -63,16 +67,16 @@ func readsTop(answerKey string, b []byte) (reads, sure bool) {
 		case isCallKey(key):
 			foreign = true
 		}
-		i = skipSpace(b, i)
+		i = keyscan.SkipSpace(b, i)
 		if i == len(b) {
 			return false, false
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = keyscan.SkipSpace(b, i+1)
 			continue
 		case '}':
-			if skipSpace(b, i+1) != len(b) {
+			if keyscan.SkipSpace(b, i+1) != len(b) {
 				return false, false
 			}
 			return own && !foreign, true
@@ -81,83 +85,10 @@ func readsTop(answerKey string, b []byte) (reads, sure bool) {
 	}
 }
 
-// skipSpace returns the place of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the place just past the value at i, and false for a
-// value it does not read: a string through its closing quote, an array or
-// object through the bracket that closes it (counted as gjson counts
-// them, strings skipped; a parenthesis, which gjson counts too, is not
-// read), a number or literal through its last byte.
-func skipValue(b []byte, i int) (int, bool) {
-	switch c := b[i]; {
-	case c == '"':
-		return skipString(b, i)
-	case c == '[' || c == '{':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				var ok bool
-				if i, ok = skipString(b, i); !ok {
-					return 0, false
-				}
-				continue
-			case '[', '{':
-				depth++
-			case ']', '}':
-				depth--
-				if depth == 0 {
-					return i + 1, true
-				}
-			case '(', ')':
-				return 0, false
-			}
-			i++
-		}
-		return 0, false
-	case c == '-' || c >= '0' && c <= '9':
-		for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-' || b[i] == '+' || b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
-			i++
-		}
-		return i, true
-	}
-	for _, lit := range []string{"true", "false", "null"} {
-		if bytes.HasPrefix(b[i:], []byte(lit)) {
-			return i + len(lit), true
-		}
-	}
-	return 0, false
-}
-
-// skipString returns the place just past the string whose opening quote
-// is at i: its closing quote is the first one after an even run of
-// backslashes (none included).
-func skipString(b []byte, i int) (int, bool) {
-	for at := i + 1; ; {
-		j := bytes.IndexByte(b[at:], '"')
-		if j < 0 {
-			return 0, false
-		}
-		q := at + j
-		n := 0
-		for k := q - 1; k > i && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q + 1, true
-		}
-		at = q + 1
-	}
-}
-
-// asciiEqualFold reports whether the ASCII key equals s in any case.
+// asciiEqualFold reports whether the ASCII key equals s in any case
+// (bytes.EqualFold's answer for ASCII, without converting s to bytes for
+// each of a body's keys and each call key: 0.46 against 0.75 us a 2 KB
+// answer).
 func asciiEqualFold(key []byte, s string) bool {
 	if len(key) != len(s) {
 		return false
