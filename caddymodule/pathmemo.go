@@ -5,16 +5,15 @@ import (
 	"github.com/toolgate/toolgate/provider"
 )
 
-// pathFacts is what a request's method and path alone say to a route:
-// the canonical path, whether it is an endpoint that carries calls around
-// the gate (endpointFor), the protocol that reads it (providerFor) and the
-// refusal of a POST no adapter reads (unknownPost). Each is a function of
+// pathFacts is what a request's method and path alone say to a route,
+// read on its canonical path: whether it is an endpoint that carries calls
+// around the gate (endpointFor), the protocol that reads it (providerFor)
+// and the refusal of a POST no adapter reads (unknownPost). Each is a function of
 // the method and path as sent, the route's configuration and the
 // providers registered at init; nothing of the body, the query, the person
 // or the policy. A pathFacts is shared by the requests that find it in
 // the memo and never changed.
 type pathFacts struct {
-	canon    string // canonicalPath(path)
 	upper    string // upperMethod(method)
 	around   *provider.Around
 	protocol string
@@ -37,9 +36,10 @@ func (h *Handler) pathFacts(method, path string) *pathFacts {
 // computePathFacts finds the facts of a method and path (see pathFacts).
 func (h *Handler) computePathFacts(k memo.Key) *pathFacts {
 	method, path := k.A, k.B
-	f := &pathFacts{canon: canonicalPath(path), upper: upperMethod(method)}
-	f.around = endpointFor(f.upper, f.canon)
-	f.protocol = h.providerFor(f.canon)
-	f.unknown = h.unknownPost(f.upper, f.canon, path, f.protocol)
+	canon := canonicalPath(path)
+	f := &pathFacts{upper: upperMethod(method)}
+	f.around = endpointFor(f.upper, canon)
+	f.protocol = h.providerFor(canon)
+	f.unknown = h.unknownPost(f.upper, canon, path, f.protocol)
 	return f
 }
