@@ -89,12 +89,29 @@ func basicAuth(tb testing.TB, persons []string) string {
 
 // provider is the fake model provider: a held answer (one delete_post of
 // the post in headerPost), else a 2 KB JSON text answer, or a 200-chunk
-// stream when headerStream is set.
+// stream when headerStream is set; on Gemini's paths (geminiPath), the
+// same text answer and stream in Gemini's shape.
 func provider(tb testing.TB) *httptest.Server {
 	jsonBody := completion(jsonString(strings.Repeat("The meetup moved to Friday. ", 60)), "")
 	events := streamEvents()
+	geminiBody := geminiText(strings.Repeat("The meetup moved to Friday. ", 60), true)
+	geminiEvents := geminiStreamEvents()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		switch {
+		case strings.HasSuffix(r.URL.Path, ":generateContent"):
+			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			w.Write(geminiBody)
+			return
+		case strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			fl := w.(http.Flusher)
+			for _, ev := range geminiEvents {
+				w.Write(ev)
+				fl.Flush()
+			}
+			return
+		}
 		if post := r.Header.Get(headerPost); post != "" {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(completion("null", fmt.Sprintf(`,"tool_calls":[{"id":"call_%s","type":"function","function":{"name":"delete_post","arguments":%s}}]`, post, jsonString(`{"post":`+post+`}`))))
@@ -140,6 +157,52 @@ func streamEvents() [][]byte {
 		[]byte(`data: {"id":"chatcmpl-outside","object":"chat.completion.chunk","created":1727346178,"model":"gpt-4o-2024-08-06","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}`+"\n\n"),
 		[]byte("data: [DONE]\n\n"))
 	return ev
+}
+
+// geminiPath is the Gemini API's path of a generate request, unary or
+// streamed (with ?alt=sse, as the SDKs send it).
+func geminiPath(stream bool) string {
+	if stream {
+		return "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+	}
+	return "/v1beta/models/gemini-2.5-flash:generateContent"
+}
+
+// geminiText is a GenerateContentResponse of one text part; finish adds
+// the finishReason and usageMetadata (as the in-process benchmark's).
+func geminiText(text string, finish bool) []byte {
+	b := `{"candidates":[{"content":{"parts":[{"text":` + jsonString(text) + `}],"role":"model"}`
+	if finish {
+		b += `,"finishReason":"STOP"`
+	}
+	b += `,"index":0}]`
+	if finish {
+		b += `,"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":300,"totalTokenCount":310}`
+	}
+	return []byte(b + `,"modelVersion":"gemini-2.5-flash","responseId":"bench"}`)
+}
+
+// geminiStreamEvents is a 200-event alt=sse text stream in Gemini's CRLF
+// framing, the last chunk with the finish and usage.
+func geminiStreamEvents() [][]byte {
+	var ev [][]byte
+	for i := range 200 {
+		ev = append(ev, []byte("data: "+string(geminiText(fmt.Sprintf("word%d ", i), i == 199))+"\r\n\r\n"))
+	}
+	return ev
+}
+
+// geminiRequest is a 2 KB generateContent request with a short history.
+func geminiRequest() []byte {
+	var contents []string
+	for i := 0; len(strings.Join(contents, ",")) < 1900; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "model"
+		}
+		contents = append(contents, fmt.Sprintf(`{"role":%q,"parts":[{"text":"Message %d: tell me about the spring meetup and what we planned."}]}`, role, i))
+	}
+	return []byte(`{"contents":[` + strings.Join(contents, ",") + `],"generationConfig":{"temperature":0.2}}`)
 }
 
 func jsonString(s string) string {
