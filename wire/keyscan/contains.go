@@ -3,14 +3,21 @@ package keyscan
 import "bytes"
 
 // Contains reports whether b holds needle, as bytes.Contains does, found
-// by needle's letter rarest in English text: IndexByte for that byte,
-// then a comparison. bytes.Contains steps by a needle's first byte, and
-// the needles the gate looks for in every request begin with a quote
-// (`"previous_response_id"`) or an 'h' (a link's prefix), the commonest
-// bytes of a JSON body: on a 2 KB request it took ~550 ns where this
-// takes ~25. A needle without a letter goes to bytes.Contains.
+// by needle's rarest byte: IndexByte for that byte, then a comparison.
+// bytes.Contains steps by a needle's first byte, and the needles the gate
+// looks for in every request begin with a quote (`"previous_response_id"`)
+// or an 'h' (a link's prefix), the commonest bytes of a JSON body: on a 2
+// KB request it took ~550 ns where this takes ~25. The rarest byte is a
+// '/' when needle has one (a link's prefix: the prose of a conversation
+// has few, and a link prefix's letters, 'p' or 'g' say, are in every
+// sentence: 3.8 us against 0.1 on a 2 KB request with none), else its
+// letter rarest in English text (Rarest). A needle with neither goes to
+// bytes.Contains.
 func Contains(b, needle []byte) bool {
-	k := Rarest(needle)
+	k := bytes.LastIndexByte(needle, '/')
+	if k < 0 {
+		k = Rarest(needle)
+	}
 	if k < 0 {
 		return bytes.Contains(b, needle)
 	}

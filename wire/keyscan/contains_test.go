@@ -20,6 +20,9 @@ func TestContains(t *testing.T) {
 		{`x`, ``, true},
 		{`"::"`, `::`, true},
 		{`"::"`, `:;`, false},
+		{`{"text":"see a/b and http://gate.example/h/x"}`, `http://gate.example/h/`, true},
+		{`{"text":"see a/b and http://gate.example/x/h"}`, `http://gate.example/h/`, false},
+		{`/h/`, `x/h/`, false},
 	} {
 		if got := Contains([]byte(c.b), []byte(c.needle)); got != c.want {
 			t.Errorf("%q in %q: %v", c.needle, c.b, got)
@@ -32,6 +35,7 @@ func FuzzContains(f *testing.F) {
 	f.Add([]byte(`{"conversation":"c"}`), []byte(`"conversation"`))
 	f.Add([]byte(`vvv`), []byte(`vv`))
 	f.Add([]byte(`zz`), []byte(`z`))
+	f.Add([]byte(`{"t":"a/b http://x/h/abc"}`), []byte(`http://x/h/`))
 	f.Fuzz(func(t *testing.T, b, needle []byte) {
 		if got, want := Contains(b, needle), bytes.Contains(b, needle); got != want {
 			t.Fatalf("%q in %q: %v, bytes.Contains %v", needle, b, got, want)

@@ -1,7 +1,9 @@
 package links
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -66,4 +68,29 @@ func FuzzStepsIn(f *testing.F) {
 			t.Fatalf("%q: AfterLast found %v, StepsIn %q", s, found, ids)
 		}
 	})
+}
+
+// BenchmarkHas looks for a link prefix in a 2 KB request that holds none,
+// as every request on a gated route is searched: prose without a '/'
+// (the pass-through benchmarks' history), and prose with a URL in each
+// message.
+func BenchmarkHas(b *testing.B) {
+	const prefix = "http://127.0.0.1:41633/toolgate/h/" // shadows the tests' prefix
+	for _, c := range []struct{ name, msg string }{
+		{"prose", "Message %d: tell me about the spring meetup and what we planned."},
+		{"urls", "Message %d: the plan for the spring meetup is at https://example.com/meetup/plan."},
+	} {
+		var msgs []string
+		for i := 0; len(strings.Join(msgs, ",")) < 1900; i++ {
+			msgs = append(msgs, fmt.Sprintf(`{"role":"user","parts":[{"text":"`+c.msg+`"}]}`, i))
+		}
+		body := []byte(`{"contents":[` + strings.Join(msgs, ",") + `]}`)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if Has(body, prefix) {
+					b.Fatal("found")
+				}
+			}
+		})
+	}
 }
