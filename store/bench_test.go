@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -239,4 +240,36 @@ func BenchmarkPutAlone(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkIndexed is the lookup a held call makes for its intent's card
+// (gate's one card per intent), in a store that holds 2,000 other keys'
+// entries: a key filed under nothing (a new intent, the common case), and
+// a key with one step.
+func BenchmarkIndexed(b *testing.B) {
+	benchStores(b, func(b *testing.B, s store.Store) {
+		ctx := context.Background()
+		expires := time.Now().Add(time.Hour)
+		for i := range 2000 {
+			if err := s.Index(ctx, "intent:"+strconv.Itoa(i), "step"+strconv.Itoa(i), expires); err != nil {
+				b.Fatalf("Index: %v", err)
+			}
+		}
+		b.Run("miss", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if got, err := s.Indexed(ctx, "intent:new"+strconv.Itoa(i)); err != nil || len(got) != 0 {
+					b.Fatalf("Indexed = %v, %v", got, err)
+				}
+			}
+		})
+		b.Run("hit", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if got, err := s.Indexed(ctx, "intent:"+strconv.Itoa(i%2000)); err != nil || len(got) != 1 {
+					b.Fatalf("Indexed = %v, %v", got, err)
+				}
+			}
+		})
+	})
 }
