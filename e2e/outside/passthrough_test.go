@@ -33,7 +33,8 @@ import (
 // Then, warmed up by that traffic and by 20 held calls each (for plain
 // Caddy, the same requests pass through), the processes idle for
 // TOOLGATE_BENCH_IDLE (10s) with no connection open, and their resident
-// sets (VmRSS) are read: the gate's ratio to plain Caddy.
+// sets (VmRSS) are read: the gate's ratio to plain Caddy, and the same for
+// its anonymous part (RssAnon), beside the file-backed part (RssFile).
 //
 //	go test ./e2e/outside -run '^$' -bench PassThroughAndRSS -benchtime 1x
 func BenchmarkPassThroughAndRSS(b *testing.B) {
@@ -205,9 +206,14 @@ http://127.0.0.1:%d {
 		t.client.CloseIdleConnections()
 	}
 	time.Sleep(idle)
-	rss := map[string]float64{}
+	// VmRSS, and its anonymous and file-backed parts: which of a binary's
+	// pages are resident (its function tables most) moves by a few MiB
+	// from one process to the next, the anonymous part by little.
+	rss, anon, file := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for _, t := range targets {
 		rss[t.name] = float64(t.proc.RSS()) / (1 << 20)
+		anon[t.name] = float64(t.proc.Status("RssAnon")) / (1 << 20)
+		file[t.name] = float64(t.proc.Status("RssFile")) / (1 << 20)
 	}
 
 	var tb strings.Builder
@@ -216,7 +222,7 @@ http://127.0.0.1:%d {
 	for _, kind := range kinds {
 		head = append(head, kind+" µs/req", "ratio")
 	}
-	head = append(head, "idle MiB", "ratio")
+	head = append(head, "idle MiB", "ratio", "anon MiB", "ratio", "file MiB")
 	tb.WriteString("| " + strings.Join(head, " | ") + " |\n|" + strings.Repeat("---|", len(head)) + "\n")
 	for _, t := range targets {
 		row := []string{t.name}
@@ -243,11 +249,15 @@ http://127.0.0.1:%d {
 				b.ReportMetric(median(rs), t.name+"-"+kind+"-cpu/caddy")
 			}
 		}
-		ratio := rss[t.name] / rss["caddy"]
-		row = append(row, strconv.FormatFloat(rss[t.name], 'f', 1, 64), strconv.FormatFloat(ratio, 'f', 2, 64))
+		ratio, anonRatio := rss[t.name]/rss["caddy"], anon[t.name]/anon["caddy"]
+		row = append(row, strconv.FormatFloat(rss[t.name], 'f', 1, 64), strconv.FormatFloat(ratio, 'f', 2, 64),
+			strconv.FormatFloat(anon[t.name], 'f', 1, 64), strconv.FormatFloat(anonRatio, 'f', 2, 64),
+			strconv.FormatFloat(file[t.name], 'f', 1, 64))
 		b.ReportMetric(rss[t.name], t.name+"-idle-MiB")
+		b.ReportMetric(anon[t.name], t.name+"-idle-anon-MiB")
 		if t.name != "caddy" {
 			b.ReportMetric(ratio, t.name+"-idle-rss/caddy")
+			b.ReportMetric(anonRatio, t.name+"-idle-anon/caddy")
 		}
 		tb.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}

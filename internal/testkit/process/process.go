@@ -192,22 +192,29 @@ func CPU(pid int) (time.Duration, error) {
 }
 
 // RSS is the process's resident set size in bytes (VmRSS).
-func (p *Proc) RSS() int64 {
+func (p *Proc) RSS() int64 { return p.Status("VmRSS") }
+
+// Status is a size field of the process's /proc status in bytes: VmRSS,
+// or its parts RssAnon (the heap, stacks, the runtime's own) and RssFile
+// (pages of the binary and of mapped files, which the kernel shares and
+// may drop: which of a binary's pages are resident varies from process
+// to process of the same binary).
+func (p *Proc) Status(field string) int64 {
 	p.tb.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		p.tb.Fatalf("reading %s's status: %v", p.Name, err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				p.tb.Fatalf("reading VmRSS %q: %v", rest, err)
+				p.tb.Fatalf("reading %s %q: %v", field, rest, err)
 			}
 			return kb << 10
 		}
 	}
-	p.tb.Fatalf("%s's status has no VmRSS", p.Name)
+	p.tb.Fatalf("%s's status has no %s", p.Name, field)
 	return 0
 }
 
