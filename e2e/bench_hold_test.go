@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/internal/testkit/benchbody"
 )
 
 // BenchmarkHoldPath measures what holding a call adds to a response, on
@@ -80,7 +81,7 @@ http://127.0.0.1:%d {
 }
 `, storeLine, secret, pages, gp, pf, up.URL, pp, up.URL))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	req := chatRequest(false)
+	req := benchbody.ChatRequest(false)
 	do := func(url, owner string, held bool) time.Duration {
 		r, err := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(req))
 		if err != nil {
@@ -248,7 +249,7 @@ func confirmations(b *testing.B, replicas int, dsn string) {
 	parallel(b, answerers, b.N, func(i int) error {
 		h := &holds[i]
 		h.owner = "p" + run + "-" + strconv.Itoa(i)
-		req, _ := http.NewRequest("POST", apis[0]+"/v1/chat/completions", bytes.NewReader(chatRequest(false)))
+		req, _ := http.NewRequest("POST", apis[0]+"/v1/chat/completions", bytes.NewReader(benchbody.ChatRequest(false)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-User-Id", h.owner)
 		got, err := send(client, req, 200)

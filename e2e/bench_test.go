@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/internal/testkit/benchbody"
 )
 
 // benchEnv runs one Caddy with two routes to the same upstream: one
@@ -193,21 +194,12 @@ func (e *benchEnv) compareRules(b *testing.B, query string, req []byte, want int
 	b.ReportMetric(float64(took[2])/float64(took[0]), "rules/plain")
 }
 
-// chatRequest is a 2 KB chat request with a short history.
-func chatRequest(stream bool) []byte {
-	var msgs []string
-	for i := 0; len(strings.Join(msgs, ",")) < 1900; i++ {
-		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"Message %d: tell me about the spring meetup and what we planned."}`, i))
-	}
-	return []byte(fmt.Sprintf(`{"model":"gpt-4o","stream":%t,"messages":[%s]}`, stream, strings.Join(msgs, ",")))
-}
-
 // BenchmarkPassThroughJSON: a 2 KB non-gated JSON completion.
 func BenchmarkPassThroughJSON(b *testing.B) {
 	text := strings.Repeat("The meetup moved to Friday. ", 60)
 	body := jsonCompletion(text)
 	e := newBenchEnv(b, body, nil)
-	e.compare(b, "/v1/chat/completions", chatRequest(false), len(body))
+	e.compare(b, "/v1/chat/completions", benchbody.ChatRequest(false), len(body))
 }
 
 // BenchmarkPassThroughJSONRules is BenchmarkPassThroughJSON with a third
@@ -219,7 +211,7 @@ func BenchmarkPassThroughJSON(b *testing.B) {
 func BenchmarkPassThroughJSONRules(b *testing.B) {
 	body := jsonCompletion(strings.Repeat("The meetup moved to Friday. ", 60))
 	e := startBenchRules(b, benchUpstream(body, nil), policyYAML, neverRulesPolicy(b), "toolgate")
-	e.compareRules(b, "/v1/chat/completions", chatRequest(false), len(body))
+	e.compareRules(b, "/v1/chat/completions", benchbody.ChatRequest(false), len(body))
 }
 
 // BenchmarkPassThroughStreamRules is BenchmarkPassThroughStream with the
@@ -231,7 +223,7 @@ func BenchmarkPassThroughStreamRules(b *testing.B) {
 	}
 	events := streamEvents(words)
 	e := startBenchRules(b, benchUpstream(nil, events), policyYAML, neverRulesPolicy(b), "toolgate")
-	e.compareRules(b, "/v1/chat/completions?stream", chatRequest(true), eventsLen(events))
+	e.compareRules(b, "/v1/chat/completions?stream", benchbody.ChatRequest(true), eventsLen(events))
 }
 
 // BenchmarkPassThroughStream: a non-gated 200-chunk text stream.
@@ -246,7 +238,7 @@ func BenchmarkPassThroughStream(b *testing.B) {
 		want += len(ev)
 	}
 	e := newBenchEnv(b, nil, events)
-	e.compare(b, "/v1/chat/completions?stream", chatRequest(true), want)
+	e.compare(b, "/v1/chat/completions?stream", benchbody.ChatRequest(true), want)
 }
 
 func eventsLen(events [][]byte) int {
@@ -263,7 +255,7 @@ func sse(typ, data string) []byte { return []byte("event: " + typ + "\ndata: " +
 func BenchmarkPassThroughAnthropicJSON(b *testing.B) {
 	body := []byte(`{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":` + jsonString(strings.Repeat("The meetup moved to Friday. ", 60)) + `}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":300}}`)
 	e := newBenchEnv(b, body, nil)
-	e.compare(b, "/v1/messages", chatRequest(false), len(body))
+	e.compare(b, "/v1/messages", benchbody.ChatRequest(false), len(body))
 }
 
 // BenchmarkPassThroughAnthropicStream: a 200-event text stream.
@@ -281,14 +273,14 @@ func BenchmarkPassThroughAnthropicStream(b *testing.B) {
 		sse("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":200}}`),
 		sse("message_stop", `{"type":"message_stop"}`))
 	e := newBenchEnv(b, nil, ev)
-	e.compare(b, "/v1/messages?stream", chatRequest(true), eventsLen(ev))
+	e.compare(b, "/v1/messages?stream", benchbody.ChatRequest(true), eventsLen(ev))
 }
 
 // BenchmarkPassThroughResponsesJSON: a 2 KB message response.
 func BenchmarkPassThroughResponsesJSON(b *testing.B) {
 	body := responsesText("resp_bench", strings.Repeat("The meetup moved to Friday. ", 60))
 	e := newBenchEnv(b, body, nil)
-	e.compare(b, "/v1/responses", chatRequest(false), len(body))
+	e.compare(b, "/v1/responses", benchbody.ChatRequest(false), len(body))
 }
 
 // BenchmarkPassThroughResponsesStream: a 200-event message stream.
@@ -314,50 +306,20 @@ func BenchmarkPassThroughResponsesStream(b *testing.B) {
 		next("response.output_item.done", `"output_index":0,"item":{"id":"msg_b","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"..."}],"role":"assistant"}`),
 		next("response.completed", `"response":{"id":"resp_bench","object":"response","status":"completed","output":[{"id":"msg_b","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"..."}],"role":"assistant"}]}`))
 	e := newBenchEnv(b, nil, ev)
-	e.compare(b, "/v1/responses?stream", chatRequest(true), eventsLen(ev))
-}
-
-// geminiRequest is a 2 KB generateContent request with a short history.
-func geminiRequest() []byte {
-	var contents []string
-	for i := 0; len(strings.Join(contents, ",")) < 1900; i++ {
-		role := "user"
-		if i%2 == 1 {
-			role = "model"
-		}
-		contents = append(contents, fmt.Sprintf(`{"role":%q,"parts":[{"text":"Message %d: tell me about the spring meetup and what we planned."}]}`, role, i))
-	}
-	return []byte(`{"contents":[` + strings.Join(contents, ",") + `],"generationConfig":{"temperature":0.2}}`)
-}
-
-// geminiText is a GenerateContentResponse of one text part; finish adds
-// the finishReason and usageMetadata.
-func geminiText(text string, finish bool) []byte {
-	b := `{"candidates":[{"content":{"parts":[{"text":` + jsonString(text) + `}],"role":"model"}`
-	if finish {
-		b += `,"finishReason":"STOP"`
-	}
-	b += `,"index":0}]`
-	if finish {
-		b += `,"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":300,"totalTokenCount":310}`
-	}
-	return []byte(b + `,"modelVersion":"gemini-2.5-flash","responseId":"bench"}`)
+	e.compare(b, "/v1/responses?stream", benchbody.ChatRequest(true), eventsLen(ev))
 }
 
 // BenchmarkPassThroughGeminiJSON: a 2 KB generateContent text answer.
 func BenchmarkPassThroughGeminiJSON(b *testing.B) {
-	body := geminiText(strings.Repeat("The meetup moved to Friday. ", 60), true)
+	body := benchbody.GeminiAnswer()
 	e := newBenchEnv(b, body, nil)
-	e.compare(b, "/v1beta/models/gemini-2.5-flash:generateContent", geminiRequest(), len(body))
+	e.compare(b, "/v1beta/models/gemini-2.5-flash:generateContent", benchbody.GeminiRequest(), len(body))
 }
 
 // BenchmarkPassThroughGeminiStream: a 200-event alt=sse text stream, in
 // Gemini's CRLF framing.
 func BenchmarkPassThroughGeminiStream(b *testing.B) {
-	var ev [][]byte
-	for i := range 200 {
-		ev = append(ev, []byte("data: "+string(geminiText(fmt.Sprintf("word%d ", i), i == 199))+"\r\n\r\n"))
-	}
+	ev := benchbody.GeminiStream()
 	e := newBenchEnv(b, nil, ev)
-	e.compare(b, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", geminiRequest(), eventsLen(ev))
+	e.compare(b, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", benchbody.GeminiRequest(), eventsLen(ev))
 }

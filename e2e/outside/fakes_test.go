@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/freeport"
+	"github.com/toolgate/toolgate/internal/testkit/benchbody"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -94,8 +95,18 @@ func basicAuth(tb testing.TB, persons []string) string {
 func provider(tb testing.TB) *httptest.Server {
 	jsonBody := completion(jsonString(strings.Repeat("The meetup moved to Friday. ", 60)), "")
 	events := streamEvents()
-	geminiBody := geminiText(strings.Repeat("The meetup moved to Friday. ", 60), true)
-	geminiEvents := geminiStreamEvents()
+	geminiBody := benchbody.GeminiAnswer()
+	geminiEvents := benchbody.GeminiStream()
+	// stream writes events one at a time, each flushed, as a provider
+	// streams them.
+	stream := func(w http.ResponseWriter, events [][]byte) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for _, ev := range events {
+			w.Write(ev)
+			fl.Flush()
+		}
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		switch {
@@ -104,12 +115,7 @@ func provider(tb testing.TB) *httptest.Server {
 			w.Write(geminiBody)
 			return
 		case strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
-			w.Header().Set("Content-Type", "text/event-stream")
-			fl := w.(http.Flusher)
-			for _, ev := range geminiEvents {
-				w.Write(ev)
-				fl.Flush()
-			}
+			stream(w, geminiEvents)
 			return
 		}
 		if post := r.Header.Get(headerPost); post != "" {
@@ -118,12 +124,7 @@ func provider(tb testing.TB) *httptest.Server {
 			return
 		}
 		if r.Header.Get(headerStream) != "" {
-			w.Header().Set("Content-Type", "text/event-stream")
-			fl := w.(http.Flusher)
-			for _, ev := range events {
-				w.Write(ev)
-				fl.Flush()
-			}
+			stream(w, events)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -168,55 +169,9 @@ func geminiPath(stream bool) string {
 	return "/v1beta/models/gemini-2.5-flash:generateContent"
 }
 
-// geminiText is a GenerateContentResponse of one text part; finish adds
-// the finishReason and usageMetadata (as the in-process benchmark's).
-func geminiText(text string, finish bool) []byte {
-	b := `{"candidates":[{"content":{"parts":[{"text":` + jsonString(text) + `}],"role":"model"}`
-	if finish {
-		b += `,"finishReason":"STOP"`
-	}
-	b += `,"index":0}]`
-	if finish {
-		b += `,"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":300,"totalTokenCount":310}`
-	}
-	return []byte(b + `,"modelVersion":"gemini-2.5-flash","responseId":"bench"}`)
-}
-
-// geminiStreamEvents is a 200-event alt=sse text stream in Gemini's CRLF
-// framing, the last chunk with the finish and usage.
-func geminiStreamEvents() [][]byte {
-	var ev [][]byte
-	for i := range 200 {
-		ev = append(ev, []byte("data: "+string(geminiText(fmt.Sprintf("word%d ", i), i == 199))+"\r\n\r\n"))
-	}
-	return ev
-}
-
-// geminiRequest is a 2 KB generateContent request with a short history.
-func geminiRequest() []byte {
-	var contents []string
-	for i := 0; len(strings.Join(contents, ",")) < 1900; i++ {
-		role := "user"
-		if i%2 == 1 {
-			role = "model"
-		}
-		contents = append(contents, fmt.Sprintf(`{"role":%q,"parts":[{"text":"Message %d: tell me about the spring meetup and what we planned."}]}`, role, i))
-	}
-	return []byte(`{"contents":[` + strings.Join(contents, ",") + `],"generationConfig":{"temperature":0.2}}`)
-}
-
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-// chatRequest is a 2 KB chat request with a short history.
-func chatRequest(stream bool) []byte {
-	var msgs []string
-	for i := 0; len(strings.Join(msgs, ",")) < 1900; i++ {
-		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"Message %d: tell me about the spring meetup and what we planned."}`, i))
-	}
-	return []byte(fmt.Sprintf(`{"model":"gpt-4o","stream":%t,"messages":[%s]}`, stream, strings.Join(msgs, ",")))
 }
 
 // linkRe finds a card's link in the waiting text.

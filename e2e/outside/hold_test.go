@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testkit/benchbody"
 	"github.com/toolgate/toolgate/internal/testkit/process"
 )
 
@@ -233,7 +234,7 @@ func holdRound(b *testing.B, gb gateBuild, replicas int, storeLine, storeDir str
 	defer gatedClient.CloseIdleConnections()
 	defer plainClient.CloseIdleConnections()
 	chat := func(c *http.Client, url, owner, post string) (time.Duration, []byte) {
-		req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(chatRequest(false)))
+		req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(benchbody.ChatRequest(false)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer sk-benchmark")
 		req.Header.Set("X-User-Id", owner)

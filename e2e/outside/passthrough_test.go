@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/testkit/benchbody"
 	"github.com/toolgate/toolgate/internal/testkit/process"
 )
 
@@ -103,8 +104,8 @@ http://127.0.0.1:%d {
 	kinds := []string{"json", "stream", "gemini-json", "gemini-stream"}
 	streams := func(kind string) bool { return strings.HasSuffix(kind, "stream") }
 	bodies := map[string][]byte{
-		"json": chatRequest(false), "stream": chatRequest(true),
-		"gemini-json": geminiRequest(), "gemini-stream": geminiRequest(),
+		"json": benchbody.ChatRequest(false), "stream": benchbody.ChatRequest(true),
+		"gemini-json": benchbody.GeminiRequest(), "gemini-stream": benchbody.GeminiRequest(),
 	}
 	send := func(t *target, kind, post string) error {
 		path := "/v1/chat/completions"
