@@ -408,6 +408,20 @@ var mutations = []mutation{
 		Tests: []string{"./wire/shape:TestReadsTop"},
 	},
 	{
+		Name:  "shapes: an event's type with an escape is left to gjson",
+		File:  "wire/shape/top.go",
+		From:  "if bytes.IndexByte(typ, '\\\\') >= 0 {",
+		To:    "if false {",
+		Tests: []string{"./wire/shape:TestEventMarksTop"},
+	},
+	{
+		Name:  "shapes: an event's other call key marked by the top-level keys",
+		File:  "wire/shape/top.go",
+		From:  "case isCallKey(key):\n\t\t\tmarks |= MarkOther",
+		To:    "case isCallKey(key):",
+		Tests: []string{"./wire/shape:TestEventMarksTop"},
+	},
+	{
 		Name:  "memo: an answer is kept for its whole key",
 		File:  "internal/memo/memo.go",
 		From:  "if e := s.Load(); e != nil && e.key == k {",

@@ -322,8 +322,19 @@ const (
 
 // EventMarks returns the marks of every protocol whose clients read the
 // event's data as theirs, keys compared in any case: an event one
-// adapter reads must carry only its own.
+// adapter reads must carry only its own. An event of plain ASCII keys is
+// read by its top-level keys (eventMarksTop: 0.38-0.57 us a chunk against
+// gjson's 0.84-1.5), any other by gjson as before.
 func EventMarks(data []byte) int {
+	if marks, sure := eventMarksTop(data); sure {
+		return marks
+	}
+	return eventMarksParsed(data)
+}
+
+// eventMarksParsed is EventMarks by gjson's reading of data, for the data
+// eventMarksTop is not sure of.
+func eventMarksParsed(data []byte) int {
 	v := gjson.ParseBytes(data)
 	if !v.IsObject() {
 		return MarkOther

@@ -24,64 +24,115 @@ func readsTop(answerKey string, b []byte) (reads, sure bool) {
 			return false, false // ſ and K fold onto ASCII letters: gjson's reading compares it
 		}
 	}
-	i := keyscan.SkipSpace(b, 0)
-	if i == len(b) || b[i] != '{' {
-		return false, false
-	}
-	i = keyscan.SkipSpace(b, i+1)
 	own, foreign := false, false
-	if i < len(b) && b[i] == '}' {
-		return false, keyscan.SkipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i == len(b) || b[i] != '"' {
-			return false, false
-		}
-		j := bytes.IndexByte(b[i+1:], '"')
-		if j < 0 {
-			return false, false
-		}
-		key := b[i+1 : i+1+j]
-		for _, c := range key {
-			if c == '\\' || c < 0x20 || c >= 0x7f {
-				return false, false
-			}
-		}
-		i = keyscan.SkipSpace(b, i+2+j)
-		if i == len(b) || b[i] != ':' {
-			return false, false
-		}
-		i = keyscan.SkipSpace(b, i+1)
-		if i == len(b) {
-			return false, false
-		}
-		first := b[i]
-		var ok bool
-		if i, ok = keyscan.SkipValue(b, i); !ok {
-			return false, false
-		}
+	sure = walkTop(b, func(key, val []byte) bool {
 		switch {
 		case asciiEqualFold(key, answerKey):
-			own = first == '['
+			own = val[0] == '['
 			foreign = foreign || !own
 		case isCallKey(key):
 			foreign = true
 		}
+		return true
+	})
+	return sure && own && !foreign, sure
+}
+
+// eventMarksTop answers EventMarks for the events readsTop can read (a
+// plain object of ASCII keys, nothing after it) whose "type", if they
+// have one in any case, is a string without an escape, a number, a
+// literal, an array or an object; sure is false for any other, which
+// EventMarks then reads with gjson as before. A stream asks it of each
+// event on a gated route before the name search (see stream.Frame), so
+// it must cost less than that search.
+func eventMarksTop(b []byte) (marks int, sure bool) {
+	sure = walkTop(b, func(key, val []byte) bool {
+		switch {
+		case asciiEqualFold(key, "choices"):
+			marks |= MarkChat
+		case asciiEqualFold(key, "item"):
+			marks |= MarkResponses
+		case asciiEqualFold(key, "content_block"), asciiEqualFold(key, "message"):
+			marks |= MarkAnthropic
+		case asciiEqualFold(key, "type"):
+			if val[0] != '"' {
+				return true // gjson's String of any other value is no type (its raw text, "" for null)
+			}
+			typ := val[1 : len(val)-1]
+			if bytes.IndexByte(typ, '\\') >= 0 {
+				return false // gjson unescapes it: left to gjson
+			}
+			switch {
+			case bytes.HasPrefix(typ, []byte("response.")):
+				marks |= MarkResponses
+			case AnthropicEvent(string(typ)):
+				marks |= MarkAnthropic
+			}
+		case isCallKey(key):
+			marks |= MarkOther
+		}
+		return true
+	})
+	return marks, sure
+}
+
+// walkTop calls fn with each top-level member of the JSON object b, in
+// order: its key (plain ASCII: no escape, no control byte) and its value
+// as written (a string, a number, a literal, or an array or object
+// skipped by its brackets, as gjson skips it). sure is false when b is
+// not such an object with nothing but whitespace after it, or when fn
+// returns false; fn may have been called for the members before.
+func walkTop(b []byte, fn func(key, val []byte) bool) (sure bool) {
+	i := keyscan.SkipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return false
+	}
+	i = keyscan.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return keyscan.SkipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i == len(b) || b[i] != '"' {
+			return false
+		}
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
+			return false
+		}
+		key := b[i+1 : i+1+j]
+		for _, c := range key {
+			if c == '\\' || c < 0x20 || c >= 0x7f {
+				return false
+			}
+		}
+		i = keyscan.SkipSpace(b, i+2+j)
+		if i == len(b) || b[i] != ':' {
+			return false
+		}
+		i = keyscan.SkipSpace(b, i+1)
+		if i == len(b) {
+			return false
+		}
+		start := i
+		var ok bool
+		if i, ok = keyscan.SkipValue(b, i); !ok {
+			return false
+		}
+		if !fn(key, b[start:i]) {
+			return false
+		}
 		i = keyscan.SkipSpace(b, i)
 		if i == len(b) {
-			return false, false
+			return false
 		}
 		switch b[i] {
 		case ',':
 			i = keyscan.SkipSpace(b, i+1)
 			continue
 		case '}':
-			if keyscan.SkipSpace(b, i+1) != len(b) {
-				return false, false
-			}
-			return own && !foreign, true
+			return keyscan.SkipSpace(b, i+1) == len(b)
 		}
-		return false, false
+		return false
 	}
 }
 

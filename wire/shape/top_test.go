@@ -157,3 +157,118 @@ func BenchmarkReads(b *testing.B) {
 		}
 	})
 }
+
+// eventSeeds are events' data EventMarks must mark as gjson's reading
+// does, or leave to it: each provider's events, two at once, a type in
+// any case, escaped, not a string, twice.
+var eventSeeds = []string{
+	`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
+	`{"type":"message_start","message":{"id":"m","content":[]}}`,
+	`{"type":"response.output_text.delta","item_id":"i","delta":"hi","sequence_number":3}`,
+	`{"type":"response.output_item.added","item":{"type":"function_call","name":"delete_post"}}`,
+	`{"candidates":[{"content":{"parts":[{"text":"hi"}],"role":"model"},"index":0}],"modelVersion":"g"}`,
+	`{"TYPE":"ping"}`,
+	`{"type":"respon\u0073e.created"}`,
+	`{"type":"ping\\"}`,
+	`{"type":7,"choices":[]}`,
+	`{"type":null}`,
+	`{"type":{"x":"response.a"}}`,
+	`{"type":["message_stop"]}`,
+	`{"type":"ping","type":"response.done"}`,
+	`{"Choices":[],"tool_calls":[]}`,
+	`{"message":{},"content_block":{},"item":{}}`,
+	`{"functionCall":{"name":"delete_post"}}`,
+	`{"type":"ping"} x`,
+	`[{"type":"ping"}]`,
+	`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}`,
+}
+
+// FuzzEventMarksTopAsParsed: where eventMarksTop is sure, it marks an
+// event as gjson's reading does.
+func FuzzEventMarksTopAsParsed(f *testing.F) {
+	for _, s := range append(eventSeeds, topSeeds...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		if m, sure := eventMarksTop([]byte(data)); sure {
+			if want := eventMarksParsed([]byte(data)); m != want {
+				t.Fatalf("eventMarksTop(%q) = %b, gjson reads %b", data, m, want)
+			}
+		}
+	})
+}
+
+// TestEventMarksTop: the seeds marked as gjson reads them, and which it
+// is sure of; and every data line of the recorded streams in the
+// repository's fixtures is read sure and alike (so that a stream's fast
+// path is taken), but [DONE].
+func TestEventMarksTop(t *testing.T) {
+	unsure := map[string]bool{
+		`{"type":"respon\u0073e.created"}`: true, `{"type":"ping\\"}`: true,
+		`{"type":"ping"} x`: true, `[{"type":"ping"}]`: true,
+	}
+	for _, s := range eventSeeds {
+		m, sure := eventMarksTop([]byte(s))
+		if sure == unsure[s] {
+			t.Errorf("%q: sure %v", s, sure)
+		}
+		if sure && m != eventMarksParsed([]byte(s)) {
+			t.Errorf("%q: %b, gjson reads %b", s, m, eventMarksParsed([]byte(s)))
+		}
+	}
+	n := 0
+	filepath.WalkDir("../../testdata/fixtures", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".sse") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n") {
+			data, ok := strings.CutPrefix(line, "data:")
+			data = strings.TrimPrefix(data, " ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			m, sure := eventMarksTop([]byte(data))
+			if !sure {
+				t.Errorf("%s: not sure of %.80s", p, data)
+				continue
+			}
+			if want := eventMarksParsed([]byte(data)); m != want {
+				t.Errorf("%s: %.80s: %b, gjson reads %b", p, data, m, want)
+			}
+			n++
+		}
+		return nil
+	})
+	if n < 50 {
+		t.Fatalf("%d recorded events read", n)
+	}
+	t.Logf("%d recorded events", n)
+}
+
+// BenchmarkEventMarks: a Chat chunk and a Gemini chunk marked by their
+// top-level keys (eventMarksTop) and by gjson (eventMarksParsed).
+func BenchmarkEventMarks(b *testing.B) {
+	for _, c := range []struct{ name, data string }{
+		{"chat", `{"id":"chatcmpl-outside","object":"chat.completion.chunk","created":1727346178,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_5050236cbd","choices":[{"index":0,"delta":{"content":"word7 "},"logprobs":null,"finish_reason":null}]}`},
+		{"gemini", `{"candidates":[{"content":{"parts":[{"text":"word7 "}],"role":"model"},"index":0}],"modelVersion":"gemini-2.5-flash","responseId":"bench"}`},
+	} {
+		data := []byte(c.data)
+		b.Run(c.name+"/top", func(b *testing.B) {
+			for b.Loop() {
+				if _, sure := eventMarksTop(data); !sure {
+					b.Fatal("not sure")
+				}
+			}
+		})
+		b.Run(c.name+"/gjson", func(b *testing.B) {
+			for b.Loop() {
+				eventMarksParsed(data)
+			}
+		})
+	}
+}
