@@ -110,7 +110,7 @@ type BadgerOptions struct {
 // the store's lifetime (badgergc.go): it collects value-log files that
 // are mostly garbage and forces a compaction once enough has expired.
 // After a flood the store returns to its live size plus about one
-// value-log file (16 MiB) and one memtable (4 MiB) of garbage.
+// value-log file (16 MiB) and one memtable (2 MiB) of garbage.
 type Badger struct {
 	db         *badger.DB
 	dir        string           // the database's directory; "" in memory
