@@ -402,7 +402,7 @@ var mutations = []mutation{
 	},
 	{
 		Name:  "shapes: a top-level key with an escape is left to gjson",
-		File:  "wire/shape/top.go",
+		File:  "wire/keyscan/skip.go",
 		From:  "if c == '\\\\' || c < 0x20 || c >= 0x7f {",
 		To:    "if c < 0x20 || c >= 0x7f {",
 		Tests: []string{"./wire/shape:TestReadsTop"},

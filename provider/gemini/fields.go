@@ -185,45 +185,21 @@ func containsFoldBytes(b, lower []byte) bool {
 // checked) has one member whose key folds to key (member finds it) and its
 // value is an array, reading b in place: gjson.ParseBytes copies the whole
 // of b (a turn's request, read for each response). Its top-level members
-// are walked key by key, each value skipped as keyscan.SkipValue skips it;
-// a key with an escape or a byte outside ASCII, or a value SkipValue does
-// not read, is left to member.
+// are walked by keyscan.Members; a body that walk is not sure of (a key
+// with an escape or a byte outside ASCII, a value SkipValue does not
+// read) is left to member.
 func arrayMember(b []byte, key string) bool {
-	slow := func() bool {
-		v, _, err := member(gjson.ParseBytes(b), key)
-		return err == nil && v.IsArray()
-	}
-	i := keyscan.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
 	n, array := 0, false
-	for i = keyscan.SkipSpace(b, i+1); i < len(b) && b[i] == '"'; {
-		j := i + 1
-		for j < len(b) && b[j] != '"' {
-			if b[j] == '\\' || b[j] >= 0x80 {
-				return slow()
-			}
-			j++
-		}
-		k := b[i+1 : min(j, len(b))]
-		if i = keyscan.SkipSpace(b, j+1); i >= len(b) || b[i] != ':' {
-			return slow() // not valid JSON: the caller checks
-		}
-		if i = keyscan.SkipSpace(b, i+1); i >= len(b) {
-			return slow()
-		}
+	sure := keyscan.Members(b, func(k, v []byte) bool {
 		if foldsTo(k, key) {
 			n++
-			array = b[i] == '['
+			array = v[0] == '['
 		}
-		end, ok := keyscan.SkipValue(b, i)
-		if !ok {
-			return slow()
-		}
-		if i = keyscan.SkipSpace(b, end); i < len(b) && b[i] == ',' {
-			i = keyscan.SkipSpace(b, i+1)
-		}
+		return true
+	})
+	if !sure {
+		v, _, err := member(gjson.ParseBytes(b), key)
+		return err == nil && v.IsArray()
 	}
 	return n == 1 && array
 }

@@ -11,9 +11,8 @@ import "bytes"
 // '/' when needle has one (a link's prefix: the prose of a conversation
 // has few, and a link prefix's letters, 'p' or 'g' say, are in every
 // sentence: links.BenchmarkHas, 1.6 us against 0.2 on a 2 KB request
-// with none), else its
-// letter rarest in English text (Rarest). A needle with neither goes to
-// bytes.Contains.
+// with none), else its letter rarest in English text (Rarest). A needle
+// with neither goes to bytes.Contains.
 func Contains(b, needle []byte) bool {
 	k := bytes.LastIndexByte(needle, '/')
 	if k < 0 {

@@ -79,3 +79,67 @@ func skipString(b []byte, i int) (int, bool) {
 		at = q + 1
 	}
 }
+
+// Members calls fn with each top-level member of the JSON object b, in
+// order: its key (plain ASCII: no escape, no control byte) and its value
+// as written (a string, a number, a literal, or an array or object
+// skipped by its brackets, as gjson skips it). sure is false when b is
+// not such an object with nothing but whitespace after it, or when fn
+// returns false; fn may have been called for the members before. A key
+// is found by a search for its closing quote and a value skipped as
+// SkipValue skips it, so a body is walked at the cost of its strings'
+// count; a caller leaves what it is not sure of to a full parser
+// (shape's readsTop and eventMarksTop, gemini's arrayMember).
+func Members(b []byte, fn func(key, val []byte) bool) (sure bool) {
+	i := SkipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return false
+	}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return SkipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i == len(b) || b[i] != '"' {
+			return false
+		}
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
+			return false
+		}
+		key := b[i+1 : i+1+j]
+		for _, c := range key {
+			if c == '\\' || c < 0x20 || c >= 0x7f {
+				return false
+			}
+		}
+		i = SkipSpace(b, i+2+j)
+		if i == len(b) || b[i] != ':' {
+			return false
+		}
+		i = SkipSpace(b, i+1)
+		if i == len(b) {
+			return false
+		}
+		start := i
+		var ok bool
+		if i, ok = SkipValue(b, i); !ok {
+			return false
+		}
+		if !fn(key, b[start:i]) {
+			return false
+		}
+		i = SkipSpace(b, i)
+		if i == len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = SkipSpace(b, i+1)
+			continue
+		case '}':
+			return SkipSpace(b, i+1) == len(b)
+		}
+		return false
+	}
+}

@@ -25,7 +25,7 @@ func readsTop(answerKey string, b []byte) (reads, sure bool) {
 		}
 	}
 	own, foreign := false, false
-	sure = walkTop(b, func(key, val []byte) bool {
+	sure = keyscan.Members(b, func(key, val []byte) bool {
 		switch {
 		case asciiEqualFold(key, answerKey):
 			own = val[0] == '['
@@ -42,11 +42,10 @@ func readsTop(answerKey string, b []byte) (reads, sure bool) {
 // plain object of ASCII keys, nothing after it) whose "type", if they
 // have one in any case, is a string without an escape, a number, a
 // literal, an array or an object; sure is false for any other, which
-// EventMarks then reads with gjson as before. A stream asks it of each
-// event on a gated route before the name search (see stream.Frame), so
-// it must cost less than that search.
+// EventMarks then reads with gjson as before. A stream asks it, through
+// its adapter's OwnsEvent, of each event that names a gated tool.
 func eventMarksTop(b []byte) (marks int, sure bool) {
-	sure = walkTop(b, func(key, val []byte) bool {
+	sure = keyscan.Members(b, func(key, val []byte) bool {
 		switch {
 		case asciiEqualFold(key, "choices"):
 			marks |= MarkChat
@@ -74,66 +73,6 @@ func eventMarksTop(b []byte) (marks int, sure bool) {
 		return true
 	})
 	return marks, sure
-}
-
-// walkTop calls fn with each top-level member of the JSON object b, in
-// order: its key (plain ASCII: no escape, no control byte) and its value
-// as written (a string, a number, a literal, or an array or object
-// skipped by its brackets, as gjson skips it). sure is false when b is
-// not such an object with nothing but whitespace after it, or when fn
-// returns false; fn may have been called for the members before.
-func walkTop(b []byte, fn func(key, val []byte) bool) (sure bool) {
-	i := keyscan.SkipSpace(b, 0)
-	if i == len(b) || b[i] != '{' {
-		return false
-	}
-	i = keyscan.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return keyscan.SkipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i == len(b) || b[i] != '"' {
-			return false
-		}
-		j := bytes.IndexByte(b[i+1:], '"')
-		if j < 0 {
-			return false
-		}
-		key := b[i+1 : i+1+j]
-		for _, c := range key {
-			if c == '\\' || c < 0x20 || c >= 0x7f {
-				return false
-			}
-		}
-		i = keyscan.SkipSpace(b, i+2+j)
-		if i == len(b) || b[i] != ':' {
-			return false
-		}
-		i = keyscan.SkipSpace(b, i+1)
-		if i == len(b) {
-			return false
-		}
-		start := i
-		var ok bool
-		if i, ok = keyscan.SkipValue(b, i); !ok {
-			return false
-		}
-		if !fn(key, b[start:i]) {
-			return false
-		}
-		i = keyscan.SkipSpace(b, i)
-		if i == len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = keyscan.SkipSpace(b, i+1)
-			continue
-		case '}':
-			return keyscan.SkipSpace(b, i+1) == len(b)
-		}
-		return false
-	}
 }
 
 // asciiEqualFold reports whether the ASCII key equals s in any case
