@@ -359,6 +359,27 @@ var mutations = []mutation{
 		Tests: []string{"./wire/shape:TestSeqNamedAsNamed"},
 	},
 	{
+		Name:  "gemini: a stream chunk's call key is read past the bytes that differ",
+		File:  "provider/gemini/fields.go",
+		From:  "if end < len(b) && b[end] == ':' && callKeyBefore(b, end) {",
+		To:    "if false && end < len(b) && b[end] == ':' && callKeyBefore(b, end) {",
+		Tests: []string{"./provider/gemini:TestMayHoldCallAfter"},
+	},
+	{
+		Name:  "gemini: a stream chunk's escapes are read from the backslash run before what differs",
+		File:  "provider/gemini/fields.go",
+		From:  "for start > 0 && b[start-1] == '\\\\' {",
+		To:    "for false {",
+		Tests: []string{"./provider/gemini:TestMayHoldCallAfter"},
+	},
+	{
+		Name:  "gemini: a stream compares a chunk only with one that held no call key",
+		File:  "provider/gemini/rewriter.go",
+		From:  "if !may && len(data) <= maxClean {",
+		To:    "if len(data) <= maxClean {",
+		Tests: []string{"./provider/gemini:TestStreamUngatedCallBeforeAGatedOne"},
+	},
+	{
 		Name:  "gemini: the shortcut past Classify for a path with a method",
 		File:  "provider/gemini/provider.go",
 		From:  "if len(s) >= len(\"bidigeneratecontent\") || strings.IndexByte(s, ':') >= 0 {",

@@ -72,10 +72,78 @@ func member(obj gjson.Result, key string) (v gjson.Result, spelled string, err e
 // many keys (docs/speed.md), and it no longer sends text that names
 // functionCall, or holds an escaped '<', down the slow path.
 func MayHoldCall(b []byte) bool {
-	for i := 0; i < len(b); {
-		j := bytes.IndexByte(b[i:], ':')
+	return mayCallKey(b, 0, len(b)) || mayEscapeKey(b, 0, len(b))
+}
+
+// MayHoldCallAfter reports what MayHoldCall(b) reports, given last, a
+// chunk MayHoldCall said no to: the chunks of a stream are alike, and b
+// is searched only near where it differs from last (keyscan.Changed),
+// which on a text chunk is its few words of text instead of its every
+// colon (BenchmarkMayHoldCallAfter).
+//
+// Both searches decide from a few bytes around what they look at, and
+// where those are bytes b shares with last, b's answer is last's: no.
+//
+//   - A colon's key is read backwards from the colon (callKeyBefore):
+//     JSON whitespace, a quote, then the key's letters and underscores
+//     until its opening quote, and it stops at the first byte that does
+//     not fit. One before from reads only the bytes both begin with. One
+//     at or after to reads only the bytes both end with, unless all of
+//     the bytes from to up to it fit that reading: then they are letters
+//     or underscores, a quote, whitespace, and it is the byte after them.
+//   - An escape reads its backslash and the five bytes after it (and
+//     whether b ends before them, which is as far from both ends). Which
+//     backslash begins one is decided by the run of backslashes it is in,
+//     read from the run's start. So an escape that begins before from-5,
+//     or after a byte past to that is no backslash, is one in last too,
+//     with the same bytes after it: the window starts at the run that
+//     holds from-5 and ends at the first byte past to that is no
+//     backslash.
+func MayHoldCallAfter(last, b []byte) bool {
+	from, to := keyscan.Changed(last, b)
+	if mayCallKey(b, from, to) {
+		return true
+	}
+	end := to
+	for end < len(b) && keyLetter[b[end]] {
+		end++
+	}
+	if end < len(b) && b[end] == '"' {
+		end++
+	}
+	for end < len(b) && (b[end] == ' ' || b[end] == '\t' || b[end] == '\r' || b[end] == '\n') {
+		end++
+	}
+	if end < len(b) && b[end] == ':' && callKeyBefore(b, end) {
+		return true
+	}
+	start := max(from-5, 0)
+	for start > 0 && b[start-1] == '\\' {
+		start--
+	}
+	for to < len(b) && b[to] == '\\' {
+		to++
+	}
+	return mayEscapeKey(b, start, to)
+}
+
+// keyLetter is what a key's end may hold for callKeyBefore to read on:
+// an ASCII letter or '_'.
+var keyLetter = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	t['_'] = true
+	return t
+}()
+
+// mayCallKey reports whether a colon in b[from:to] ends a key that may
+// fold to functioncall (callKeyBefore, which reads b before from too).
+func mayCallKey(b []byte, from, to int) bool {
+	for i := from; i < to; {
+		j := bytes.IndexByte(b[i:to], ':')
 		if j < 0 {
-			break
+			return false
 		}
 		i += j
 		if callKeyBefore(b, i) {
@@ -83,7 +151,7 @@ func MayHoldCall(b []byte) bool {
 		}
 		i++
 	}
-	return mayEscapeKey(b)
+	return false
 }
 
 // callKey is functioncall backwards: callKeyBefore reads a key from its end.
@@ -123,14 +191,15 @@ func callKeyBefore(b []byte, i int) bool {
 	return false
 }
 
-// mayEscapeKey reports whether b holds an escape that may spell a key's
+// mayEscapeKey reports whether an escape that begins in b[from:to] (read
+// from from: b[from-1] is no backslash) may spell a key's
 // letter: \u of an ASCII letter, digit or '_', of a rune some reader folds
 // onto one (İ, ſ, K), a \u without four hex digits, or a \U (no JSON
 // escape; the search before this one took any \u or \U). An encoder
 // escapes '<', '>', '&' or a rune outside ASCII, never a letter.
-func mayEscapeKey(b []byte) bool {
-	for i := 0; i < len(b); {
-		j := bytes.IndexByte(b[i:], '\\')
+func mayEscapeKey(b []byte, from, to int) bool {
+	for i := from; i < to; {
+		j := bytes.IndexByte(b[i:to], '\\')
 		if j < 0 {
 			return false
 		}

@@ -3,6 +3,8 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,5 +155,119 @@ func TestStreamArrayReadsWhatMayHoldACall(t *testing.T) {
 	out, _, _ = everySplit(t, streamCase{body: body, framing: JSONArray})
 	if !bytes.Equal(out, body) {
 		t.Fatalf("the app read\n%s", out)
+	}
+}
+
+// editedChunks makes a stream of chunks from base by edits, three bytes
+// each (what, where, which byte): set, insert or delete one byte.
+func editedChunks(base, edits []byte) [][]byte {
+	chunks := [][]byte{base}
+	c := base
+	for i := 0; i+3 <= len(edits); i += 3 {
+		next := slices.Clone(c)
+		at := int(edits[i+1]) % (len(next) + 1)
+		switch edits[i] % 3 {
+		case 0:
+			if at < len(next) {
+				next[at] = edits[i+2]
+			}
+		case 1:
+			next = slices.Insert(next, at, edits[i+2])
+		case 2:
+			if at < len(next) {
+				next = slices.Delete(next, at, at+1)
+			}
+		}
+		chunks = append(chunks, next)
+		c = next
+	}
+	return chunks
+}
+
+// checkAfter runs chunks through MayHoldCallAfter as a Stream does (each
+// chunk against the last one MayHoldCall said no to) and holds every
+// answer to MayHoldCall's.
+func checkAfter(t *testing.T, chunks [][]byte) {
+	t.Helper()
+	var clean []byte
+	for i, c := range chunks {
+		want := MayHoldCall(c)
+		if clean != nil {
+			if got := MayHoldCallAfter(clean, c); got != want {
+				t.Fatalf("chunk %d %q after %q: MayHoldCallAfter %v, MayHoldCall %v", i, c, clean, got, want)
+			}
+		}
+		if !want {
+			clean = c
+		}
+	}
+}
+
+// TestMayHoldCallAfter: searched where a chunk differs from the last clean
+// one, a call key is found where an edit completes one near the shared
+// bytes (its letters, its quote, the colon after whitespace, past the
+// changed bytes), and an escape where an edit changes which backslash
+// begins one far from the edit or spells a letter five bytes on.
+func TestMayHoldCallAfter(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		chunks []string
+		holds  bool // what MayHoldCall says of the last chunk
+	}{
+		{"text", []string{`{"candidates":[{"content":{"parts":[{"text":"word1 "}]}}]}`, `{"candidates":[{"content":{"parts":[{"text":"word2 "}]}}]}`, `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"a"}}]}}]}`}, true},
+		{"a key's last letter", []string{`{"functionCal":{"name":"a"}}`, `{"functionCall":{"name":"a"}}`}, true},
+		{"a key's first letter", []string{`{"unctionCall":{"name":"a"}}`, `{"functionCall":{"name":"a"}}`}, true},
+		{"a key's closing quote", []string{`{"functionCall" x:{}}`, `{"functionCall"  :{}}`}, true},
+		{"the colon after whitespace", []string{`{"functionCall"   x {}}`, `{"functionCall"  x  :{}}`, `{"functionCall"    :{}}`}, true},
+		{"a colon far after the change", []string{`{"function_Cal_x   ;{}}`, `{"function_Call"   :{}}`}, true},
+		{"an underscore", []string{`{"function-call":{}}`, `{"function_call":{}}`}, true},
+		{"a key with a rune outside ASCII", []string{`{"xll":{}}`, `{"éll":{}}`}, true},
+		{"the pairs of a backslash run", []string{`{"text":"\\\\u0066"}`, `{"text":"\\\\\u0066"}`, `{"text":"\\\u0066"}`}, true},
+		{"a backslash run the change ends in", []string{`{"t":"x\\u0066"}`, `{"t":"\\\u0066"}`}, true},
+		{"a backslash run before the change", []string{`{"t":"\\\\\\\\u0066"}`, `{"t":"\\\\\\\\u0067"}`}, false},
+		{"a letter five bytes on", []string{`{"text":"\u00e9"}`, `{"text":"\u0065"}`, `{"text":"\u006"}`}, true},
+		{"an escape's last digit", []string{`{"text":"\u0131"}`, `{"text":"\u0130"}`}, true},
+		{"an escape with a capital U", []string{`{"text":"\u00e9"}`, `{"text":"\U00e9"}`}, true},
+		{"grown", []string{`{"a":1}`, `{"a":1}{"functionCall":{}}`}, true},
+		{"shrunk", []string{`{"a":1,"b":{"functionCal":{}}}`, `{"a":1,"b":{"functionCall":{}}}`, `{"a":1}`, `{"FUNCTIONCALL":1}`}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var chunks [][]byte
+			for _, s := range c.chunks {
+				chunks = append(chunks, []byte(s))
+			}
+			checkAfter(t, chunks)
+			if last := chunks[len(chunks)-1]; MayHoldCall(last) != c.holds {
+				t.Fatalf("MayHoldCall(%q) = %v: the case tests something else", last, !c.holds)
+			}
+		})
+	}
+}
+
+// FuzzMayHoldCallAfter holds MayHoldCallAfter to MayHoldCall over a stream
+// of chunks made by edits of one.
+func FuzzMayHoldCallAfter(f *testing.F) {
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"text":"functionCal"}]}}]}`), []byte{1, 48, 'l', 0, 49, '"', 1, 50, ':'})
+	f.Add([]byte(`{"text":"\\\\u0066", "function_cal" x:1}`), []byte{2, 10, 0, 1, 33, 'l', 0, 35, ' '})
+	f.Add([]byte(`{"text":"\u00e9"}`), []byte{0, 14, '6', 0, 13, '0', 0, 12, 'U'})
+	f.Fuzz(func(t *testing.T, base, edits []byte) {
+		checkAfter(t, editedChunks(base, edits))
+	})
+}
+
+// BenchmarkMayHoldCallAfter is the search a stream's text chunk pays after
+// the first: each chunk against the one before it (BenchmarkMayHoldCallText
+// is the whole search).
+func BenchmarkMayHoldCallAfter(b *testing.B) {
+	var chunks [][]byte
+	for i := range 200 {
+		chunks = append(chunks, []byte(strings.Replace(textChunk, "Berlin", fmt.Sprintf("Berlin%d", i), 1)))
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(chunks[0])))
+	for i := 0; b.Loop(); i++ {
+		if MayHoldCallAfter(chunks[i%len(chunks)], chunks[(i+1)%len(chunks)]) {
+			b.Fatal("a call in a text chunk")
+		}
 	}
 }

@@ -147,6 +147,11 @@ type Stream struct {
 	// protocol's (see Stream).
 	names *shape.Seq
 	own   func(data []byte) bool
+
+	// clean is the last chunk MayHoldCall said no to (cleanKept: there is
+	// one): the next is searched where it differs (mayHoldCall).
+	clean     []byte
+	cleanKept bool
 }
 
 // GuardWith makes the stream refuse chunks in another protocol's shape
@@ -462,7 +467,7 @@ func (s *Stream) chunk(raw, data []byte) {
 	if s.first == nil && !s.follow && gjson.ValidBytes(data) {
 		s.first = slices.Clone(data)
 	}
-	if len(s.held) == 0 && !s.withheld && !s.follow && !MayHoldCall(data) {
+	if len(s.held) == 0 && !s.withheld && !s.follow && !s.mayHoldCall(data) {
 		if s.framing == SSE {
 			s.passNow(raw)
 		} else {
@@ -666,6 +671,26 @@ func (s *Stream) lead(l []byte) []byte {
 	}
 	return l
 }
+
+// mayHoldCall is MayHoldCall(data), searched only where data differs from
+// the last chunk it said no to (MayHoldCallAfter), which it keeps.
+func (s *Stream) mayHoldCall(data []byte) bool {
+	var may bool
+	if s.cleanKept {
+		may = MayHoldCallAfter(s.clean, data)
+	} else {
+		may = MayHoldCall(data)
+	}
+	if !may && len(data) <= maxClean {
+		s.clean, s.cleanKept = append(s.clean[:0], data...), true
+	}
+	return may
+}
+
+// maxClean bounds the chunk mayHoldCall keeps: a larger one (a whole
+// answer in one chunk) is rare, and the next chunk is compared with an
+// older one, which serves as well.
+const maxClean = 16 << 10
 
 // logChunk keeps a passed chunk for the model content, read only when a
 // gated call turns up, or after a Write has flushed once the log grows
