@@ -359,6 +359,13 @@ var mutations = []mutation{
 		Tests: []string{"./wire/shape:TestSeqNamedAsNamed"},
 	},
 	{
+		Name:  "sse: an event's data is read in place only when its one data line is all of it",
+		File:  "wire/sse/fields.go",
+		From:  "if len(rest) == 0 || string(rest) == \"\\n\" || string(rest) == \"\\r\\n\" {",
+		To:    "if rest != nil || true {",
+		Tests: []string{"./wire/sse:TestSplitterReadsAsTheSpec"},
+	},
+	{
 		Name:  "gemini: a stream chunk's call key is read past the bytes that differ",
 		File:  "provider/gemini/fields.go",
 		From:  "if end < len(b) && b[end] == ':' && callKeyBefore(b, end) {",

@@ -38,6 +38,24 @@ func Field(line []byte) (name, value []byte) {
 // can reuse it. ok is false when the event has no data line, so a reader
 // dispatches nothing.
 func Data(ev, scratch []byte) (data, buf []byte, ok bool) {
+	// An event of one data line and its blank line, as every provider
+	// streams text, is read without the loop over its lines: the loop's
+	// second round only finds the blank line empty.
+	if len(ev) >= 5 && string(ev[:5]) == "data:" {
+		line, rest := NextLine(ev)
+		if len(rest) == 0 || string(rest) == "\n" || string(rest) == "\r\n" {
+			data = line[5:]
+			if len(data) > 0 && data[0] == ' ' {
+				data = data[1:]
+			}
+			return data, scratch, true
+		}
+	}
+	return dataLines(ev, scratch)
+}
+
+// dataLines is Data's loop over every line of ev.
+func dataLines(ev, scratch []byte) (data, buf []byte, ok bool) {
 	lines := 0
 	for b := ev; len(b) > 0; {
 		var line []byte

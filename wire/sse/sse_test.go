@@ -266,3 +266,28 @@ func BenchmarkSplitter(b *testing.B) {
 		s.Split(stream, func([]byte, int) bool { return true })
 	}
 }
+
+// FuzzDataAsLines holds Data, with its shortcut for one data line and its
+// blank line, to the loop over every line (dataLines).
+func FuzzDataAsLines(f *testing.F) {
+	for _, ev := range []string{"data: {}\n\n", "data:{}\r\n\r\n", "data: a\ndata: b\n\n", "data: x\r\n", "data: x", "data:", "data: x\n\n\n", "data: x\nevent: y\n\n", "datax: y\n\n", ": c\n\n", "data: x\r\r\n"} {
+		f.Add([]byte(ev))
+	}
+	f.Fuzz(func(t *testing.T, ev []byte) {
+		data, _, ok := Data(ev, nil)
+		want, _, wantOK := dataLines(ev, nil)
+		if ok != wantOK || !bytes.Equal(data, want) {
+			t.Fatalf("Data(%q) = %q, %v; the lines read %q, %v", ev, data, ok, want, wantOK)
+		}
+	})
+}
+
+// BenchmarkData reads a Gemini text chunk's event: one data line, CRLF.
+func BenchmarkData(b *testing.B) {
+	ev := []byte("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"word12 \"}],\"role\":\"model\"},\"index\":0}],\"modelVersion\":\"gemini-2.5-flash\",\"responseId\":\"bench\"}\r\n\r\n")
+	for b.Loop() {
+		if _, _, ok := Data(ev, nil); !ok {
+			b.Fatal("no data")
+		}
+	}
+}
