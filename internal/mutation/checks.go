@@ -382,9 +382,16 @@ var mutations = []mutation{
 	{
 		Name:  "gemini: a stream compares a chunk only with one that held no call key",
 		File:  "provider/gemini/rewriter.go",
-		From:  "if !may && len(data) <= maxClean {",
-		To:    "if len(data) <= maxClean {",
-		Tests: []string{"./provider/gemini:TestStreamUngatedCallBeforeAGatedOne"},
+		From:  "if !may && placed && sn.name == \"\" && s.names.Keep(sn.ev) {",
+		To:    "if placed && sn.name == \"\" && s.names.Keep(sn.ev) {",
+		Tests: []string{"./provider/gemini:TestStreamUngatedCallBeforeAGatedOne", "./provider/gemini:TestStreamLooksAsWhole"},
+	},
+	{
+		Name:  "gemini: a stream compares a chunk only with one that named no gated tool",
+		File:  "provider/gemini/rewriter.go",
+		From:  "if !may && placed && sn.name == \"\" && s.names.Keep(sn.ev) {",
+		To:    "if !may && placed && s.names.Keep(sn.ev) {",
+		Tests: []string{"./provider/gemini:TestStreamLooksAsWhole"},
 	},
 	{
 		Name:  "gemini: the shortcut past Classify for a path with a method",

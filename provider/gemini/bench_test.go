@@ -3,8 +3,11 @@ package gemini
 import (
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/wire/shape"
 )
 
 // BenchmarkMayHoldCall is the cost every chunk without a call pays: the
@@ -171,6 +174,35 @@ func BenchmarkStreamHeld(b *testing.B) {
 		s := NewStream(context.Background(), SSE, io.Discard, nil, holder(nil, Held, Passed))
 		if _, err := s.Write(body); err != nil {
 			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStreamGuarded is a 200-chunk text stream as the turn runs it on
+// a gated route: each chunk, one word apart, searched for the e2e test
+// policy's gated tools (GuardWith) and for a call key, in Gemini's CRLF
+// framing, one event per Write as a provider's flushes arrive.
+func BenchmarkStreamGuarded(b *testing.B) {
+	var events [][]byte
+	n := 0
+	for i := range 200 {
+		chunk := `{"candidates":[{"content":{"parts":[{"text":"word` + strconv.Itoa(i) + ` "}],"role":"model"},"index":0}],"modelVersion":"gemini-2.5-flash","responseId":"bench"}`
+		events = append(events, AppendEvent(nil, []byte(chunk), "\r\n"))
+		n += len(events[i])
+	}
+	names := shape.NewNames([]string{"delete_post", "send_email", "post_note", "weather", "calculator", "get_weather", "get_stock_price"})
+	b.ReportAllocs()
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		s := NewStream(context.Background(), SSE, io.Discard, nil, holder(nil))
+		s.GuardWith(names, Provider{}.OwnsEvent)
+		for _, ev := range events {
+			if _, err := s.Write(ev); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if err := s.Close(); err != nil {
 			b.Fatal(err)

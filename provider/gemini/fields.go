@@ -101,6 +101,12 @@ func MayHoldCall(b []byte) bool {
 //     backslash.
 func MayHoldCallAfter(last, b []byte) bool {
 	from, to := keyscan.Changed(last, b)
+	return mayHoldCallIn(b, from, to)
+}
+
+// mayHoldCallIn is MayHoldCallAfter(last, b) where keyscan.Changed(last,
+// b) is from, to.
+func mayHoldCallIn(b []byte, from, to int) bool {
 	if mayCallKey(b, from, to) {
 		return true
 	}

@@ -2,11 +2,16 @@ package gemini
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/wire/shape"
+	"github.com/toolgate/toolgate/wire/sse"
 
 	"google.golang.org/genai"
 )
@@ -270,4 +275,73 @@ func BenchmarkMayHoldCallAfter(b *testing.B) {
 			b.Fatal("a call in a text chunk")
 		}
 	}
+}
+
+// checkLook runs events through a Stream's look and mayHoldCall, as its
+// fast path does (each event against the one its Seq keeps), and holds
+// every answer to the whole searches: Named over the event, MayHoldCall
+// over its data. array: each event is an array element, its own data.
+func checkLook(t *testing.T, names []string, events [][]byte, array bool) {
+	t.Helper()
+	s := NewStream(context.Background(), SSE, io.Discard, nil, holder(nil))
+	n := shape.NewNames(names)
+	s.GuardWith(n, func([]byte) bool { return true })
+	for i, ev := range events {
+		data, ok := ev, true
+		if !array {
+			data, _, ok = sse.Data(ev, nil)
+		}
+		if !ok {
+			continue
+		}
+		sn, _ := s.look(ev, data, ok)
+		if want := n.Named(ev); sn.name != want {
+			t.Fatalf("event %d %q: look named %q, Named %q", i, ev, sn.name, want)
+		}
+		if got, want := s.mayHoldCall(data, sn), MayHoldCall(data); got != want {
+			t.Fatalf("event %d %q (data %q) after %q: mayHoldCall %v, MayHoldCall %v", i, ev, data, events[max(i-1, 0)], got, want)
+		}
+	}
+}
+
+// TestStreamLooksAsWhole: a chunk searched where its event differs from
+// the one kept finds what the whole searches find, where the events'
+// framing differs (another line end, no space after "data:", a second
+// data line) and where one data is all of the other's first bytes.
+func TestStreamLooksAsWhole(t *testing.T) {
+	names := []string{"delete_post"}
+	for _, c := range []struct {
+		name   string
+		events []string
+	}{
+		{"text then a call", []string{"data: {\"text\":\"word1\"}\r\n\r\n", "data: {\"text\":\"word2\"}\r\n\r\n", "data: {\"functionCall\":{\"name\":\"delete_post\"}}\r\n\r\n"}},
+		{"a key's end in the line end", []string{"data: {\"functionCal\":1}\r\n\r\n", "data: {\"functionCall\":1}\n\n"}},
+		{"no space after data:", []string{"data: {\"functionCal\":1}\n\n", "data:{\"functionCall\":1}\n\n"}},
+		{"one data all the other's first bytes", []string{"data: {\"functionCall\"\n\n", "data: {\"functionCall\"\n:\n\n", "data: {\"functionCall\":\n\n"}},
+		{"two data lines", []string{"data: {\"functionCal\"\n\n", "data: {\"functionCal\"\ndata: l\":1}\n\n", "data: {\"functionCal\"\n\n", "data: {\"functionCall\":1}\n\n"}},
+		{"a name across the data's end", []string{"data: delete_pos\n\n", "data: delete_post\n\n"}},
+		{"a call key in the bytes two events share", []string{"data: {\"text\":\"a\"}\n\n", "data: {\"functionCall\":1}\n\n", "data: {\"functionCall\":2}\n\n"}},
+		{"a name in the bytes two events share", []string{"data: {\"text\":\"a\"}\n\n", "data: {\"text\":\"delete_post, then many other words: 1\"}\n\n", "data: {\"text\":\"delete_post, then many other words: 2\"}\n\n"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var events [][]byte
+			for _, e := range c.events {
+				events = append(events, []byte(e))
+			}
+			checkLook(t, names, events, false)
+			checkLook(t, names, events, true)
+		})
+	}
+}
+
+// FuzzStreamLooksAsWhole holds a Stream's search of each chunk where its
+// event differs from the one kept to the whole searches, over streams of
+// SSE events (framing included) and array elements made by edits of one.
+func FuzzStreamLooksAsWhole(f *testing.F) {
+	f.Add("delete_post", []byte("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"functionCal\"}]}}]}\r\n\r\n"), []byte{1, 70, 'l', 0, 71, '"', 1, 72, ':'}, false)
+	f.Add("delete_post,a", []byte("data: {\"functionCal\":1}\n\n"), []byte{2, 5, 0, 1, 18, 'l', 0, 25, '\r'}, false)
+	f.Add("delete_post", []byte(`{"text":"\\\\u0066", "function_cal" x:1}`), []byte{2, 10, 0, 1, 33, 'l', 0, 35, ' '}, true)
+	f.Fuzz(func(t *testing.T, list string, base, edits []byte, array bool) {
+		checkLook(t, strings.Split(list, ","), editedChunks(base, edits), array)
+	})
 }

@@ -148,10 +148,12 @@ type Stream struct {
 	names *shape.Seq
 	own   func(data []byte) bool
 
-	// clean is the last chunk MayHoldCall said no to (cleanKept: there is
-	// one): the next is searched where it differs (mayHoldCall).
-	clean     []byte
-	cleanKept bool
+	// kept: names keeps an event that named nothing and whose data, in
+	// place at keptOff with keptTail bytes after it (keptLen long), held
+	// no call key: the next chunk's data is searched where the events
+	// differ (mayHoldCall).
+	kept                       bool
+	keptOff, keptTail, keptLen int
 }
 
 // GuardWith makes the stream refuse chunks in another protocol's shape
@@ -160,16 +162,24 @@ func (s *Stream) GuardWith(names *shape.Names, own func(data []byte) bool) {
 	s.names, s.own = names.NewSeq(), own
 }
 
-// foreign reports a chunk (raw: its SSE event, or its array element's
-// Value) that names a gated tool and whose data is not Gemini's, as
-// stream.Frame's foreign does: a byte search first, so that the chunks of
-// a pass-through stream are not parsed twice; an SSE event naming one
-// with no data line is foreign too.
-func (s *Stream) foreign(raw, data []byte, ok bool) bool {
-	if s.names.Named(raw) == "" {
-		return false
-	}
-	return !ok || !s.own(data)
+// look searches a chunk's event (ev: the SSE event, or the array
+// element's Value) for the gated tools and reports whether it is foreign:
+// it names one and its data is not Gemini's, as stream.Frame's foreign
+// does (a byte search first, so that the chunks of a pass-through stream
+// are not parsed twice); an SSE event naming one with no data line is
+// foreign too.
+func (s *Stream) look(ev, data []byte, ok bool) (seen, bool) {
+	name, from, to := s.names.Look(ev)
+	return seen{ev: ev, name: name, from: from, to: to}, name != "" && (!ok || !s.own(data))
+}
+
+// seen is what look found of a chunk's event: the tool it names ("":
+// none), and where it differs from the event names keeps (ev[from:to],
+// shape.Seq.Look's).
+type seen struct {
+	ev       []byte
+	name     string
+	from, to int
 }
 
 // Settlement is what Hold decided for one candidate of the stream, for
@@ -213,7 +223,7 @@ type heldChunk struct {
 // NewStream returns the rewriter of a streamed response in framing f (SSE
 // or JSONArray).
 func NewStream(ctx context.Context, f Framing, dst io.Writer, flush func() error, h provider.Holder) *Stream {
-	s := &Stream{ctx: ctx, h: h, framing: f, dst: dst, flush: flush, at: -1}
+	s := &Stream{ctx: ctx, h: h, framing: f, dst: dst, flush: flush, at: -1, names: (*shape.Names)(nil).NewSeq()}
 	s.sp.Max, s.ar.Max = streamMaxHeld, streamMaxHeld
 	s.ar.Unchecked = true // chunk checks what it reads; the rest passes unread
 	if f != SSE && f != JSONArray {
@@ -242,11 +252,12 @@ func (s *Stream) Write(p []byte) (int, error) {
 		s.at = -1
 	} else {
 		err = s.ar.Write(p, func(e Element) bool {
-			if s.foreign(e.Value, e.Value, true) {
+			sn, foreign := s.look(e.Value, e.Value, true)
+			if foreign {
 				s.fail(stream.ErrNamesGated)
 				return false
 			}
-			s.chunk(e.Lead, e.Value)
+			s.chunk(e.Lead, e.Value, sn)
 			return s.err == nil
 		})
 	}
@@ -445,7 +456,8 @@ func (s *Stream) event(ev []byte) {
 	}
 	data, buf, ok := sse.Data(ev, s.scratch)
 	s.scratch = buf
-	if s.foreign(ev, data, ok) {
+	sn, foreign := s.look(ev, data, ok)
+	if foreign {
 		s.fail(stream.ErrNamesGated)
 		return
 	}
@@ -458,16 +470,16 @@ func (s *Stream) event(ev []byte) {
 		s.passNow(ev)
 		return
 	}
-	s.chunk(ev, data)
+	s.chunk(ev, data, sn)
 }
 
 // chunk handles one chunk: raw is its SSE event, or its array Lead; data
-// the GenerateContentResponse.
-func (s *Stream) chunk(raw, data []byte) {
+// the GenerateContentResponse; sn what look found of its event.
+func (s *Stream) chunk(raw, data []byte, sn seen) {
 	if s.first == nil && !s.follow && gjson.ValidBytes(data) {
 		s.first = slices.Clone(data)
 	}
-	if len(s.held) == 0 && !s.withheld && !s.follow && !s.mayHoldCall(data) {
+	if len(s.held) == 0 && !s.withheld && !s.follow && !s.mayHoldCall(data, sn) {
 		if s.framing == SSE {
 			s.passNow(raw)
 		} else {
@@ -672,25 +684,45 @@ func (s *Stream) lead(l []byte) []byte {
 	return l
 }
 
-// mayHoldCall is MayHoldCall(data), searched only where data differs from
-// the last chunk it said no to (MayHoldCallAfter), which it keeps.
-func (s *Stream) mayHoldCall(data []byte) bool {
+// mayHoldCall is MayHoldCall(data), searched only where the chunk's event
+// differs from the one names keeps (sn, look's), when that one's data
+// held no call key and lies in it as data lies in this one: the same
+// bytes before it (from >= off) and as many after it, the same (to
+// within data). The bytes each event's data begins and ends with alike
+// are then the events', unless one data is all the other's first bytes
+// and the events go on alike past it (from past either's end), which is
+// searched whole. It keeps the event when it named nothing and its data,
+// in place, held no call key.
+func (s *Stream) mayHoldCall(data []byte, sn seen) bool {
+	off, placed := placeOf(sn.ev, data)
+	tail := len(sn.ev) - off - len(data)
 	var may bool
-	if s.cleanKept {
-		may = MayHoldCallAfter(s.clean, data)
+	if placed && s.kept && off == s.keptOff && tail == s.keptTail &&
+		sn.from >= off && sn.from-off <= min(len(data), s.keptLen) && sn.to <= off+len(data) {
+		may = mayHoldCallIn(data, sn.from-off, sn.to-off)
 	} else {
 		may = MayHoldCall(data)
 	}
-	if !may && len(data) <= maxClean {
-		s.clean, s.cleanKept = append(s.clean[:0], data...), true
+	if !may && placed && sn.name == "" && s.names.Keep(sn.ev) {
+		s.kept, s.keptOff, s.keptTail, s.keptLen = true, off, tail, len(data)
 	}
 	return may
 }
 
-// maxClean bounds the chunk mayHoldCall keeps: a larger one (a whole
-// answer in one chunk) is rare, and the next chunk is compared with an
-// older one, which serves as well.
-const maxClean = 16 << 10
+// placeOf returns where data lies in ev when it is ev's own bytes: all of
+// it (an array element), or after "data:" or "data: " (sse.Data's one data
+// line).
+func placeOf(ev, data []byte) (int, bool) {
+	if len(data) == 0 {
+		return 0, false
+	}
+	for _, off := range [...]int{0, 5, 6} {
+		if off+len(data) <= len(ev) && &ev[off] == &data[0] {
+			return off, true
+		}
+	}
+	return 0, false
+}
 
 // logChunk keeps a passed chunk for the model content, read only when a
 // gated call turns up, or after a Write has flushed once the log grows

@@ -22,18 +22,48 @@ func (s *Seq) Named(ev []byte) string {
 	if s == nil || s.names == nil {
 		return ""
 	}
-	b := ev
-	if s.last != nil {
-		from, to := keyscan.Changed(s.last, ev)
-		b = ev[s.window(ev, from):s.windowEnd(ev, to)]
-	}
-	name := s.names.Named(b)
-	if name == "" && len(ev) <= maxKept {
-		// An event that names a tool is not kept: the one kept must have
-		// named nothing. Any event that did serves, however old.
-		s.last = append(s.last[:0], ev...)
+	name, _, _ := s.Look(ev)
+	if name == "" {
+		s.Keep(ev)
 	}
 	return name
+}
+
+// Look returns what n.Named(ev) returns, searching ev only around where it
+// differs from the event last kept (Keep), and where that is: ev[from:to]
+// (keyscan.Changed's; 0 and len(ev) when none is kept). Unlike Named it
+// keeps nothing, so that a caller that searches the event for more (a
+// call key) can keep only an event that held none of it either: the
+// caller's search of ev[from:to] then stands for the whole event too. With
+// nil names it names nothing and still says where ev differs.
+func (s *Seq) Look(ev []byte) (name string, from, to int) {
+	if s == nil {
+		return "", 0, len(ev)
+	}
+	from, to = 0, len(ev)
+	if s.last != nil {
+		from, to = keyscan.Changed(s.last, ev)
+	}
+	if s.names == nil {
+		return "", from, to
+	}
+	b := ev
+	if s.last != nil {
+		b = ev[s.window(ev, from):s.windowEnd(ev, to)]
+	}
+	return s.names.Named(b), from, to
+}
+
+// Keep keeps ev as the event the next ones are compared with, when it
+// named nothing (Look's name ""): any event that did serves, however old.
+// An event over maxKept bytes is not kept and the one before stays; Keep
+// reports whether ev was kept.
+func (s *Seq) Keep(ev []byte) bool {
+	if s == nil || len(ev) > maxKept {
+		return false
+	}
+	s.last = append(s.last[:0], ev...)
+	return true
 }
 
 // maxKept bounds the event a Seq keeps: a larger one (a whole answer in
