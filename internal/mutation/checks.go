@@ -354,8 +354,15 @@ var mutations = []mutation{
 	{
 		Name:  "shapes: a stream event's window reaches a name's length past what differs",
 		File:  "wire/shape/seq.go",
-		From:  "func (s *Seq) margin() int { return max(s.names.max, 6) + 2 }",
+		From:  "func (s *Seq) margin() int { return max(s.names.othersMax, 6) + 2 }",
 		To:    "func (s *Seq) margin() int { return 1 }",
+		Tests: []string{"./wire/shape:TestSeqNamedAsNamed"},
+	},
+	{
+		Name:  "shapes: a stream event's window reaches the longest name with another byte in it past what differs",
+		File:  "wire/shape/seq.go",
+		From:  "func (s *Seq) margin() int { return max(s.names.othersMax, 6) + 2 }",
+		To:    "func (s *Seq) margin() int { return 6 + 2 }",
 		Tests: []string{"./wire/shape:TestSeqNamedAsNamed"},
 	},
 	{

@@ -71,8 +71,13 @@ func (s *Seq) Keep(ev []byte) bool {
 const maxKept = 16 << 10
 
 // margin is how far outside the bytes that differ a window reaches: a
-// name (Names.max) with the byte on each side, or a \u escape.
-func (s *Seq) margin() int { return max(s.names.max, 6) + 2 }
+// name searched on its own (Names.others) with the byte on each side, or
+// a \u escape. A name of name bytes only is a whole word, and the window
+// holds every word that touches the bytes that differ (window and
+// windowEnd move over name bytes): a word farther off, with the bytes
+// around it, was in the event kept too, so the window need not reach as
+// far as the longest such name.
+func (s *Seq) margin() int { return max(s.names.othersMax, 6) + 2 }
 
 // window returns where ev's window begins: margin before its first byte
 // that differs from s.last (from, keyscan.Changed's), moved back over name

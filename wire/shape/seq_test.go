@@ -77,6 +77,8 @@ func TestSeqNamedAsNamed(t *testing.T) {
 		{"a name with a dot completed", [][]byte{chunk("a."), chunk("a.b")}},
 		{"a name with a dot begun", [][]byte{chunk(".b"), chunk("a.b")}},
 		{"a name with two dots completed", [][]byte{chunk("a.."), chunk("a..b")}},
+		{"a long name with dots completed far from its start", [][]byte{chunk("acme.stock.quotx"), chunk("acme.stock.quote")}},
+		{"a long name with dots begun far from its end", [][]byte{chunk("xacme.stock.quote"), chunk(".acme.stock.quote")}},
 		{"a name kept from an event that named one", [][]byte{chunk("a"), chunk("delete_post a"), chunk("delete_post b")}},
 		{"the same event again", [][]byte{chunk("a"), chunk("a"), chunk("a")}},
 		{"shorter and longer", [][]byte{chunk(strings.Repeat("a", 90)), chunk("a"), chunk(strings.Repeat("send_email ", 9))}},
@@ -98,7 +100,7 @@ func TestSeqNamedAsNamed(t *testing.T) {
 		}})
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { checkSeq(t, strings.Join(benchNames, ",")+",a.b,a..b", c.evs) })
+		t.Run(c.name, func(t *testing.T) { checkSeq(t, strings.Join(benchNames, ",")+",a.b,a..b,acme.stock.quote", c.evs) })
 	}
 }
 

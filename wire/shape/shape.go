@@ -40,8 +40,9 @@ type Names struct {
 	lengths  uint64
 	shortest int
 	// others are the places of the names with another byte in them ('.',
-	// say), each searched on its own as before.
-	others []int
+	// say), each searched on its own as before; othersMax the longest.
+	others    []int
+	othersMax int
 }
 
 // NewNames returns the search for tools (the policy's gated tools); nil
@@ -61,6 +62,7 @@ func NewNames(tools []string) *Names {
 		switch {
 		case !allNameBytes(t) || len(t) >= 64:
 			n.others = append(n.others, k)
+			n.othersMax = max(n.othersMax, len(t))
 		default:
 			if _, dup := n.words[t]; !dup {
 				n.words[t] = k
