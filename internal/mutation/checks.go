@@ -496,8 +496,8 @@ var mutations = []mutation{
 	{
 		Name:  "shapes: a Gemini stream chunk in another protocol's shape",
 		File:  "provider/gemini/rewriter.go",
-		From:  "if s.names.Named(raw) == \"\" {",
-		To:    "if true || s.names.Named(raw) == \"\" {",
+		From:  "name != \"\" && (!ok || !s.own(data))",
+		To:    "false && name != \"\" && (!ok || !s.own(data))",
 		Tests: []string{"./provider/gemini:TestStreamGuardRefusesForeignChunks", "./interceptor:TestGeminiStreamRefusesForeignEvents", "./e2e/differential:TestForeignShapesNeverCarryAGatedCall"},
 	},
 	{
