@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -129,6 +130,31 @@ func TestStreamsArguments(t *testing.T) {
 	}
 }
 
+// TestStreamsArgumentsAtEveryPlace: the key is found in each case at each
+// place in a request, around the 8- and 16-byte blocks its search reads
+// (keyscan.IndexFold), after text that holds "arguments" alone, and at the
+// end of a body cut short.
+func TestStreamsArgumentsAtEveryPlace(t *testing.T) {
+	for _, key := range []string{"streamFunctionCallArguments", "STREAM_FUNCTION_CALL_ARGUMENTS", "stream_function_call_ARGUMENTS", "StreamFunctionCallArgUmentS"} {
+		for _, text := range []string{"", "x", "the arguments", "ARGUMENTS and Arguments"} {
+			for pad := range 40 {
+				body := `{"contents":[{"parts":[{"text":"` + text + strings.Repeat(" ", pad) + `"}]}],"toolConfig":{"functionCallingConfig":{"` + key + `":true}}}`
+				if !StreamsArguments([]byte(body)) {
+					t.Fatalf("%s: not found", body)
+				}
+				if b := strings.Replace(body, key, key[:len(key)-1], 1); StreamsArguments([]byte(b)) {
+					t.Fatalf("%s: found", b)
+				}
+				// Cut after the key, the body's last bytes: invalid JSON
+				// naming the key, which cannot be told and is refused.
+				if cut := body[:strings.Index(body, key)+len(key)]; !StreamsArguments([]byte(cut)) {
+					t.Fatalf("%s: not found", cut)
+				}
+			}
+		}
+	}
+}
+
 // FuzzStreamedArgumentsAsTwoSearches: the one search for "arguments" with
 // either head before it finds what the two whole-key searches it replaced
 // find.
@@ -144,4 +170,16 @@ func FuzzStreamedArgumentsAsTwoSearches(f *testing.F) {
 			t.Fatalf("%q: %v, the two searches say %v", b, got, want)
 		}
 	})
+}
+
+// BenchmarkStreamsArgumentsMeetup is BenchmarkStreamsArguments on
+// meetupRequest, whose every message has a g ("spring").
+func BenchmarkStreamsArgumentsMeetup(b *testing.B) {
+	req := meetupRequest()
+	b.SetBytes(int64(len(req)))
+	for b.Loop() {
+		if StreamsArguments(req) {
+			b.Fatal("streams")
+		}
+	}
 }

@@ -8,8 +8,10 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
+	"github.com/toolgate/toolgate/wire/keyscan"
 )
 
 // A Gemini request declares its functions under
@@ -73,7 +75,7 @@ func declarations(root gjson.Result, fn func(decl gjson.Result, schemaKey string
 // error, as is a new schema that is not valid JSON or a declaration with
 // both schema keys.
 func RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
-	if !containsFoldBytes(body, []byte("tools")) {
+	if !namesTools(body) {
 		return body, nil
 	}
 	if !gjson.ValidBytes(body) {
@@ -143,7 +145,7 @@ func RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 // "object", nullable → a "null" type beside). What the glue gives the gate
 // for an action whose policy has no schema.
 func ToolSchema(body []byte, name string) []byte {
-	if !containsFoldBytes(body, []byte("tools")) || !gjson.ValidBytes(body) {
+	if !namesTools(body) || !gjson.ValidBytes(body) {
 		return nil
 	}
 	var out []byte
@@ -157,6 +159,15 @@ func ToolSchema(body []byte, name string) []byte {
 		return false
 	})
 	return out
+}
+
+// namesTools reports whether body holds the bytes "tools" in any case,
+// which a request with a tools key does (an escape in the key is not
+// looked for). Every request on a Gemini route is asked (RewriteTools): it
+// is keyscan.IndexFold's search by two letters side by side, which
+// answers as containsFoldBytes did (FuzzNamesToolsAsContainsFold).
+func namesTools(body []byte) bool {
+	return keyscan.IndexFold(body, []byte("tools")) >= 0
 }
 
 // toJSONSchema returns a schema with Google's OpenAPI-subset spellings

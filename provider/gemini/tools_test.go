@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,4 +90,104 @@ func TestRewriteTools(t *testing.T) {
 			t.Error("invalid new schema: no error")
 		}
 	})
+}
+
+// TestNamesTools: the filter before a request's tools are read finds
+// "tools" in any ASCII case, anywhere (a key, text, the tail of a longer
+// word), and nothing else: not an escape, not a rune that folds onto a
+// letter. RewriteTools reads, and so refuses as invalid JSON, exactly the
+// bodies it finds the word in.
+func TestNamesTools(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"tools":[]}`: true,
+		`{"TOOLS":[]}`: true,
+		`{"ToOlS":[]}`: true,
+		`{"contents":[{"parts":[{"text":"my tOOLs"}]}]}`: true,
+		`{"x":"toolset"}`:                 true,
+		`{"tool":"s"}`:                    false,
+		`{"\u0074ools":[]}`:               false, // an escape is not looked for (as before)
+		`{"tool\u0073":[]}`:               false,
+		"{\"tool\u017f\":[]}":             false, // ſ folds onto s for encoding/json, not for a byte search (as before)
+		`{"to_ols":[]}`:                   false,
+		``:                                false,
+		`tools`:                           true,
+		strings.Repeat("l", 64) + "ToolS": true,
+		strings.Repeat("ls", 64) + "tool": false,
+		`{"tools":[`:                      true,
+		`{"contents":[`:                   false,
+	} {
+		if got := namesTools([]byte(body)); got != want {
+			t.Errorf("%q: %v", body, got)
+		}
+		if got := containsFoldBytes([]byte(body), []byte("tools")); got != want {
+			t.Errorf("%q: containsFoldBytes says %v", body, got)
+		}
+		_, err := RewriteTools([]byte(body), func(string, []byte) ([]byte, string, bool) { return nil, "", true })
+		if invalid := !gjson.Valid(body); (err != nil) != (want && invalid) {
+			t.Errorf("%q: RewriteTools error %v", body, err)
+		}
+	}
+}
+
+// TestRewriteToolsAtEveryPlace: a tools key in each case, at each place in
+// a request around the blocks its search reads (keyscan.IndexFold), is
+// read; at the end of a body cut short, it makes the body an error.
+func TestRewriteToolsAtEveryPlace(t *testing.T) {
+	for _, key := range []string{"tools", "TOOLS", "ToOlS", "toolS"} {
+		for pad := range 40 {
+			body := `{"contents":[{"parts":[{"text":"tool ls` + strings.Repeat(" ", pad) + `"}]}],"` + key + `":[{"functionDeclarations":[{"name":"a"}]}]}`
+			out, err := RewriteTools([]byte(body), func(string, []byte) ([]byte, string, bool) { return nil, " x", true })
+			if err != nil || gjson.GetBytes(out, key+".0.functionDeclarations.0.description").Str != " x" {
+				t.Fatalf("%s: %s, %v", body, out, err)
+			}
+			// Cut after the key, the body's last bytes: invalid JSON
+			// carrying tools, an error.
+			if cut := body[:strings.Index(body, key)+len(key)]; !namesTools([]byte(cut)) {
+				t.Fatalf("%s: not found", cut)
+			} else if _, err := RewriteTools([]byte(cut), func(string, []byte) ([]byte, string, bool) { return nil, " x", true }); err == nil {
+				t.Fatalf("%s: no error", cut)
+			}
+		}
+	}
+}
+
+// FuzzNamesToolsAsContainsFold holds the filter before a request's tools
+// are read (keyscan.IndexFold) to the search it replaced.
+func FuzzNamesToolsAsContainsFold(f *testing.F) {
+	for _, s := range []string{`{"tools":[]}`, `{"TOOLs":[]}`, `{"\u0074ools":[]}`, "{\"tool\u017f\":[]}", `ls LS lS tool Tool`, `{"contents":[{"parts":[{"text":"a toolbox"}]}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := namesTools(b), containsFoldBytes(b, []byte("tools")); got != want {
+			t.Fatalf("%q: %v, containsFoldBytes %v", b, got, want)
+		}
+	})
+}
+
+// meetupRequest is e2e's BenchmarkPassThroughGeminiJSON's request: 2 KB
+// of conversation, no tools.
+func meetupRequest() []byte {
+	var contents []string
+	for i := 0; len(strings.Join(contents, ",")) < 1900; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "model"
+		}
+		contents = append(contents, `{"role":"`+role+`","parts":[{"text":"Message `+strconv.Itoa(i)+`: tell me about the spring meetup and what we planned."}]}`)
+	}
+	return []byte(`{"contents":[` + strings.Join(contents, ",") + `],"generationConfig":{"temperature":0.2}}`)
+}
+
+// BenchmarkRewriteToolsText offers the policy's tools to a 2 KB text
+// request without tools, as every request on a Gemini route is offered
+// them: the search for "tools" alone.
+func BenchmarkRewriteToolsText(b *testing.B) {
+	req := meetupRequest()
+	b.SetBytes(int64(len(req)))
+	for b.Loop() {
+		out, err := RewriteTools(req, func(string, []byte) ([]byte, string, bool) { return nil, "", true })
+		if err != nil || &out[0] != &req[0] {
+			b.Fatal("rewritten", err)
+		}
+	}
 }
