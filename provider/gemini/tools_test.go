@@ -1,9 +1,10 @@
 package gemini
 
 import (
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/testkit/benchbody"
 
 	"github.com/tidwall/gjson"
 )
@@ -166,17 +167,7 @@ func FuzzNamesToolsAsContainsFold(f *testing.F) {
 
 // meetupRequest is e2e's BenchmarkPassThroughGeminiJSON's request: 2 KB
 // of conversation, no tools.
-func meetupRequest() []byte {
-	var contents []string
-	for i := 0; len(strings.Join(contents, ",")) < 1900; i++ {
-		role := "user"
-		if i%2 == 1 {
-			role = "model"
-		}
-		contents = append(contents, `{"role":"`+role+`","parts":[{"text":"Message `+strconv.Itoa(i)+`: tell me about the spring meetup and what we planned."}]}`)
-	}
-	return []byte(`{"contents":[` + strings.Join(contents, ",") + `],"generationConfig":{"temperature":0.2}}`)
-}
+func meetupRequest() []byte { return benchbody.GeminiRequest() }
 
 // BenchmarkRewriteToolsText offers the policy's tools to a 2 KB text
 // request without tools, as every request on a Gemini route is offered

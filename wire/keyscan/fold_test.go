@@ -2,9 +2,10 @@ package keyscan
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/testkit/benchbody"
 )
 
 // indexFoldBefore is the search IndexFold replaced: bytes.EqualFold at
@@ -121,15 +122,7 @@ func isASCII(b []byte) bool {
 // Gemini request is searched; -scan with ScanFold and bytes.EqualFold,
 // the search before.
 func BenchmarkIndexFold(b *testing.B) {
-	var contents []string
-	for i := 0; len(strings.Join(contents, ",")) < 1900; i++ {
-		role := "user"
-		if i%2 == 1 {
-			role = "model"
-		}
-		contents = append(contents, fmt.Sprintf(`{"role":%q,"parts":[{"text":"Message %d: tell me about the spring meetup and what we planned."}]}`, role, i))
-	}
-	body := []byte(`{"contents":[` + strings.Join(contents, ",") + `],"generationConfig":{"temperature":0.2}}`)
+	body := benchbody.GeminiRequest()
 	for _, word := range []string{"tools", "arguments"} {
 		lower := []byte(word)
 		b.Run(word, func(b *testing.B) {
