@@ -685,14 +685,15 @@ func (s *Stream) lead(l []byte) []byte {
 }
 
 // mayHoldCall is MayHoldCall(data), searched only where the chunk's event
-// differs from the one names keeps (sn, look's), when that one's data
-// held no call key and lies in it as data lies in this one: the same
-// bytes before it (from >= off) and as many after it, the same (to
-// within data). The bytes each event's data begins and ends with alike
-// are then the events', unless one data is all the other's first bytes
-// and the events go on alike past it (from past either's end), which is
-// searched whole. It keeps the event when it named nothing and its data,
-// in place, held no call key.
+// differs from the one names keeps (sn, look's), when that one's data held
+// no call key and lies in its event as data lies in this one: at the same
+// offset after the same bytes (from >= off), with as many bytes after it
+// and those the same (to within data). The events' window is then the two
+// data's own (keyscan.Changed of them), unless one data is all of the
+// other's first bytes and the events go on alike past it (from past
+// either's end): such a data is searched whole, as is one not in place.
+// It keeps the event when it named nothing and its data, in place, held
+// no call key.
 func (s *Stream) mayHoldCall(data []byte, sn seen) bool {
 	off, placed := placeOf(sn.ev, data)
 	tail := len(sn.ev) - off - len(data)
