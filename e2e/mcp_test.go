@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +113,20 @@ func (s *mcpServer) Requests() []upstreamReq {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]upstreamReq(nil), s.reqs...)
+}
+
+// Answered returns the requests once each has its status, waiting up to
+// 5 s: the client may hold a tool's result before the server has written
+// the status of the POST that carried the client's own response (the
+// server wakes the tool, then answers 202), so a test that reads the
+// statuses right after the call saw 0 on a loaded machine.
+func (s *mcpServer) Answered() []upstreamReq {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		reqs := s.Requests()
+		if !slices.ContainsFunc(reqs, func(r upstreamReq) bool { return r.Status == 0 }) || time.Now().After(deadline) {
+			return reqs
+		}
+	}
 }
 
 // ToolRequests returns the tools/call requests for one tool.

@@ -53,7 +53,7 @@ func TestMCPLegacyPassThrough(t *testing.T) {
 	// after it with the session it handed out, the client's answer as a
 	// JSON-RPC response POST (202).
 	var init, toolCall, answer *upstreamReq
-	reqs := e.server.Requests()
+	reqs := e.server.Answered()
 	for i := range reqs {
 		r := &reqs[i]
 		switch {
