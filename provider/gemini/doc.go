@@ -11,7 +11,9 @@
 //   - framing: ArrayReader and ArrayWriter for the JSON-array stream;
 //     AppendEvent, EOL and KeepAlive for SSE (see stream.go for what
 //     go-genai tolerates).
-//   - responses: MayHoldCall (the byte search before any JSON work), Calls
+//   - responses: MayHoldCall (the byte search before any JSON work;
+//     MayHoldCallAfter, the same of a chunk where it differs from the last
+//     one without a call), Calls
 //     (the functionCall parts of a response or of one chunk), Fate (what
 //     becomes of a call: provider.Fate, read by provider.Verdict.Fates), Rewrite (held and refused calls out, the
 //     waiting text in place), Content/Parts/ContentOf (the model content
