@@ -149,7 +149,6 @@ type App struct {
 	dsn      string   // the PostgreSQL DSN, placeholders resolved
 	ctx      caddy.Context
 	gate     *gate.Gate
-	links    string // gate.LinkPrefix(), which every gated request is searched for: built once, not per request
 	pages    *pages.Pages
 	logger   *zap.Logger
 	metrics  *metrics
@@ -231,7 +230,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 
 		ActionTimeout: time.Duration(a.ActionTimeout),
 	})
-	a.links = a.gate.LinkPrefix()
 	a.pages = &pages.Pages{Gate: a.gate, Secret: a.secret, Previous: a.previous, Logger: a.logger}
 	return nil
 }

@@ -402,7 +402,7 @@ func (h *Handler) prepare(w http.ResponseWriter, r *http.Request, next caddyhttp
 	front := h.app.gate.Front(pol.policy, pol.key, func() gate.Person { return h.person(repl, original, prov) }, protocol).
 		WithToolSchemas(func(name string) []byte { return prov.ToolParameters(original, name) })
 
-	body, err := prov.RewriteRequest(r.Context(), body, h.app.links, front)
+	body, err := prov.RewriteRequest(r.Context(), body, h.app.gate.LinkPrefix(), front)
 	if err != nil {
 		return fail(caddyhttp.Error(http.StatusBadRequest, fmt.Errorf("restoring history: %w", err)))
 	}
@@ -574,7 +574,7 @@ func (h *Handler) resume(r *http.Request, rw *interceptor.ResponseWriter, prov p
 		return nil, false
 	}
 	return rw.Resume(func(b []byte) ([]byte, error) {
-		return prov.RewriteRequest(r.Context(), b, h.app.links, front)
+		return prov.RewriteRequest(r.Context(), b, h.app.gate.LinkPrefix(), front)
 	})
 }
 

@@ -89,6 +89,9 @@ type Gate struct {
 	// configured Secret, or without one a random key of this process only
 	// (what it sealed cannot be read after a restart or on a replica).
 	sealSecret []byte
+	// linkPrefix is LinkPrefix's answer, built once: every request on a
+	// gated route is searched for it.
+	linkPrefix string
 }
 
 // New returns a Gate.
@@ -117,7 +120,7 @@ func New(cfg Config) *Gate {
 	}
 	cfg.Pages = strings.TrimRight(cfg.Pages, "/")
 	cfg.Store = audited{cfg.Store} // every change of a hold carries its audit event (audit.go)
-	g := &Gate{cfg: cfg, log: log, sealSecret: cfg.Secret}
+	g := &Gate{cfg: cfg, log: log, sealSecret: cfg.Secret, linkPrefix: cfg.Pages + "/h/"}
 	if len(g.sealSecret) == 0 {
 		g.sealSecret = make([]byte, 32)
 		_, _ = rand.Read(g.sealSecret) // never fails (crypto/rand)
@@ -187,7 +190,7 @@ func (t *tracker) close(wait time.Duration) bool {
 
 // LinkPrefix is what every link to a step starts with; a request history
 // holding it may refer to a hold.
-func (g *Gate) LinkPrefix() string { return g.cfg.Pages + "/h/" }
+func (g *Gate) LinkPrefix() string { return g.linkPrefix }
 
 // Link is the page of a step.
 func (g *Gate) Link(stepID string) string { return g.LinkPrefix() + stepID }
