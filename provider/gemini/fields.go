@@ -249,11 +249,12 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // containsFoldBytes reports whether b holds lower (ASCII lower case, with
-// a letter in it) in any case, found by its letter rarest in English text
-// (keyscan.ScanFold): a request's text is mostly English, and the first
-// letter of "streamfunctioncallarguments" is its seventh most common.
+// a letter in it) in any case: keyscan.IndexFold, which looks at two of
+// its letters side by side (a short word's rarest letter alone, 'l' of
+// "tools", is in every sentence of a request's prose). Every request on a
+// Gemini route is searched for "tools" (RewriteTools).
 func containsFoldBytes(b, lower []byte) bool {
-	return keyscan.ScanFold(b, lower, func(i int) bool { return bytes.EqualFold(b[i:i+len(lower)], lower) })
+	return keyscan.IndexFold(b, lower) >= 0
 }
 
 // arrayMember reports whether the JSON object b (valid JSON: the caller

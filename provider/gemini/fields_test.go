@@ -31,6 +31,9 @@ func FuzzContainsFoldBytes(f *testing.F) {
 	f.Add([]byte("sssstreamFunctionCallArgumentS"), uint8(1))
 	f.Add([]byte("TOOLs tool"), uint8(3))
 	f.Add([]byte("function_RESPONSE"), uint8(5))
+	for _, s := range []string{`{"tools":[]}`, `{"TOOLs":[]}`, `{"\u0074ools":[]}`, "{\"tool\u017f\":[]}", `ls LS lS tool Tool`, `{"contents":[{"parts":[{"text":"a toolbox"}]}]}`} {
+		f.Add([]byte(s), uint8(3)) // "tools", which every request is searched for
+	}
 	needles := []string{"functioncall", "streamfunctioncallarguments", "stream_function_call_arguments", "tools", "function_call", "function_response", "zebra", "az"}
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
 		lower := needles[int(which)%len(needles)]

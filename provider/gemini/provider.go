@@ -190,7 +190,7 @@ func (Provider) ToolParameters(body []byte, name string) []byte { return ToolSch
 // request; a tool object left without declarations and nothing else goes,
 // and with it toolConfig when no tool is left.
 func (Provider) DropTools(body []byte, drop func(string) bool) ([]byte, error) {
-	if !namesTools(body) || !gjson.ValidBytes(body) {
+	if !containsFoldBytes(body, []byte("tools")) || !gjson.ValidBytes(body) {
 		return body, nil
 	}
 	root := gjson.ParseBytes(body)

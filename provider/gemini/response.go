@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
 )

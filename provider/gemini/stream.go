@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
 	"github.com/toolgate/toolgate/wire/jsonedit"
 )
 

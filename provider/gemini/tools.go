@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolgate/toolgate/provider"
 	"github.com/toolgate/toolgate/wire/jsonedit"
-	"github.com/toolgate/toolgate/wire/keyscan"
 )
 
 // A Gemini request declares its functions under
@@ -75,7 +74,7 @@ func declarations(root gjson.Result, fn func(decl gjson.Result, schemaKey string
 // error, as is a new schema that is not valid JSON or a declaration with
 // both schema keys.
 func RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
-	if !namesTools(body) {
+	if !containsFoldBytes(body, []byte("tools")) {
 		return body, nil
 	}
 	if !gjson.ValidBytes(body) {
@@ -145,7 +144,7 @@ func RewriteTools(body []byte, rewrite provider.ToolRewrite) ([]byte, error) {
 // "object", nullable → a "null" type beside). What the glue gives the gate
 // for an action whose policy has no schema.
 func ToolSchema(body []byte, name string) []byte {
-	if !namesTools(body) || !gjson.ValidBytes(body) {
+	if !containsFoldBytes(body, []byte("tools")) || !gjson.ValidBytes(body) {
 		return nil
 	}
 	var out []byte
@@ -159,15 +158,6 @@ func ToolSchema(body []byte, name string) []byte {
 		return false
 	})
 	return out
-}
-
-// namesTools reports whether body holds the bytes "tools" in any case,
-// which a request with a tools key does (an escape in the key is not
-// looked for). Every request on a Gemini route is asked (RewriteTools): it
-// is keyscan.IndexFold's search by two letters side by side, which
-// answers as containsFoldBytes did (FuzzNamesToolsAsContainsFold).
-func namesTools(body []byte) bool {
-	return keyscan.IndexFold(body, []byte("tools")) >= 0
 }
 
 // toJSONSchema returns a schema with Google's OpenAPI-subset spellings
