@@ -148,11 +148,10 @@ type Stream struct {
 	names *shape.Seq
 	own   func(data []byte) bool
 
-	// kept: names keeps an event that named nothing and whose data, in
-	// place at keptOff with keptTail bytes after it (keptLen long), held
-	// no call key: the next chunk's data is searched where the events
-	// differ (mayHoldCall).
-	kept                       bool
+	// keptLen > 0: names keeps an event that named nothing and whose
+	// data, keptLen bytes in place at keptOff with keptTail bytes after
+	// it, held no call key; the next chunk's data is searched where the
+	// events differ (mayHoldCall).
 	keptOff, keptTail, keptLen int
 }
 
@@ -698,14 +697,14 @@ func (s *Stream) mayHoldCall(data []byte, sn seen) bool {
 	off, placed := placeOf(sn.ev, data)
 	tail := len(sn.ev) - off - len(data)
 	var may bool
-	if placed && s.kept && off == s.keptOff && tail == s.keptTail &&
+	if placed && s.keptLen > 0 && off == s.keptOff && tail == s.keptTail &&
 		sn.from >= off && sn.from-off <= min(len(data), s.keptLen) && sn.to <= off+len(data) {
 		may = mayHoldCallIn(data, sn.from-off, sn.to-off)
 	} else {
 		may = MayHoldCall(data)
 	}
 	if !may && placed && sn.name == "" && s.names.Keep(sn.ev) {
-		s.kept, s.keptOff, s.keptTail, s.keptLen = true, off, tail, len(data)
+		s.keptOff, s.keptTail, s.keptLen = off, tail, len(data) // placed: len(data) > 0
 	}
 	return may
 }

@@ -40,18 +40,14 @@ func (s *Seq) Look(ev []byte) (name string, from, to int) {
 	if s == nil {
 		return "", 0, len(ev)
 	}
-	from, to = 0, len(ev)
-	if s.last != nil {
-		from, to = keyscan.Changed(s.last, ev)
+	if s.last == nil {
+		return s.names.Named(ev), 0, len(ev) // nil names name nothing
 	}
+	from, to = keyscan.Changed(s.last, ev)
 	if s.names == nil {
 		return "", from, to
 	}
-	b := ev
-	if s.last != nil {
-		b = ev[s.window(ev, from):s.windowEnd(ev, to)]
-	}
-	return s.names.Named(b), from, to
+	return s.names.Named(ev[s.window(ev, from):s.windowEnd(ev, to)]), from, to
 }
 
 // Keep keeps ev as the event the next ones are compared with, when it
