@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testkit"
 	"github.com/toolgate/toolgate/internal/testkit/benchbody"
+	"github.com/toolgate/toolgate/internal/testkit/process"
 )
 
 // BenchmarkHoldPath measures what holding a call adds to a response, on
@@ -222,7 +223,7 @@ func confirmations(b *testing.B, replicas int, dsn string) {
 	bin := binary(b, "./cmd/toolgate")
 	profDir := os.Getenv("TOOLGATE_BENCH_PPROF")
 	var apis, pages, admins []string
-	var procs []*proc
+	var procs []*process.Proc
 	for i := range replicas {
 		api, page := testkit.FreePort(b), testkit.FreePort(b)
 		apis, pages = append(apis, fmt.Sprintf("http://127.0.0.1:%d", api)), append(pages, fmt.Sprintf("127.0.0.1:%d", page))
@@ -232,9 +233,9 @@ func confirmations(b *testing.B, replicas int, dsn string) {
 			admin = "admin " + admins[i]
 		}
 		cf := fmt.Sprintf(benchReplica, storeLine, secret, "http://"+pages[0]+"/toolgate", api, pf, up.URL, page, admin)
-		p := newProc(b, fmt.Sprintf("replica %d", i), bin, cf, []string{"TOOLGATE_DATABASE_URL=" + dsn},
+		p := process.New(b, fmt.Sprintf("replica %d", i), bin, cf, []string{"TOOLGATE_DATABASE_URL=" + dsn},
 			strings.TrimPrefix(apis[i], "http://"), pages[i])
-		p.mustStart()
+		p.MustStart()
 		procs = append(procs, p)
 	}
 	client := &http.Client{
@@ -274,7 +275,7 @@ func confirmations(b *testing.B, replicas int, dsn string) {
 		return nil
 	})
 
-	gateCPU, benchCPU := replicasCPU(b, procs), selfCPU(b)
+	gateCPU, benchCPU := replicasCPU(procs), selfCPU(b)
 	profiled := profile(b, profDir, admins)
 	b.ResetTimer()
 	start := time.Now()
@@ -292,7 +293,7 @@ func confirmations(b *testing.B, replicas int, dsn string) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "confirms/s")
-	b.ReportMetric(float64((replicasCPU(b, procs)-gateCPU).Microseconds())/float64(b.N), "gate-cpu-µs/op")
+	b.ReportMetric(float64((replicasCPU(procs)-gateCPU).Microseconds())/float64(b.N), "gate-cpu-µs/op")
 	b.ReportMetric(float64((selfCPU(b)-benchCPU).Microseconds())/float64(b.N), "bench-cpu-µs/op")
 	profiled()
 	runs := app.Runs()
@@ -358,27 +359,11 @@ func parallel(b *testing.B, workers, n int, f func(i int) error) {
 }
 
 // replicasCPU is the CPU time (user and system) the processes have used
-// so far, read from /proc/<pid>/stat in clock ticks of 10 ms.
-func replicasCPU(b *testing.B, procs []*proc) time.Duration {
+// so far.
+func replicasCPU(procs []*process.Proc) time.Duration {
 	var total time.Duration
 	for _, p := range procs {
-		p.mu.Lock()
-		pid := p.cmd.Process.Pid
-		p.mu.Unlock()
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			b.Fatalf("reading %s's CPU time: %v", p.name, err)
-		}
-		// The fields after the command's name, which ends with the last ')':
-		// state is the 3rd field of the line, utime the 14th, stime the 15th.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		for _, s := range f[11:13] {
-			ticks, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				b.Fatalf("reading %s's CPU time %q: %v", p.name, s, err)
-			}
-			total += time.Duration(ticks) * 10 * time.Millisecond
-		}
+		total += p.CPU()
 	}
 	return total
 }

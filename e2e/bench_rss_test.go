@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/internal/testkit/process"
 )
 
 // rssIdle is how long a process idles after its start before its resident
@@ -37,12 +38,12 @@ func BenchmarkIdleRSS(b *testing.B) {
 		var mib []float64
 		for range rssRuns {
 			api, pages := testkit.FreePort(b), testkit.FreePort(b)
-			p := newProc(b, name, bin, idleCaddyfile(api, pages, gated, filepath.Join(b.TempDir(), "store"), policy), nil,
+			p := process.New(b, name, bin, idleCaddyfile(api, pages, gated, filepath.Join(b.TempDir(), "store"), policy), nil,
 				fmt.Sprintf("127.0.0.1:%d", api), fmt.Sprintf("127.0.0.1:%d", pages))
-			p.mustStart()
+			p.MustStart()
 			time.Sleep(rssIdle)
-			mib = append(mib, float64(p.rss())/(1<<20))
-			p.kill()
+			mib = append(mib, float64(p.RSS())/(1<<20))
+			p.Kill()
 		}
 		sort.Float64s(mib)
 		return mib[len(mib)/2]

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/pgtest"
 	"github.com/toolgate/toolgate/internal/testkit"
+	"github.com/toolgate/toolgate/internal/testkit/process"
 )
 
 // Several replicas, end to end: three toolgate processes built from
@@ -39,7 +40,7 @@ type replicaSet struct {
 
 // replica is one toolgate process and the base URLs of its routes.
 type replica struct {
-	*proc
+	*process.Proc
 	api, pagesHost, mcp string
 }
 
@@ -117,14 +118,14 @@ func newReplicaSet(t *testing.T) *replicaSet {
 			p.mcp, mcpPol, strings.TrimPrefix(rs.mcp.URL, "http://"), p.pages, hash(t, "ana-pw"), hash(t, "bo-pw"))
 		api, mcpAddr, pages := fmt.Sprintf("127.0.0.1:%d", p.api), fmt.Sprintf("127.0.0.1:%d", p.mcp), fmt.Sprintf("127.0.0.1:%d", p.pages)
 		rs.gates = append(rs.gates, &replica{
-			proc: newProc(t, fmt.Sprintf("replica %d", i), bin, cf, []string{"TOOLGATE_DATABASE_URL=" + db.DSN}, api, mcpAddr, pages),
+			Proc: process.New(t, fmt.Sprintf("replica %d", i), bin, cf, []string{"TOOLGATE_DATABASE_URL=" + db.DSN}, api, mcpAddr, pages),
 			api:  "http://" + api, pagesHost: pages, mcp: "http://" + mcpAddr + "/mcp",
 		})
 	}
 	errs := make([]error, len(rs.gates))
 	var wg sync.WaitGroup
 	for i, g := range rs.gates {
-		wg.Go(func() { errs[i] = g.start() })
+		wg.Go(func() { errs[i] = g.Start() })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -346,7 +347,7 @@ func TestReplicasKilled(t *testing.T) {
 
 	// A hold made on A, which dies before anyone answers.
 	l, msg := rs.env(0).hold(t, "ana")
-	rs.gates[0].kill()
+	rs.gates[0].Kill()
 	_, _, s := rs.env(1).view(ana, rs.on(l, 1))
 	id := s.Holds[0].ID
 	if st, body := rs.env(1).answer(ana, rs.on(l, 1), id, s.Tokens[id], "confirm", nil); st != http.StatusSeeOther {
@@ -386,7 +387,7 @@ func TestReplicasKilled(t *testing.T) {
 			t.Fatal("the release did not reach the app within 20s")
 		}
 	}
-	rs.gates[2].kill()
+	rs.gates[2].Kill()
 	rs.app.Script(nil)
 
 	// The others settle it as unknown once a release cannot be running
@@ -413,7 +414,7 @@ func TestReplicasKilled(t *testing.T) {
 
 	// Both come back: they serve the same holds and run nothing again.
 	for _, g := range []*replica{rs.gates[0], rs.gates[2]} {
-		g.mustStart()
+		g.MustStart()
 	}
 	for _, i := range []int{0, 2} {
 		rs.viewUntil(l, i, "the first hold, settled", func(status int, s stepJSON) bool {
