@@ -7,53 +7,22 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testkit/process"
 )
 
-// The binaries are built once per `go test` run into a temporary
-// directory of their own, removed when the run ends.
-var bins struct {
-	sync.Mutex
-	dir   string
-	built map[string]string // name → binary
-}
-
 // build is one named binary: the main package pkg built in the module at
-// dir.
+// dir, once per run (process.Build).
 func build(tb testing.TB, name, dir, pkg string) string {
-	tb.Helper()
-	bins.Lock()
-	defer bins.Unlock()
-	if bin, ok := bins.built[name]; ok {
-		return bin
-	}
-	if bins.dir == "" {
-		d, err := os.MkdirTemp("", "toolgate-outside-")
-		if err != nil {
-			tb.Fatalf("making the binaries' directory: %v", err)
-		}
-		bins.dir, bins.built = d, map[string]string{}
-	}
-	bin := filepath.Join(bins.dir, name)
-	start := time.Now()
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build %s in %s: %v\n%s", pkg, dir, err, out)
-	}
-	tb.Logf("built %s (%s) in %s", name, pkg, time.Since(start).Round(time.Second))
-	bins.built[name] = bin
-	return bin
+	return process.Build(tb, name, dir, pkg)
 }
 
 // TestMain removes the built binaries after the run.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bins.dir != "" {
-		os.RemoveAll(bins.dir)
-	}
+	process.RemoveBuilt()
 	os.Exit(code)
 }
 
@@ -101,10 +70,7 @@ func baseBinary(tb testing.TB, commit string) (bin, name string) {
 		tb.Fatalf("TOOLGATE_BENCH_BASE=%s is no commit of %s: %v", commit, root, err)
 	}
 	name = strings.TrimSpace(string(out))
-	bins.Lock()
-	bin, ok := bins.built["toolgate-"+name]
-	bins.Unlock()
-	if ok {
+	if bin, ok := process.Built("toolgate-" + name); ok {
 		return bin, name
 	}
 	src, err := os.MkdirTemp("", "toolgate-base-"+name+"-")
