@@ -13,13 +13,8 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/process"
 )
 
-// build is one named binary: the main package pkg built in the module at
-// dir, once per run (process.Build).
-func build(tb testing.TB, name, dir, pkg string) string {
-	return process.Build(tb, name, dir, pkg)
-}
-
-// TestMain removes the built binaries after the run.
+// The binaries are built once per run (process.Build); TestMain removes
+// them after it.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	process.RemoveBuilt()
@@ -38,14 +33,14 @@ func moduleRoot(tb testing.TB) string {
 
 // headBinary is the gate built from the working tree.
 func headBinary(tb testing.TB) string {
-	return build(tb, "toolgate-head", moduleRoot(tb), "./cmd/toolgate")
+	return process.Build(tb, "toolgate-head", moduleRoot(tb), "./cmd/toolgate")
 }
 
 // caddyBinary is plain Caddy: its own main (the standard modules) at the
 // version the module's go.mod requires, built in the module so the same
 // versions of every dependency are used.
 func caddyBinary(tb testing.TB) string {
-	return build(tb, "caddy", moduleRoot(tb), "github.com/caddyserver/caddy/v2/cmd/caddy")
+	return process.Build(tb, "caddy", moduleRoot(tb), "github.com/caddyserver/caddy/v2/cmd/caddy")
 }
 
 // baseCommits are the commits the head is compared with:
@@ -87,7 +82,7 @@ func baseBinary(tb testing.TB, commit string) (bin, name string) {
 		}
 		os.RemoveAll(src)
 	}()
-	return build(tb, "toolgate-"+name, src, "./cmd/toolgate"), name
+	return process.Build(tb, "toolgate-"+name, src, "./cmd/toolgate"), name
 }
 
 // envInt is the whole number in the environment variable, or def.
